@@ -1,0 +1,596 @@
+"""Load and validate the compatibility database (``data/*.yaml``) into typed records.
+
+Loading checks structure (one clear error naming the file and the record); ``check()`` adds the
+cross-file consistency rules that ``gpuresolve db check`` enforces. The solver only ever sees the
+typed records, never raw YAML.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from resolver.errors import DataError, UserError
+from resolver.versions import CC, cc_str, cuda_key, driver_key, parse_cc
+
+PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
+FILES = ("sources.yaml", "cuda.yaml", "gpus.yaml", "torch.yaml")
+DATA_ENV = "GPURESOLVE_DATA_DIR"
+_NOISE_WORDS = frozenset({"nvidia", "tesla", "geforce"})
+_WORD_RE = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a fact comes from, and whether a primary source confirms it."""
+
+    source: tuple[str, ...]
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    version: str
+    min_driver: Mapping[str, str | None]  # "linux" / "windows" -> version or None (unknown)
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class CompatFloor:
+    major: int
+    min_driver: Mapping[str, str | None]
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class Architecture:
+    cc: CC
+    name: str
+    tegra: bool
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    name: str
+    cc: CC
+    kind: str
+    pci_ids: tuple[str, ...]
+    aliases: tuple[str, ...]
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class ArchList:
+    """The kernels compiled into a build for one platform."""
+
+    sass: tuple[CC, ...]
+    ptx: tuple[CC, ...]
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """A library version a build ships with (cuDNN, NCCL)."""
+
+    version: str | None
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str  # cpu | cu126 | rocm6.4 | xpu
+    cuda: str | None
+    cudnn: Pinned | None
+    nccl: Pinned | None
+    pypi: frozenset[str]  # platforms whose Python Package Index wheel is this build
+    platforms: Mapping[str, ArchList | None]  # platform -> arch list (None: unknown)
+    prov: Provenance
+
+    @property
+    def kind(self) -> str:
+        """cpu, cuda, rocm or xpu: only cpu and cuda get solver logic."""
+        if self.name == "cpu":
+            return "cpu"
+        if self.name.startswith("cu"):
+            return "cuda"
+        return "rocm" if self.name.startswith("rocm") else "xpu"
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    minor: str
+    date: str | None
+    python: Mapping[str, tuple[str, ...]]  # platform -> CPython versions with wheels
+    torchvision: str | None
+    torchaudio: str | None
+    variants: tuple[Variant, ...]
+    prov: Provenance
+
+    @cached_property
+    def key(self) -> tuple[int, ...]:
+        return tuple(int(p) for p in self.version.split("."))
+
+    def companion(self, name: str) -> str | None:
+        if name == "torchvision":
+            return self.torchvision
+        if name == "torchaudio":
+            return self.torchaudio
+        raise UserError(f"unknown companion package {name!r} (torchvision or torchaudio)")
+
+
+@dataclass
+class Catalog:
+    """The whole database, indexed for the solver and the CLI."""
+
+    sources: Mapping[str, Mapping[str, Any]]
+    toolkits: Mapping[str, Toolkit]
+    compat_floors: Mapping[int, CompatFloor]
+    architectures: Mapping[CC, Architecture]
+    gpus: tuple[GpuModel, ...]
+    releases: tuple[Release, ...]  # newest first
+    index_url_template: str
+    origin: str = "<memory>"
+    updated: str | None = None
+    _name_index: dict[tuple[str, ...], GpuModel] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for gpu in self.gpus:
+            for spelling in (gpu.name, *gpu.aliases):
+                self._name_index.setdefault(_name_words(spelling), gpu)
+
+    # --- lookups -----------------------------------------------------------------------------
+    def index_url(self, variant: str) -> str:
+        return self.index_url_template.format(variant=variant)
+
+    def release(self, version: str) -> Release | None:
+        return next((r for r in self.releases if r.version == version), None)
+
+    def is_tegra(self, cc: CC) -> bool:
+        arch = self.architectures.get(cc)
+        return bool(arch and arch.tegra)
+
+    def gpu_by_name(self, name: str) -> GpuModel | None:
+        """Longest database name whose words begin the query's ("Tesla V100-SXM2-32GB")."""
+        words = _name_words(name)
+        for end in range(len(words), 0, -1):
+            hit = self._name_index.get(words[:end])
+            if hit is not None:
+                return hit
+        return None
+
+    def gpu_by_pci_id(self, device_id: str) -> GpuModel | None:
+        wanted = device_id.lower()
+        return next((g for g in self.gpus if wanted in g.pci_ids), None)
+
+    def close_gpu_names(self, name: str, n: int = 5) -> list[str]:
+        names = {g.name: " ".join(_name_words(g.name)) for g in self.gpus}
+        query = " ".join(_name_words(name))
+        hits = difflib.get_close_matches(query, list(names.values()), n=n, cutoff=0.5)
+        by_norm = {v: k for k, v in names.items()}
+        return [by_norm[h] for h in hits]
+
+    def resolve_gpu(self, spec: str) -> tuple[CC, str | None]:
+        """A --gpu value: "8.6", "sm_86" or a model name -> (CC, model name or None)."""
+        text = spec.strip()
+        if re.fullmatch(r"(?i)(sm_|compute_)?\d+(\.\d)?[af]?", text):
+            cc = parse_cc(text)
+            if cc not in self.architectures:
+                known = ", ".join(cc_str(c) for c in sorted(self.architectures))
+                raise UserError(f"unknown compute capability {cc_str(cc)} (known: {known})")
+            return cc, None
+        gpu = self.gpu_by_name(text)
+        if gpu is None:
+            close = self.close_gpu_names(text)
+            hint = f"; did you mean: {', '.join(close)}?" if close else ""
+            raise UserError(f"unknown GPU {text!r}{hint} (or give its compute capability, e.g. 8.6)")
+        return gpu.cc, gpu.name
+
+    def toolkit_min_driver(self, cuda: str, driver_os: str) -> str | None:
+        tk = self.toolkits.get(cuda)
+        return tk.min_driver.get(driver_os) if tk else None
+
+    def compat_min_driver(self, cuda: str, driver_os: str) -> str | None:
+        """The lowest driver a build of this CUDA version runs on under minor-version compat.
+
+        The major's floor, unless the toolkit itself shipped with an older driver (CUDA 11.0).
+        """
+        own = self.toolkit_min_driver(cuda, driver_os)
+        floor = self.compat_floors.get(cuda_key(cuda)[0])
+        floor_v = floor.min_driver.get(driver_os) if floor else None
+        if floor_v is None:
+            return own
+        if own is None:
+            return floor_v
+        return own if driver_key(own) < driver_key(floor_v) else floor_v
+
+    def driver_max_cuda(self, driver: str, driver_os: str) -> str | None:
+        """Highest CUDA toolkit whose own minimum driver this driver meets (what nvidia-smi shows)."""
+        have = driver_key(driver)
+        best: str | None = None
+        for version, tk in self.toolkits.items():
+            need = tk.min_driver.get(driver_os)
+            if (
+                need is not None
+                and tk.prov.confirmed
+                and driver_key(need) <= have
+                and (best is None or cuda_key(version) > cuda_key(best))
+            ):
+                best = version
+        return best
+
+    # --- consistency -------------------------------------------------------------------------
+    def check(self) -> list[str]:
+        """Cross-record rules of ``db check``; returns the problems (empty when consistent)."""
+        problems: list[str] = []
+
+        def prov_ok(where: str, prov: Provenance) -> None:
+            if not prov.source:
+                problems.append(f"{where}: no source")
+                return
+            missing = [s for s in prov.source if s not in self.sources]
+            if missing:
+                problems.append(f"{where}: unknown source key(s) {', '.join(missing)}")
+            elif prov.confirmed and not any(self.sources[s].get("primary") for s in prov.source):
+                problems.append(f"{where}: marked confirmed but every source is secondary")
+
+        for src_key, src in self.sources.items():
+            if not str(src.get("cite") or "").strip():
+                problems.append(f"sources.yaml {src_key}: no cite")
+        for v, tk in self.toolkits.items():
+            prov_ok(f"cuda.yaml toolkit {v}", tk.prov)
+        for m, fl in self.compat_floors.items():
+            prov_ok(f"cuda.yaml minor_version_compat {m}", fl.prov)
+        for arch in self.architectures.values():
+            prov_ok(f"gpus.yaml architecture {cc_str(arch.cc)}", arch.prov)
+        seen: set[str] = set()
+        for gpu in self.gpus:
+            prov_ok(f"gpus.yaml gpu {gpu.name!r}", gpu.prov)
+            if gpu.cc not in self.architectures:
+                problems.append(f"gpus.yaml gpu {gpu.name!r}: CC {cc_str(gpu.cc)} not in architectures")
+            if gpu.name in seen:
+                problems.append(f"gpus.yaml gpu {gpu.name!r}: listed twice")
+            seen.add(gpu.name)
+        versions: set[str] = set()
+        for rel in self.releases:
+            where = f"torch.yaml {rel.version}"
+            if rel.version in versions:
+                problems.append(f"{where}: listed twice")
+            versions.add(rel.version)
+            prov_ok(where, rel.prov)
+            if rel.torchvision is None:
+                problems.append(f"{where}: no torchvision pairing")
+            if rel.torchaudio is None and rel.key < (2, 12):
+                problems.append(f"{where}: no torchaudio pairing (torchaudio exists up to 2.11)")
+            if not rel.variants:
+                problems.append(f"{where}: no variants")
+            for plat in rel.python:
+                if plat not in PLATFORMS:
+                    problems.append(f"{where}: unknown platform {plat!r} in python")
+            for var in rel.variants:
+                self._check_variant(f"{where} {var.name}", var, rel, prov_ok, problems)
+        return problems
+
+    def _check_variant(
+        self, where: str, var: Variant, rel: Release, prov_ok: Any, problems: list[str]
+    ) -> None:
+        prov_ok(where, var.prov)
+        if var.kind == "cuda":
+            if var.cuda is None or var.cuda not in self.toolkits:
+                problems.append(f"{where}: CUDA {var.cuda} not in cuda.yaml toolkits")
+            for label, pinned in (("cudnn", var.cudnn), ("nccl", var.nccl)):
+                if pinned is not None and pinned.version is not None:
+                    prov_ok(f"{where} {label}", pinned.prov)
+        for plat, arch in var.platforms.items():
+            if plat not in PLATFORMS:
+                problems.append(f"{where}: unknown platform {plat!r}")
+            if plat not in rel.python:
+                problems.append(f"{where}: built for {plat} but no Python versions listed for it")
+            if arch is None or var.kind != "cuda":
+                continue
+            prov_ok(f"{where} {plat} arch list", arch.prov)
+            for cc in (*arch.sass, *arch.ptx):
+                if cc not in self.architectures:
+                    problems.append(f"{where} {plat}: CC {cc_str(cc)} not in architectures")
+        for plat in var.pypi:
+            if plat not in var.platforms:
+                problems.append(f"{where}: pypi names {plat} but the variant is not built for it")
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+
+def shipped_data_dir() -> Path:
+    """`data/` inside the installed wheel (resolver/data), else the checkout's top-level `data/`."""
+    here = Path(__file__).resolve().parent
+    inside = here / "data"
+    return inside if (inside / "torch.yaml").is_file() else here.parent / "data"
+
+
+def user_data_dir() -> Path:
+    """Where `gpuresolve db update` writes: the user's data directory (XDG on Linux)."""
+    if os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "gpuresolve" / "data"
+
+
+def data_dir() -> Path:
+    """The database to use: $GPURESOLVE_DATA_DIR, else the newer of the user's and the shipped."""
+    forced = os.environ.get(DATA_ENV)
+    if forced:
+        return Path(forced)
+    shipped = shipped_data_dir()
+    user = user_data_dir()
+    if (user / "torch.yaml").is_file() and _updated(user) > _updated(shipped):
+        return user
+    return shipped
+
+
+def _updated(directory: Path) -> str:
+    """The database's date (``updated:`` in torch.yaml), read without parsing the whole file."""
+    try:
+        with open(directory / "torch.yaml", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("updated:"):
+                    return line.split(":", 1)[1].strip().strip("'\"")
+    except OSError:
+        pass
+    return ""
+
+
+def load(directory: Path | None = None) -> Catalog:
+    """Read and validate the database in ``directory`` (default: ``data_dir()``)."""
+    directory = directory or data_dir()
+    raw: dict[str, Any] = {}
+    for name in FILES:
+        raw[name] = _read_yaml(directory / name)
+    return from_raw(raw, origin=str(directory))
+
+
+def _read_yaml(path: Path) -> Any:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
+    except FileNotFoundError:
+        raise DataError(f"{path}: database file missing") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        raise DataError(f"{path}:{line} invalid YAML: {getattr(exc, 'problem', exc)}") from None
+
+
+class _Reader:
+    """Typed access to one raw record, naming file and record in every error."""
+
+    def __init__(self, file: str, where: str, data: Any) -> None:
+        if not isinstance(data, dict):
+            raise DataError(f"{file} {where}: expected a mapping, got {type(data).__name__}")
+        self.file, self.where, self.data = file, where, data
+
+    def fail(self, msg: str) -> DataError:
+        return DataError(f"{self.file} {self.where}: {msg}")
+
+    def str(self, key: str, *, optional: bool = False) -> str | None:
+        value = self.data.get(key)
+        if value is None:
+            if optional:
+                return None
+            raise self.fail(f"missing {key!r}")
+        if not isinstance(value, str):
+            raise self.fail(f"{key!r} must be a quoted string, got {value!r}")
+        return value
+
+    def req(self, key: str) -> str:
+        value = self.str(key)
+        assert value is not None
+        return value
+
+    def list(self, key: str, *, optional: bool = True) -> list[Any]:
+        value = self.data.get(key)
+        if value is None and optional:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(f"{key!r} must be a list")
+        return value
+
+    def prov(self) -> Provenance:
+        src = self.data.get("source")
+        if isinstance(src, str):
+            src = [src]
+        if not isinstance(src, list) or not all(isinstance(s, str) for s in src):
+            raise self.fail("'source' must be a source key or a list of them")
+        confirmed = self.data.get("confirmed", True)
+        if not isinstance(confirmed, bool):
+            raise self.fail("'confirmed' must be true or false")
+        return Provenance(tuple(src), confirmed)
+
+    def drivers(self, key: str) -> dict[str, str | None]:
+        value = self.data.get(key)
+        if not isinstance(value, dict):
+            raise self.fail(f"{key!r} must map linux/windows to a driver version or null")
+        out: dict[str, str | None] = {}
+        for os_name in ("linux", "windows"):
+            v = value.get(os_name)
+            if v is not None:
+                if not isinstance(v, str):
+                    raise self.fail(f"{key}.{os_name} must be a quoted version string")
+                try:
+                    driver_key(v)
+                except UserError:
+                    raise self.fail(f"{key}.{os_name}: not a driver version: {v!r}") from None
+            out[os_name] = v
+        return out
+
+    def cc(self, text: Any) -> CC:
+        if not isinstance(text, str):
+            raise self.fail(f"compute capability must be a quoted string like '8.6', got {text!r}")
+        try:
+            return parse_cc(text)
+        except UserError:
+            raise self.fail(f"not a compute capability: {text!r}") from None
+
+
+def from_raw(raw: Mapping[str, Any], origin: str = "<memory>") -> Catalog:
+    """Build a Catalog from the parsed YAML documents (keys are the file names)."""
+    src_doc = _Reader("sources.yaml", "top level", raw["sources.yaml"])
+    sources = src_doc.data.get("sources")
+    if not isinstance(sources, dict):
+        raise src_doc.fail("'sources' must map keys to {cite, primary}")
+    for key, value in sources.items():
+        _Reader("sources.yaml", f"source {key}", value)
+
+    cuda_doc = _Reader("cuda.yaml", "top level", raw["cuda.yaml"])
+    toolkits: dict[str, Toolkit] = {}
+    for i, item in enumerate(cuda_doc.list("toolkits", optional=False)):
+        r = _Reader("cuda.yaml", f"toolkits[{i}]", item)
+        version = r.req("version")
+        r.where = f"toolkit {version}"
+        toolkits[version] = Toolkit(version, r.drivers("min_driver"), r.prov())
+    floors: dict[int, CompatFloor] = {}
+    for i, item in enumerate(cuda_doc.list("minor_version_compat", optional=False)):
+        r = _Reader("cuda.yaml", f"minor_version_compat[{i}]", item)
+        major = item.get("major")
+        if not isinstance(major, int):
+            raise r.fail("'major' must be an integer")
+        floors[major] = CompatFloor(major, r.drivers("min_driver"), r.prov())
+
+    gpu_doc = _Reader("gpus.yaml", "top level", raw["gpus.yaml"])
+    archs: dict[CC, Architecture] = {}
+    for i, item in enumerate(gpu_doc.list("architectures", optional=False)):
+        r = _Reader("gpus.yaml", f"architectures[{i}]", item)
+        cc = r.cc(item.get("cc"))
+        archs[cc] = Architecture(cc, r.req("name"), bool(item.get("tegra", False)), r.prov())
+    gpus: list[GpuModel] = []
+    for i, item in enumerate(gpu_doc.list("gpus", optional=False)):
+        r = _Reader("gpus.yaml", f"gpus[{i}]", item)
+        name = r.req("name")
+        r.where = f"gpu {name!r}"
+        gpus.append(
+            GpuModel(
+                name=name,
+                cc=r.cc(item.get("cc")),
+                kind=r.str("kind", optional=True) or "other",
+                pci_ids=tuple(str(p).lower() for p in r.list("pci_ids")),
+                aliases=tuple(str(a) for a in r.list("aliases")),
+                prov=r.prov(),
+            )
+        )
+
+    torch_doc = _Reader("torch.yaml", "top level", raw["torch.yaml"])
+    releases: list[Release] = []
+    for i, item in enumerate(torch_doc.list("series", optional=False)):
+        releases.extend(_series(_Reader("torch.yaml", f"series[{i}]", item)))
+    releases.sort(key=lambda rel: rel.key, reverse=True)
+    return Catalog(
+        sources=sources,
+        toolkits=toolkits,
+        compat_floors=floors,
+        architectures=archs,
+        gpus=tuple(gpus),
+        releases=tuple(releases),
+        index_url_template=torch_doc.req("index_url"),
+        origin=origin,
+        updated=str(torch_doc.data["updated"]) if torch_doc.data.get("updated") else None,
+    )
+
+
+def _python_map(r: _Reader, value: Any) -> dict[str, tuple[str, ...]]:
+    if not isinstance(value, dict):
+        raise r.fail("'python' must map platforms to lists of versions")
+    out: dict[str, tuple[str, ...]] = {}
+    for plat, versions in value.items():
+        if plat in ("source", "confirmed", "note"):
+            continue
+        if plat not in PLATFORMS:
+            raise r.fail(f"python: unknown platform {plat!r}")
+        if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+            raise r.fail(f"python.{plat} must be a list of quoted versions")
+        out[plat] = tuple(versions)
+    return out
+
+
+def _pinned(r: _Reader, key: str) -> Pinned | None:
+    value = r.data.get(key)
+    if value is None:
+        return None
+    sub = _Reader(r.file, f"{r.where} {key}", value)
+    version = sub.str("version", optional=True)
+    return Pinned(version, sub.prov() if version is not None else Provenance((), False))
+
+
+def _variant(r: _Reader) -> Variant:
+    name = r.req("name")
+    r.where = f"{r.where} variant {name}"
+    platforms: dict[str, ArchList | None] = {}
+    plat_map = r.data.get("platforms")
+    if not isinstance(plat_map, dict) or not plat_map:
+        raise r.fail("'platforms' must map each platform it is built for to its arch list")
+    for plat, arch in plat_map.items():
+        if plat not in PLATFORMS:
+            raise r.fail(f"unknown platform {plat!r}")
+        if arch is None or (name == "cpu" and arch == {}) or not name.startswith("cu"):
+            platforms[plat] = None
+            continue
+        a = _Reader(r.file, f"{r.where} {plat}", arch)
+        platforms[plat] = ArchList(
+            sass=tuple(sorted(a.cc(c) for c in a.list("sass"))),
+            ptx=tuple(sorted(a.cc(c) for c in a.list("ptx"))),
+            prov=a.prov(),
+        )
+    pypi = r.list("pypi")
+    return Variant(
+        name=name,
+        cuda=r.str("cuda", optional=True),
+        cudnn=_pinned(r, "cudnn"),
+        nccl=_pinned(r, "nccl"),
+        pypi=frozenset(str(p) for p in pypi),
+        platforms=platforms,
+        prov=r.prov(),
+    )
+
+
+def _series(r: _Reader) -> Iterable[Release]:
+    minor = r.req("minor")
+    r.where = f"series {minor}"
+    python = _python_map(r, r.data.get("python"))
+    variants = [
+        _variant(_Reader(r.file, f"series {minor}", v)) for v in r.list("variants", optional=False)
+    ]
+    by_name = {v.name: v for v in variants}
+    for item in r.list("releases", optional=False):
+        rr = _Reader(r.file, f"series {minor} release", item)
+        version = rr.req("version")
+        rr.where = f"release {version}"
+        if not version.startswith(minor + "."):
+            raise rr.fail(f"version {version} does not belong to series {minor}")
+        only = rr.list("variants")
+        unknown = [n for n in only if n not in by_name]
+        if unknown:
+            raise rr.fail(f"variants {unknown} are not defined in series {minor}")
+        chosen = tuple(by_name[n] for n in only) if only else tuple(variants)
+        yield Release(
+            version=version,
+            minor=minor,
+            date=str(item["date"]) if item.get("date") is not None else None,
+            python=_python_map(rr, item["python"]) if item.get("python") else python,
+            torchvision=rr.str("torchvision", optional=True),
+            torchaudio=rr.str("torchaudio", optional=True),
+            variants=chosen,
+            prov=rr.prov(),
+        )
+
+
+def _name_words(name: str) -> tuple[str, ...]:
+    return tuple(w for w in _WORD_RE.findall(name.lower()) if w not in _NOISE_WORDS)

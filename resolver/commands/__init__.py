@@ -1,0 +1,1 @@
+"""One module per `gpuresolve` subcommand, imported lazily by resolver.cli."""

@@ -1,0 +1,9 @@
+"""Errors a user can act on: the CLI prints their one-line message and exits 2."""
+
+
+class UserError(Exception):
+    """Bad input (an option, a file, a name): one clear line, exit code 2, never a traceback."""
+
+
+class DataError(UserError):
+    """The compatibility database is malformed; the message names the file and the record."""

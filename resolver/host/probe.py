@@ -1,0 +1,66 @@
+"""What one probe found, before `detect` merges the probes into a `HostProfile`.
+
+Every parser returns a `ProbeResult`, so the merge rule ("the first probe that answers a fact keeps
+it") is written once, and each parser can be tested alone on recorded text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from resolver.host.profile import GpuInfo
+
+
+@dataclass
+class ProbeResult:
+    """Facts from one probe. ``state`` None means the probe could not tell (absent or broken)."""
+
+    source: str
+    state: str | None = None
+    driver: str | None = None
+    driver_cuda: str | None = None
+    gpus: list[GpuInfo] | None = None  # None: this probe did not enumerate GPUs
+    sources: dict[str, str] = field(default_factory=dict)  # host fact -> probe (sysfs vs procfs)
+    status: str = "ok"  # one line for HostProfile.probes: "ok", "not installed", an error name
+    detail: str | None = None  # the tool's own words (error text), quoted in user messages
+
+
+def gpu(index: int, source: str, **facts: str | int | None) -> GpuInfo:
+    """A GpuInfo whose non-empty facts are all credited to ``source``."""
+    info = GpuInfo(
+        index=index,
+        name=_opt_str(facts.get("name")),
+        cc=_opt_str(facts.get("cc")),
+        memory_mib=_opt_int(facts.get("memory_mib")),
+        pci_device_id=_opt_str(facts.get("pci_device_id")),
+        mig=_opt_str(facts.get("mig")),
+    )
+    for key in ("name", "cc", "memory_mib", "pci_device_id", "mig"):
+        if getattr(info, key) is not None:
+            info.sources[key] = source
+    return info
+
+
+def _opt_str(value: str | int | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _opt_int(value: str | int | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def pci_device_hex(value: int | str | None) -> str | None:
+    """PCI ids as NVML/nvidia-smi give them (0x233510DE: device << 16 | vendor) -> "0x2335".
+
+    A bare 16-bit id (sysfs's "0x2335") is kept as is, lower-cased.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = int(value.strip(), 16)  # int() accepts the "0x" prefix with base 16
+        except ValueError:
+            return None
+    if value > 0xFFFF:
+        value >>= 16
+    return f"0x{value:04x}"

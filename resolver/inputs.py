@@ -1,0 +1,246 @@
+"""Turn what the user typed (or what detection found) into the solver's Target and Request.
+
+Every bad value becomes a UserError with one line that says what was wrong and what is accepted.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from resolver.catalog import PLATFORMS, Catalog
+from resolver.errors import UserError
+from resolver.host.profile import STATE_OK, HostProfile
+from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
+from resolver.versions import driver_key, parse_cc
+
+_PY_RE = re.compile(r"^3\.\d{1,2}t?$")
+_VARIANT_RE = re.compile(r"^(cpu|cu\d{3})$")
+
+
+def python_version(value: str) -> str:
+    """"3.12", "3.13t", or an interpreter path whose version is read (as uv's --python accepts)."""
+    v = value.strip()
+    if _PY_RE.match(v):
+        return v
+    if re.match(r"^3\.\d{1,2}\.\d+$", v):
+        return ".".join(v.split(".")[:2])
+    path = Path(v)
+    if not (path.exists() or "/" in v or "\\" in v):
+        raise UserError(f"--python {value!r}: expected a version like 3.12 or an interpreter path")
+    code = (
+        "import sys,sysconfig;"
+        "t='t' if sysconfig.get_config_var('Py_GIL_DISABLED') else '';"
+        "print(f'{sys.version_info[0]}.{sys.version_info[1]}{t}')"
+    )
+    try:
+        out = subprocess.run(
+            [v, "-c", code], capture_output=True, text=True, timeout=20, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        raise UserError(f"--python {value!r}: cannot run that interpreter") from None
+    if not _PY_RE.match(out):
+        raise UserError(f"--python {value!r}: it reported an unexpected version {out!r}")
+    return out
+
+
+def _specifier(text: str, what: str) -> tuple[SpecifierSet, str | None]:
+    """A PEP 440 specifier; a local tag on an == pin (==2.8.0+cu126) names the variant."""
+    text = text.strip()
+    if text and text[0].isdigit():
+        text = "==" + text
+    try:
+        spec = SpecifierSet(text)
+    except InvalidSpecifier:
+        raise UserError(f"{what}: not a version specifier: {text!r} (e.g. '>=2.4,<2.9')") from None
+    variants = {s.version.split("+", 1)[1] for s in spec if "+" in s.version}
+    if len(variants) > 1:
+        raise UserError(f"{what}: mixes builds {', '.join(sorted(variants))}")
+    variant = variants.pop() if variants else None
+    if variant is not None and not _VARIANT_RE.match(variant):
+        raise UserError(f"{what}: unknown build tag +{variant} (cpu, cu118 ... cu132)")
+    return spec, variant
+
+
+def build_request(
+    *,
+    torch: str | None,
+    with_: Sequence[str],
+    cuda: str | None,
+    policy: Policy,
+    allow_unconfirmed: bool = False,
+) -> Request:
+    """The request; any two parts that name different CUDA variants are an error."""
+    torch_spec, variant = _specifier(torch, "--torch") if torch else (SpecifierSet(), None)
+    named: dict[str, str] = {}
+    if variant:
+        named["--torch"] = variant
+    companions: list[tuple[str, SpecifierSet]] = []
+    for item in with_:
+        try:
+            req = Requirement(item)
+        except InvalidRequirement:
+            raise UserError(f"--with {item!r}: expected a package like torchvision or 'torchvision>=0.20'") from None
+        name = req.name.lower()
+        if name not in COMPANIONS:
+            raise UserError(f"--with {item!r}: companions are {' and '.join(COMPANIONS)}")
+        spec, comp_variant = _specifier(str(req.specifier), f"--with {name}")
+        if comp_variant:
+            named[f"--with {name}"] = comp_variant
+        companions.append((name, spec))
+    if cuda is not None:
+        if not re.match(r"^\d+\.\d+$", cuda.strip()):
+            raise UserError(f"--cuda {cuda!r}: expected a CUDA version like 12.8")
+        cuda = cuda.strip()
+        named["--cuda"] = "cu" + cuda.replace(".", "")
+    if len(set(named.values())) > 1:
+        parts = ", ".join(f"{k} → {v}" for k, v in named.items())
+        raise UserError(f"the request mixes CUDA variants ({parts}); one environment has one")
+    return Request(
+        torch=torch_spec,
+        companions=tuple(companions),
+        cuda=cuda,
+        variant=next(iter(named.values()), None) if named else None,
+        policy=policy,
+        allow_unconfirmed=allow_unconfirmed,
+    )
+
+
+def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None = None) -> Target:
+    """A detected (or recorded) host as the solver sees it."""
+    gpus: list[TargetGpu] = []
+    for gpu in profile.gpus:
+        cc = gpu.cc
+        if cc is None and gpu.name:
+            model = catalog.gpu_by_name(gpu.name)
+            cc = f"{model.cc[0]}.{model.cc[1]}" if model else None
+        if cc is None:
+            continue
+        gpus.append(TargetGpu(parse_cc(cc), gpu.name))
+    return Target(
+        platform=profile.platform,
+        python=profile.python,
+        driver=profile.driver,
+        driver_os=profile.driver_os,
+        gpus=tuple(gpus),
+        nvidia=profile.state == STATE_OK or bool(gpus) or profile.state == "driver-mismatch",
+        name=name,
+    )
+
+
+def is_described(
+    *, driver: str | None, gpus: Sequence[str], no_gpu: bool, platform: str | None, host: str
+) -> bool:
+    """Whether the options describe a machine (then this one's GPUs and driver are not probed)."""
+    other_platform = platform is not None and platform.strip().lower() != host
+    return bool(gpus) or driver is not None or no_gpu or other_platform
+
+
+def describe_target(
+    catalog: Catalog,
+    *,
+    base: Target,
+    driver: str | None,
+    gpus: Sequence[str],
+    no_gpu: bool,
+    python: str | None,
+    platform: str | None,
+) -> Target:
+    """The target: ``base`` (detected host, or a bare one) with the facts the options give.
+
+    Any of --driver/--gpu/--no-gpu, or another platform, describe the GPU side completely: what
+    was not given is unknown (a driver not given is not checked; GPUs not given are not checked).
+    """
+    if no_gpu and (gpus or driver):
+        raise UserError("--no-gpu cannot be combined with --gpu or --driver")
+    plat = base.platform
+    if platform is not None:
+        plat = platform.strip().lower()
+        if plat not in PLATFORMS:
+            raise UserError(f"--platform {platform!r}: one of {', '.join(PLATFORMS)}")
+    resolved = tuple(TargetGpu(*catalog.resolve_gpu(g)) for g in gpus)
+    if driver is not None:
+        driver_key(driver)  # validates, raising a UserError
+    if plat == "macos-arm64" and (resolved or driver):
+        raise UserError("macOS has no NVIDIA CUDA builds: drop --gpu/--driver for macos-arm64")
+    py = python_version(python) if python else base.python
+    if not is_described(driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=base.platform):
+        return Target(
+            platform=base.platform,
+            python=py,
+            driver=base.driver,
+            driver_os=base.driver_os,
+            gpus=base.gpus,
+            nvidia=base.nvidia,
+            name=base.name,
+        )
+    return Target(
+        platform=plat,
+        python=py,
+        driver=driver,
+        driver_os="windows" if plat.startswith("windows") else "linux",
+        gpus=resolved,
+        nvidia=bool(resolved) or driver is not None,
+        name=base.name,
+    )
+
+
+def load_profile(path: str) -> HostProfile:
+    """A host recorded with `gpuresolve detect --json` (one clear error for a bad file)."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        return HostProfile.from_json(data)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file (expected `gpuresolve detect --json` output)") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{path}: not a `gpuresolve detect --json` file ({exc})") from None
+
+
+def resolve_target(
+    catalog: Catalog,
+    *,
+    driver: str | None,
+    gpus: Sequence[str],
+    no_gpu: bool,
+    python: str | None,
+    platform: str | None,
+    host_file: str | None = None,
+) -> tuple[Target, HostProfile | None]:
+    """The target for a command: a recorded host, a described one, or this machine (probed)."""
+    from resolver.host import platform as host_platform
+
+    profile: HostProfile | None = None
+    here = host_platform.probe()
+    if host_file:
+        profile = load_profile(host_file)
+        base = target_from_profile(catalog, profile)
+    elif is_described(driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=here.platform):
+        base = Target(platform=here.platform, python=here.python)
+    else:
+        from resolver.host import detect
+
+        profile = detect(lookup_cc=lambda name: _cc_of(catalog, name))
+        base = target_from_profile(catalog, profile)
+    target = describe_target(
+        catalog,
+        base=base,
+        driver=driver,
+        gpus=gpus,
+        no_gpu=no_gpu,
+        python=python,
+        platform=platform,
+    )
+    return target, profile
+
+
+def _cc_of(catalog: Catalog, name: str) -> str | None:
+    model = catalog.gpu_by_name(name)
+    return f"{model.cc[0]}.{model.cc[1]}" if model else None

@@ -1,0 +1,151 @@
+"""Render a decision: the `--json` contract and the five-second human answer."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from resolver.catalog import Catalog
+from resolver.solve import Candidate, Decision, Target
+from resolver.versions import cc_str
+
+
+def index_url(catalog: Catalog, variant: str, pytorch_index: str | None = None) -> str:
+    """The variant's index on the PyTorch index, or on a mirror of it (--pytorch-index)."""
+    if pytorch_index:
+        return pytorch_index.rstrip("/") + "/" + variant
+    return catalog.index_url(variant)
+
+
+def pip_command(catalog: Catalog, cand: Candidate, pytorch_index: str | None = None) -> str:
+    pins = " ".join(shlex.quote(f"{n}=={v}") for n, v in cand.packages)
+    return f"pip install {pins} --index-url {index_url(catalog, cand.variant.name, pytorch_index)}"
+
+
+def target_json(target: Target) -> dict[str, Any]:
+    return {
+        "name": target.name,
+        "platform": target.platform,
+        "python": target.python,
+        "driver": target.driver,
+        "driver_os": target.driver_os,
+        "nvidia": target.nvidia,
+        "gpus": [{"cc": cc_str(g.cc), "name": g.name} for g in target.gpus],
+    }
+
+
+def candidate_json(
+    catalog: Catalog, cand: Candidate, pytorch_index: str | None = None
+) -> dict[str, Any]:
+    var = cand.variant
+    return {
+        "torch": cand.release.version,
+        "variant": var.name,
+        "cuda": var.cuda,
+        "cudnn": var.cudnn.version if var.cudnn else None,
+        "nccl": var.nccl.version if var.nccl else None,
+        "index_url": index_url(catalog, var.name, pytorch_index),
+        "packages": dict(cand.packages),
+        "pypi": cand.pypi,
+        "min_driver": cand.min_driver,
+        "min_driver_reason": cand.min_driver_why,
+        "confirmed": cand.confirmed,
+        "coverage": list(cand.coverage),
+        "warnings": list(cand.warnings),
+        "pip": pip_command(catalog, cand, pytorch_index),
+    }
+
+
+def decision_json(
+    catalog: Catalog, decision: Decision, pytorch_index: str | None = None
+) -> dict[str, Any]:
+    sel = decision.selection
+    return {
+        "target": target_json(decision.target),
+        "selection": candidate_json(catalog, sel, pytorch_index) if sel else None,
+        "alternatives": [candidate_json(catalog, c, pytorch_index) for c in decision.alternatives],
+        "rejected": [
+            {
+                "torch": c.release.version,
+                "variant": c.variant.name,
+                "reasons": [r.text for r in c.reasons],
+                "kinds": sorted({r.kind for r in c.reasons}),
+            }
+            for c in decision.rejected
+        ],
+        "hints": list(decision.hints),
+        "cpu_fallback": (
+            candidate_json(catalog, decision.cpu_fallback, pytorch_index)
+            if decision.cpu_fallback
+            else None
+        ),
+        "database": {"origin": catalog.origin, "updated": catalog.updated},
+    }
+
+
+def describe_build(cand: Candidate) -> str:
+    var = cand.variant
+    if var.cuda is None:
+        return f"torch {cand.release.version} (CPU build, {var.name})"
+    cudnn = f", cuDNN {var.cudnn.version}" if var.cudnn and var.cudnn.version else ""
+    return f"torch {cand.release.version} + CUDA {var.cuda} ({var.name}{cudnn})"
+
+
+def _target_line(target: Target) -> str:
+    gpus = ", ".join(g.label for g in target.gpus) or ("NVIDIA GPU (model not given)" if target.nvidia else "no NVIDIA GPU")
+    driver = f"driver {target.driver}" if target.driver else "driver not given"
+    if not target.nvidia and not target.gpus:
+        driver = ""
+    parts = [target.platform, f"Python {target.python}", gpus] + ([driver] if driver else [])
+    return ", ".join(parts)
+
+
+def _why(decision: Decision, sel: Candidate) -> str:
+    reasons = [f"newest torch for {decision.target.platform} / Python {decision.target.python}"]
+    if sel.coverage:
+        reasons.append("; ".join(sel.coverage))
+    if sel.min_driver and decision.target.driver:
+        reasons.append(f"driver {decision.target.driver} >= {sel.min_driver} ({sel.min_driver_why})")
+    if sel.pypi:
+        reasons.append("the build the Python Package Index carries")
+    return "; ".join(reasons)
+
+
+def decision_text(
+    catalog: Catalog, decision: Decision, pytorch_index: str | None = None, detail: bool = False
+) -> str:
+    """The short answer a person reads in five seconds."""
+    lines = [f"target: {_target_line(decision.target)}"]
+    sel = decision.selection
+    if sel is not None:
+        lines.append(f"install: {describe_build(sel)}")
+        lines.append(f"  {pip_command(catalog, sel, pytorch_index)}")
+        lines.append(f"why: {_why(decision, sel)}")
+        lines.extend(f"warning: {w}" for w in sel.warnings)
+        if decision.alternatives:
+            lines.append(f"runner-up: {describe_build(decision.alternatives[0])}")
+    else:
+        lines.append("no compatible build: nothing in the database runs on this target")
+        newest = _closest_rejects(decision)
+        for c in newest:
+            lines.append(f"  {c.release.version} {c.variant.name}: " + "; ".join(r.text for r in c.reasons))
+        if decision.cpu_fallback is not None:
+            fb = decision.cpu_fallback
+            lines.append(f"CPU-only fallback (no GPU use): {describe_build(fb)}")
+            lines.append(f"  {pip_command(catalog, fb, pytorch_index)}")
+    lines.extend(f"hint: {h}" for h in decision.hints)
+    if detail:
+        for c in decision.alternatives[1:]:
+            lines.append(f"also fits: {describe_build(c)}")
+        for c in decision.rejected:
+            lines.append(f"rejected {c.release.version} {c.variant.name}: " + "; ".join(r.text for r in c.reasons))
+    return "\n".join(lines)
+
+
+def _closest_rejects(decision: Decision, n: int = 3) -> list[Candidate]:
+    """The rejects of the newest release that fail only on the target (not the request)."""
+    target_kinds = {"arch", "driver", "unknown", "python", "cpu"}
+    fitting = [c for c in decision.rejected if all(r.kind in target_kinds for r in c.reasons)]
+    fitting = [c for c in fitting if c.variant.kind == "cuda"] or fitting
+    fitting.sort(key=lambda c: (c.release.key, c.variant.cuda or ""), reverse=True)
+    return fitting[:n]

@@ -1,0 +1,365 @@
+"""The solver: a pure function from (catalog, target, request) to a decision.
+
+No I/O, no detection, no printing: everything it needs arrives in its arguments, so the same code
+serves one machine, a described machine and a whole fleet, and is tested exhaustively.
+
+Rules (see README "How gpuresolve decides"):
+- a build runs on a GPU when it has SASS of the GPU's major with a minor <= the GPU's (not across
+  the desktop/Tegra divide: a Tegra GPU needs SASS for exactly its CC), or PTX for a CC <= the GPU's;
+  PTX JIT needs a driver at least the toolkit's own minimum;
+- driver policy ``compat``: a CUDA build runs on its major's minor-version-compatibility floor;
+  ``strict``: on the toolkit's own minimum driver;
+- every GPU of the target must be covered;
+- the newest torch release wins; among its variants, the one the Python Package Index carries,
+  then the newest CUDA; builds whose arch list no primary source confirms come last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from resolver.catalog import ArchList, Catalog, Release, Variant
+from resolver.versions import CC, cc_sm, cc_str, cuda_key, driver_key
+
+COMPANIONS = ("torchvision", "torchaudio")
+Policy = Literal["compat", "strict"]
+
+
+@dataclass(frozen=True)
+class TargetGpu:
+    cc: CC
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{cc_sm(self.cc)} ({self.name})" if self.name else cc_sm(self.cc)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The machine to resolve for: detected, described, or one member of a fleet."""
+
+    platform: str
+    python: str  # "3.12"
+    driver: str | None = None  # None: unknown, not checked (the answer states what it needs)
+    driver_os: str = "linux"  # whose driver floors apply ("windows" on Windows and WSL2)
+    gpus: tuple[TargetGpu, ...] = ()
+    nvidia: bool = False  # an NVIDIA GPU is there (even when its CC is unknown)
+    name: str | None = None  # a label for fleets and reports
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asks for."""
+
+    torch: SpecifierSet = field(default_factory=SpecifierSet)
+    companions: tuple[tuple[str, SpecifierSet], ...] = ()
+    cuda: str | None = None  # "12.8"
+    variant: str | None = None  # "cu126": from a local version in a pin (torch==2.8.0+cu126)
+    policy: Policy = "compat"
+    allow_unconfirmed: bool = False
+
+
+@dataclass(frozen=True)
+class Reason:
+    kind: str  # spec | python | cuda | variant | companion | cpu | nogpu | arch | driver | unknown
+    text: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    release: Release
+    variant: Variant
+    platform: str
+    reasons: tuple[Reason, ...] = ()
+    min_driver: str | None = None  # what this build needs on the target's driver OS
+    min_driver_why: str | None = None
+    confirmed: bool = True
+    warnings: tuple[str, ...] = ()
+    coverage: tuple[str, ...] = ()  # how each GPU is covered, for "why"
+    packages: tuple[tuple[str, str], ...] = ()  # (name, version with local tag)
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+    @property
+    def pypi(self) -> bool:
+        return self.platform in self.variant.pypi
+
+    def rank_key(self, allow_unconfirmed: bool) -> tuple[object, ...]:
+        cuda = cuda_key(self.variant.cuda) if self.variant.cuda else (0, 0)
+        tier = 0 if (self.confirmed or allow_unconfirmed) else -1
+        return (tier, self.release.key, self.pypi, cuda)
+
+
+@dataclass(frozen=True)
+class Decision:
+    target: Target
+    request: Request
+    selection: Candidate | None
+    alternatives: tuple[Candidate, ...]
+    rejected: tuple[Candidate, ...]
+    hints: tuple[str, ...]
+    cpu_fallback: Candidate | None = None  # shown when a GPU target has no GPU build
+
+
+def solve(catalog: Catalog, target: Target, request: Request) -> Decision:
+    """Resolve the best build for the target, with the runners-up, the rejects and hints."""
+    cuda_wanted = target.nvidia or bool(target.gpus)
+    evaluated = [
+        _evaluate(catalog, target, request, rel, var, cuda_wanted)
+        for rel in catalog.releases
+        for var in rel.variants
+        if target.platform in var.platforms and var.kind in ("cpu", "cuda")
+    ]
+    ok = sorted(
+        (c for c in evaluated if c.ok),
+        key=lambda c: c.rank_key(request.allow_unconfirmed),
+        reverse=True,
+    )
+    rejected = tuple(c for c in evaluated if not c.ok)
+    selection = ok[0] if ok else None
+    if selection is not None and not selection.confirmed:
+        note = "no build with a confirmed architecture list fits; this one's list rests on a "
+        note += "secondary source"
+        if not request.allow_unconfirmed:
+            selection = replace(selection, warnings=(*selection.warnings, note))
+    cpu_fallback = None
+    if selection is None and cuda_wanted:
+        cpu_target = replace(target, gpus=(), nvidia=False)
+        cpu_ok = [
+            c
+            for c in (
+                _evaluate(catalog, cpu_target, replace(request, cuda=None, variant=None), r, v, False)
+                for r in catalog.releases
+                for v in r.variants
+                if v.kind == "cpu" and target.platform in v.platforms
+            )
+            if c.ok
+        ]
+        cpu_fallback = max(cpu_ok, key=lambda c: c.release.key, default=None)
+    hints = _hints(catalog, target, request, selection, ok, rejected)
+    return Decision(target, request, selection, tuple(ok[1:]), rejected, hints, cpu_fallback)
+
+
+# --- one candidate ---------------------------------------------------------------------------
+
+
+def _evaluate(
+    catalog: Catalog,
+    target: Target,
+    request: Request,
+    rel: Release,
+    var: Variant,
+    cuda_wanted: bool,
+) -> Candidate:
+    reasons: list[Reason] = []
+    warnings: list[str] = []
+    version = Version(rel.version)
+    if not request.torch.contains(version, prereleases=True):
+        reasons.append(Reason("spec", f"torch {rel.version} does not match {request.torch}"))
+    pythons = rel.python.get(target.platform, ())
+    if target.python not in pythons:
+        span = f"{pythons[0]}–{pythons[-1]}" if pythons else "none"
+        reasons.append(
+            Reason(
+                "python",
+                f"no torch {rel.version} wheel for Python {target.python} on {target.platform}"
+                f" (it has {span})",
+            )
+        )
+    if request.variant and var.name != request.variant:
+        reasons.append(Reason("variant", f"{var.name} build; {request.variant} was asked for"))
+    if request.cuda and var.cuda != request.cuda:
+        what = f"CUDA {var.cuda}" if var.cuda else "CPU"
+        reasons.append(Reason("cuda", f"{what} build; CUDA {request.cuda} was asked for"))
+
+    packages = [("torch", _local(rel.version, var, target.platform))]
+    for name, spec in request.companions:
+        paired = rel.companion(name)
+        if paired is None:
+            reasons.append(Reason("companion", f"no {name} release pairs with torch {rel.version}"))
+        elif not spec.contains(paired, prereleases=True):
+            reasons.append(Reason("companion", f"{name} {paired} (paired) does not match {spec}"))
+        else:
+            packages.append((name, _local(paired, var, target.platform)))
+
+    min_driver = why = None
+    confirmed = rel.prov.confirmed and var.prov.confirmed
+    coverage: list[str] = []
+    if var.kind == "cpu":
+        if cuda_wanted:
+            reasons.append(Reason("cpu", "CPU build: this target has an NVIDIA GPU"))
+    elif not cuda_wanted and request.cuda is None and request.variant is None:
+        reasons.append(Reason("nogpu", "CUDA build: this target has no NVIDIA GPU"))
+    else:
+        arch = var.platforms.get(target.platform)
+        needs_jit = False
+        if target.gpus and arch is None:
+            reasons.append(
+                Reason("unknown", f"which GPUs {var.name} supports on {target.platform} is unknown")
+            )
+        elif arch is not None and target.gpus:
+            confirmed = confirmed and arch.prov.confirmed  # it matters only where GPUs are checked
+            for gpu in target.gpus:
+                how = _coverage(catalog, arch, gpu.cc)
+                if how is None:
+                    reasons.append(Reason("arch", f"no kernels for {gpu.label}: {_arch_text(arch)}"))
+                else:
+                    needs_jit = needs_jit or how.startswith("PTX")
+                    coverage.append(f"{gpu.label}: {how}")
+        min_driver, why = _driver_need(catalog, target, request, var, needs_jit)
+        if min_driver is None:
+            reasons.append(
+                Reason("driver", f"the minimum {target.driver_os} driver for CUDA {var.cuda} is unknown")
+            )
+        elif target.driver is not None and driver_key(target.driver) < driver_key(min_driver):
+            reasons.append(
+                Reason(
+                    "driver",
+                    f"needs driver >= {min_driver} ({why}); this host has {target.driver}",
+                )
+            )
+    return Candidate(
+        release=rel,
+        variant=var,
+        platform=target.platform,
+        reasons=tuple(reasons),
+        min_driver=min_driver,
+        min_driver_why=why,
+        confirmed=confirmed,
+        warnings=tuple(warnings),
+        coverage=tuple(coverage),
+        packages=tuple(packages),
+    )
+
+
+def _coverage(catalog: Catalog, arch: ArchList, cc: CC) -> str | None:
+    """How a build's kernels reach a GPU of this CC, or None when they don't."""
+    tegra = catalog.is_tegra(cc)
+    sass = [s for s in arch.sass if (s == cc if tegra else s[0] == cc[0] and s[1] <= cc[1])]
+    if sass:
+        return f"SASS {cc_sm(max(sass))}"
+    ptx = [p for p in arch.ptx if p <= cc]
+    if ptx:
+        return f"PTX {cc_sm(max(ptx))} (JIT-compiled on first use)"
+    return None
+
+
+def _arch_text(arch: ArchList) -> str:
+    sass = " ".join(cc_sm(c) for c in arch.sass) or "none"
+    ptx = " ".join(cc_sm(c) for c in arch.ptx) or "none"
+    return f"build has SASS {sass}; PTX {ptx}"
+
+
+def _driver_need(
+    catalog: Catalog, target: Target, request: Request, var: Variant, needs_jit: bool
+) -> tuple[str | None, str | None]:
+    """The lowest driver this CUDA build needs on the target, and why."""
+    assert var.cuda is not None
+    os_name = target.driver_os
+    own = catalog.toolkit_min_driver(var.cuda, os_name)
+    if request.policy == "strict":
+        return own, f"CUDA {var.cuda} toolkit minimum"
+    if needs_jit:
+        return own, f"CUDA {var.cuda} toolkit minimum, for PTX JIT"
+    compat = catalog.compat_min_driver(var.cuda, os_name)
+    major = cuda_key(var.cuda)[0]
+    if compat is not None and own is not None and compat == own:
+        return compat, f"CUDA {var.cuda} toolkit minimum"
+    return compat, f"CUDA {major}.x minor-version compatibility"
+
+
+def _local(version: str, var: Variant, platform: str) -> str:
+    """The version as the PyTorch index spells it: local tag except for untagged macOS wheels."""
+    if platform == "macos-arm64" and var.name == "cpu":
+        return version
+    return f"{version}+{var.name}"
+
+
+# --- hints -----------------------------------------------------------------------------------
+
+
+def _blocked_only_by(c: Candidate, kinds: set[str]) -> bool:
+    return bool(c.reasons) and all(r.kind in kinds for r in c.reasons)
+
+
+def _hints(
+    catalog: Catalog,
+    target: Target,
+    request: Request,
+    selection: Candidate | None,
+    ok: Sequence[Candidate],
+    rejected: Sequence[Candidate],
+) -> tuple[str, ...]:
+    hints: list[str] = []
+    floor = selection.release.key if selection else ()
+    newer = [c for c in rejected if c.release.key > floor]
+    # Driver: the newest release a driver upgrade alone would unlock, at the lowest driver.
+    by_driver = [
+        c for c in newer if _blocked_only_by(c, {"driver"}) and c.min_driver and target.driver
+    ]
+    if by_driver:
+        top = max(c.release.key for c in by_driver)
+        best = min(
+            (c for c in by_driver if c.release.key == top),
+            key=lambda c: driver_key(c.min_driver or "0"),
+        )
+        hints.append(
+            f"torch {best.release.version} needs driver >= {best.min_driver} "
+            f"({best.variant.name}, {best.min_driver_why}); this host has {target.driver}"
+        )
+    # Architecture: releases newer than the answer that dropped this target's GPUs.
+    by_arch = [c for c in newer if _blocked_only_by(c, {"arch", "driver", "unknown"})]
+    if by_arch and any(r.kind == "arch" for c in by_arch for r in c.reasons):
+        newest = max(by_arch, key=lambda c: c.release.key)
+        dropped = sorted({r.text.split(":")[0] for r in newest.reasons if r.kind == "arch"})
+        if dropped:
+            last = f"torch {selection.release.version}" if selection else "no torch release"
+            hints.append(
+                f"torch {newest.release.version} builds have {'; '.join(dropped)}: "
+                f"{last} is the newest that runs on this GPU"
+            )
+    by_python = [c for c in newer if _blocked_only_by(c, {"python"})]
+    if by_python:
+        newest = max(by_python, key=lambda c: c.release.key)
+        pys = newest.release.python.get(target.platform, ())
+        hints.append(
+            f"torch {newest.release.version} needs Python {pys[0] if pys else '?'}+ "
+            f"(this target has {target.python})"
+        )
+    by_companion = [c for c in newer if _blocked_only_by(c, {"companion"})]
+    if by_companion:
+        newest = max(by_companion, key=lambda c: c.release.key)
+        hints.append(
+            f"torch {newest.release.version} is held back by the companions asked for: "
+            + "; ".join(r.text for r in newest.reasons)
+        )
+    if not request.allow_unconfirmed:
+        unconfirmed = [c for c in ok if not c.confirmed and c.release.key > floor]
+        if selection is not None and selection.confirmed and unconfirmed:
+            best = max(unconfirmed, key=lambda c: c.rank_key(True))
+            hints.append(
+                f"torch {best.release.version} {best.variant.name} probably runs too, but its "
+                f"architecture list for {target.platform} rests on a secondary source "
+                "(--allow-unconfirmed considers it)"
+            )
+    if selection is not None and selection.variant.kind == "cuda":
+        if target.driver is None and selection.min_driver:
+            hints.append(
+                f"no driver given: this build needs driver >= {selection.min_driver} "
+                f"({selection.min_driver_why})"
+            )
+        if target.nvidia and not target.gpus:
+            hints.append("no GPU model given: architecture coverage was not checked (--gpu)")
+    return tuple(hints)
+
+
+def gpu_names(target: Target) -> list[str]:
+    return [g.name or cc_str(g.cc) for g in target.gpus]

@@ -1,0 +1,54 @@
+"""Small parsers for the version-like strings the domain is full of (drivers, CCs, CUDA)."""
+
+from __future__ import annotations
+
+import re
+
+from resolver.errors import UserError
+
+_DRIVER_RE = re.compile(r"^\d+(\.\d+){0,3}$")
+_CC_RE = re.compile(r"^(?:sm_|compute_)?(\d+)\.?(\d)?([af]?)$", re.IGNORECASE)
+
+DriverKey = tuple[int, ...]
+CC = tuple[int, int]
+
+
+def driver_key(version: str) -> DriverKey:
+    """Numeric key of a driver version: "580.65.06" -> (580, 65, 6); "580" sorts before it."""
+    v = version.strip()
+    if not _DRIVER_RE.match(v):
+        raise UserError(f"not a driver version: {version!r} (expected e.g. 570.124.06)")
+    return tuple(int(p) for p in v.split("."))
+
+
+def parse_cc(spec: str) -> CC:
+    """Parse "8.6", "sm_86", "86", "12.0", "sm_120", "compute_90" into (major, minor)."""
+    s = spec.strip().lower()
+    if "." in s and not s.startswith(("sm_", "compute_")):
+        major, _, minor = s.partition(".")
+        if major.isdigit() and minor.isdigit() and len(minor) == 1:
+            return int(major), int(minor)
+        raise UserError(f"not a compute capability: {spec!r} (expected e.g. 8.6 or sm_86)")
+    m = _CC_RE.match(s)
+    if not m or m.group(2) is None:
+        digits = s.removeprefix("sm_").removeprefix("compute_").rstrip("af")
+        if digits.isdigit() and len(digits) >= 2:
+            return int(digits[:-1]), int(digits[-1])
+        raise UserError(f"not a compute capability: {spec!r} (expected e.g. 8.6 or sm_86)")
+    return int(m.group(1)), int(m.group(2))
+
+
+def cc_str(cc: CC) -> str:
+    """(8, 6) -> "8.6"."""
+    return f"{cc[0]}.{cc[1]}"
+
+
+def cc_sm(cc: CC) -> str:
+    """(8, 6) -> "sm_86"; (12, 0) -> "sm_120"."""
+    return f"sm_{cc[0]}{cc[1]}"
+
+
+def cuda_key(version: str) -> tuple[int, int]:
+    """"12.8" -> (12, 8)."""
+    major, _, minor = version.partition(".")
+    return int(major), int(minor or 0)
