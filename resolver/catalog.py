@@ -190,7 +190,9 @@ class Catalog:
         if gpu is None:
             close = self.close_gpu_names(text)
             hint = f"; did you mean: {', '.join(close)}?" if close else ""
-            raise UserError(f"unknown GPU {text!r}{hint} (or give its compute capability, e.g. 8.6)")
+            raise UserError(
+                f"unknown GPU {text!r}{hint} (or give its compute capability, e.g. 8.6)"
+            )
         return gpu.cc, gpu.name
 
     def toolkit_min_driver(self, cuda: str, driver_os: str) -> str | None:
@@ -212,7 +214,7 @@ class Catalog:
         return own if driver_key(own) < driver_key(floor_v) else floor_v
 
     def driver_max_cuda(self, driver: str, driver_os: str) -> str | None:
-        """Highest CUDA toolkit whose own minimum driver this driver meets (what nvidia-smi shows)."""
+        """Highest CUDA whose toolkit minimum driver this driver meets (what nvidia-smi shows)."""
         have = driver_key(driver)
         best: str | None = None
         for version, tk in self.toolkits.items():
@@ -254,7 +256,9 @@ class Catalog:
         for gpu in self.gpus:
             prov_ok(f"gpus.yaml gpu {gpu.name!r}", gpu.prov)
             if gpu.cc not in self.architectures:
-                problems.append(f"gpus.yaml gpu {gpu.name!r}: CC {cc_str(gpu.cc)} not in architectures")
+                problems.append(
+                    f"gpus.yaml gpu {gpu.name!r}: CC {cc_str(gpu.cc)} not in architectures"
+                )
             if gpu.name in seen:
                 problems.append(f"gpus.yaml gpu {gpu.name!r}: listed twice")
             seen.add(gpu.name)
@@ -362,7 +366,7 @@ def _read_yaml(path: Path) -> Any:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster
     try:
         with open(path, encoding="utf-8") as fh:
-            return yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
+            return yaml.load(fh, Loader=loader)
     except FileNotFoundError:
         raise DataError(f"{path}: database file missing") from None
     except yaml.YAMLError as exc:
@@ -382,7 +386,7 @@ class _Reader:
     def fail(self, msg: str) -> DataError:
         return DataError(f"{self.file} {self.where}: {msg}")
 
-    def str(self, key: str, *, optional: bool = False) -> str | None:
+    def text(self, key: str, *, optional: bool = False) -> str | None:
         value = self.data.get(key)
         if value is None:
             if optional:
@@ -393,7 +397,7 @@ class _Reader:
         return value
 
     def req(self, key: str) -> str:
-        value = self.str(key)
+        value = self.text(key)
         assert value is not None
         return value
 
@@ -481,7 +485,7 @@ def from_raw(raw: Mapping[str, Any], origin: str = "<memory>") -> Catalog:
             GpuModel(
                 name=name,
                 cc=r.cc(item.get("cc")),
-                kind=r.str("kind", optional=True) or "other",
+                kind=r.text("kind", optional=True) or "other",
                 pci_ids=tuple(str(p).lower() for p in r.list("pci_ids")),
                 aliases=tuple(str(a) for a in r.list("aliases")),
                 prov=r.prov(),
@@ -526,7 +530,7 @@ def _pinned(r: _Reader, key: str) -> Pinned | None:
     if value is None:
         return None
     sub = _Reader(r.file, f"{r.where} {key}", value)
-    version = sub.str("version", optional=True)
+    version = sub.text("version", optional=True)
     return Pinned(version, sub.prov() if version is not None else Provenance((), False))
 
 
@@ -552,7 +556,7 @@ def _variant(r: _Reader) -> Variant:
     pypi = r.list("pypi")
     return Variant(
         name=name,
-        cuda=r.str("cuda", optional=True),
+        cuda=r.text("cuda", optional=True),
         cudnn=_pinned(r, "cudnn"),
         nccl=_pinned(r, "nccl"),
         pypi=frozenset(str(p) for p in pypi),
@@ -585,8 +589,8 @@ def _series(r: _Reader) -> Iterable[Release]:
             minor=minor,
             date=str(item["date"]) if item.get("date") is not None else None,
             python=_python_map(rr, item["python"]) if item.get("python") else python,
-            torchvision=rr.str("torchvision", optional=True),
-            torchaudio=rr.str("torchaudio", optional=True),
+            torchvision=rr.text("torchvision", optional=True),
+            torchaudio=rr.text("torchaudio", optional=True),
             variants=chosen,
             prov=rr.prov(),
         )

@@ -24,7 +24,7 @@ _VARIANT_RE = re.compile(r"^(cpu|cu\d{3})$")
 
 
 def python_version(value: str) -> str:
-    """"3.12", "3.13t", or an interpreter path whose version is read (as uv's --python accepts)."""
+    """ "3.12", "3.13t", or an interpreter path whose version is read (as uv's --python accepts)."""
     v = value.strip()
     if _PY_RE.match(v):
         return v
@@ -85,7 +85,9 @@ def build_request(
         try:
             req = Requirement(item)
         except InvalidRequirement:
-            raise UserError(f"--with {item!r}: expected a package like torchvision or 'torchvision>=0.20'") from None
+            raise UserError(
+                f"--with {item!r}: expected a package like torchvision or 'torchvision>=0.20'"
+            ) from None
         name = req.name.lower()
         if name not in COMPANIONS:
             raise UserError(f"--with {item!r}: companions are {' and '.join(COMPANIONS)}")
@@ -169,7 +171,9 @@ def describe_target(
     if plat == "macos-arm64" and (resolved or driver):
         raise UserError("macOS has no NVIDIA CUDA builds: drop --gpu/--driver for macos-arm64")
     py = python_version(python) if python else base.python
-    if not is_described(driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=base.platform):
+    if not is_described(
+        driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=base.platform
+    ):
         return Target(
             platform=base.platform,
             python=py,
@@ -199,7 +203,9 @@ def load_profile(path: str) -> HostProfile:
             data = json.load(fh)
         return HostProfile.from_json(data)
     except FileNotFoundError:
-        raise UserError(f"{path}: no such file (expected `gpuresolve detect --json` output)") from None
+        raise UserError(
+            f"{path}: no such file (expected `gpuresolve detect --json` output)"
+        ) from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UserError(f"{path}: not a `gpuresolve detect --json` file ({exc})") from None
 
@@ -222,7 +228,9 @@ def resolve_target(
     if host_file:
         profile = load_profile(host_file)
         base = target_from_profile(catalog, profile)
-    elif is_described(driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=here.platform):
+    elif is_described(
+        driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=here.platform
+    ):
         base = Target(platform=here.platform, python=here.python)
     else:
         from resolver.host import detect

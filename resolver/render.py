@@ -92,7 +92,9 @@ def describe_build(cand: Candidate) -> str:
 
 
 def _target_line(target: Target) -> str:
-    gpus = ", ".join(g.label for g in target.gpus) or ("NVIDIA GPU (model not given)" if target.nvidia else "no NVIDIA GPU")
+    gpus = ", ".join(g.label for g in target.gpus) or (
+        "NVIDIA GPU (model not given)" if target.nvidia else "no NVIDIA GPU"
+    )
     driver = f"driver {target.driver}" if target.driver else "driver not given"
     if not target.nvidia and not target.gpus:
         driver = ""
@@ -105,7 +107,9 @@ def _why(decision: Decision, sel: Candidate) -> str:
     if sel.coverage:
         reasons.append("; ".join(sel.coverage))
     if sel.min_driver and decision.target.driver:
-        reasons.append(f"driver {decision.target.driver} >= {sel.min_driver} ({sel.min_driver_why})")
+        reasons.append(
+            f"driver {decision.target.driver} >= {sel.min_driver} ({sel.min_driver_why})"
+        )
     if sel.pypi:
         reasons.append("the build the Python Package Index carries")
     return "; ".join(reasons)
@@ -128,7 +132,9 @@ def decision_text(
         lines.append("no compatible build: nothing in the database runs on this target")
         newest = _closest_rejects(decision)
         for c in newest:
-            lines.append(f"  {c.release.version} {c.variant.name}: " + "; ".join(r.text for r in c.reasons))
+            lines.append(
+                f"  {c.release.version} {c.variant.name}: " + "; ".join(r.text for r in c.reasons)
+            )
         if decision.cpu_fallback is not None:
             fb = decision.cpu_fallback
             lines.append(f"CPU-only fallback (no GPU use): {describe_build(fb)}")
@@ -138,7 +144,10 @@ def decision_text(
         for c in decision.alternatives[1:]:
             lines.append(f"also fits: {describe_build(c)}")
         for c in decision.rejected:
-            lines.append(f"rejected {c.release.version} {c.variant.name}: " + "; ".join(r.text for r in c.reasons))
+            lines.append(
+                f"rejected {c.release.version} {c.variant.name}: "
+                + "; ".join(r.text for r in c.reasons)
+            )
     return "\n".join(lines)
 
 

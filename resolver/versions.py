@@ -49,6 +49,6 @@ def cc_sm(cc: CC) -> str:
 
 
 def cuda_key(version: str) -> tuple[int, int]:
-    """"12.8" -> (12, 8)."""
+    """ "12.8" -> (12, 8)."""
     major, _, minor = version.partition(".")
     return int(major), int(minor or 0)

@@ -20,10 +20,26 @@ SYNTH: dict[str, Any] = {
     },
     "cuda.yaml": {
         "toolkits": [
-            {"version": "11.0", "min_driver": {"linux": "450.51.05", "windows": "451.48"}, "source": P},
-            {"version": "11.8", "min_driver": {"linux": "520.61.05", "windows": "520.06"}, "source": P},
-            {"version": "12.6", "min_driver": {"linux": "560.28.03", "windows": "560.76"}, "source": P},
-            {"version": "12.8", "min_driver": {"linux": "570.26", "windows": "570.65"}, "source": P},
+            {
+                "version": "11.0",
+                "min_driver": {"linux": "450.51.05", "windows": "451.48"},
+                "source": P,
+            },
+            {
+                "version": "11.8",
+                "min_driver": {"linux": "520.61.05", "windows": "520.06"},
+                "source": P,
+            },
+            {
+                "version": "12.6",
+                "min_driver": {"linux": "560.28.03", "windows": "560.76"},
+                "source": P,
+            },
+            {
+                "version": "12.8",
+                "min_driver": {"linux": "570.26", "windows": "570.65"},
+                "source": P,
+            },
             {"version": "13.0", "min_driver": {"linux": "580.65.06", "windows": None}, "source": P},
         ],
         "minor_version_compat": [
@@ -36,9 +52,17 @@ SYNTH: dict[str, Any] = {
         "architectures": [
             {"cc": cc, "name": name, "tegra": cc in ("8.7",), "source": P}
             for cc, name in [
-                ("6.0", "Pascal"), ("6.1", "Pascal"), ("7.0", "Volta"), ("7.5", "Turing"),
-                ("8.0", "Ampere"), ("8.6", "Ampere"), ("8.7", "Ampere"), ("8.9", "Ada"),
-                ("9.0", "Hopper"), ("10.0", "Blackwell"), ("12.0", "Blackwell"),
+                ("6.0", "Pascal"),
+                ("6.1", "Pascal"),
+                ("7.0", "Volta"),
+                ("7.5", "Turing"),
+                ("8.0", "Ampere"),
+                ("8.6", "Ampere"),
+                ("8.7", "Ampere"),
+                ("8.9", "Ada"),
+                ("9.0", "Hopper"),
+                ("10.0", "Blackwell"),
+                ("12.0", "Blackwell"),
             ]
         ],
         "gpus": [
@@ -57,37 +81,94 @@ SYNTH: dict[str, Any] = {
                 "minor": "2.1",
                 "python": {"linux-x86_64": ["3.10", "3.11"], "windows-x86_64": ["3.10", "3.11"]},
                 "releases": [
-                    {"version": "2.1.0", "torchvision": "0.16.0", "torchaudio": "2.1.0", "source": P}
+                    {
+                        "version": "2.1.0",
+                        "torchvision": "0.16.0",
+                        "torchaudio": "2.1.0",
+                        "source": P,
+                    }
                 ],
                 "variants": [
-                    {"name": "cpu", "pypi": ["windows-x86_64"], "source": P,
-                     "platforms": {"linux-x86_64": {}, "windows-x86_64": {}}},
-                    {"name": "cu118", "cuda": "11.8", "source": P,
-                     "cudnn": {"version": "8.7.0.84", "source": P},
-                     "platforms": {
-                         "linux-x86_64": {"sass": ["6.0", "7.0", "8.0", "8.6", "9.0"], "ptx": ["9.0"], "source": P},
-                         "windows-x86_64": {"sass": ["6.0", "7.0", "8.0", "8.6", "9.0"], "ptx": [], "source": P}}},
+                    {
+                        "name": "cpu",
+                        "pypi": ["windows-x86_64"],
+                        "source": P,
+                        "platforms": {"linux-x86_64": {}, "windows-x86_64": {}},
+                    },
+                    {
+                        "name": "cu118",
+                        "cuda": "11.8",
+                        "source": P,
+                        "cudnn": {"version": "8.7.0.84", "source": P},
+                        "platforms": {
+                            "linux-x86_64": {
+                                "sass": ["6.0", "7.0", "8.0", "8.6", "9.0"],
+                                "ptx": ["9.0"],
+                                "source": P,
+                            },
+                            "windows-x86_64": {
+                                "sass": ["6.0", "7.0", "8.0", "8.6", "9.0"],
+                                "ptx": [],
+                                "source": P,
+                            },
+                        },
+                    },
                 ],
             },
             {
                 "minor": "2.8",
-                "python": {"linux-x86_64": ["3.10", "3.11", "3.12"], "windows-x86_64": ["3.10", "3.11", "3.12"]},
+                "python": {
+                    "linux-x86_64": ["3.10", "3.11", "3.12"],
+                    "windows-x86_64": ["3.10", "3.11", "3.12"],
+                },
                 "releases": [
-                    {"version": "2.8.0", "torchvision": "0.23.0", "torchaudio": "2.8.0", "source": P}
+                    {
+                        "version": "2.8.0",
+                        "torchvision": "0.23.0",
+                        "torchaudio": "2.8.0",
+                        "source": P,
+                    }
                 ],
                 "variants": [
-                    {"name": "cpu", "pypi": ["windows-x86_64"], "source": P,
-                     "platforms": {"linux-x86_64": {}, "windows-x86_64": {}}},
-                    {"name": "cu126", "cuda": "12.6", "source": P,
-                     "cudnn": {"version": "9.10.2.21", "source": P},
-                     "platforms": {
-                         "linux-x86_64": {"sass": ["6.0", "7.0", "7.5", "8.0", "8.6", "9.0"], "ptx": [], "source": P},
-                         "windows-x86_64": {"sass": ["6.0", "7.0", "7.5", "8.0", "8.6", "9.0"], "ptx": [],
-                                            "source": ["SEC"], "confirmed": False}}},
-                    {"name": "cu128", "cuda": "12.8", "pypi": ["linux-x86_64"], "source": P,
-                     "cudnn": {"version": "9.10.2.21", "source": P},
-                     "platforms": {"linux-x86_64": {"sass": ["7.0", "7.5", "8.0", "8.6", "9.0", "10.0", "12.0"],
-                                                    "ptx": [], "source": P}}},
+                    {
+                        "name": "cpu",
+                        "pypi": ["windows-x86_64"],
+                        "source": P,
+                        "platforms": {"linux-x86_64": {}, "windows-x86_64": {}},
+                    },
+                    {
+                        "name": "cu126",
+                        "cuda": "12.6",
+                        "source": P,
+                        "cudnn": {"version": "9.10.2.21", "source": P},
+                        "platforms": {
+                            "linux-x86_64": {
+                                "sass": ["6.0", "7.0", "7.5", "8.0", "8.6", "9.0"],
+                                "ptx": [],
+                                "source": P,
+                            },
+                            "windows-x86_64": {
+                                "sass": ["6.0", "7.0", "7.5", "8.0", "8.6", "9.0"],
+                                "ptx": [],
+                                "source": ["SEC"],
+                                "confirmed": False,
+                            },
+                        },
+                    },
+                    {
+                        "name": "cu128",
+                        "cuda": "12.8",
+                        "pypi": ["linux-x86_64"],
+                        "source": P,
+                        "cudnn": {"version": "9.10.2.21", "source": P},
+                        "platforms": {
+                            "linux-x86_64": {
+                                "sass": ["7.0", "7.5", "8.0", "8.6", "9.0", "10.0", "12.0"],
+                                "ptx": [],
+                                "source": P,
+                            }
+                        },
+                    },
                 ],
             },
             {
@@ -98,12 +179,32 @@ SYNTH: dict[str, Any] = {
                 ],
                 "variants": [
                     {"name": "cpu", "source": P, "platforms": {"linux-x86_64": {}}},
-                    {"name": "cu126", "cuda": "12.6", "source": P,
-                     "platforms": {"linux-x86_64": {"sass": ["6.0", "7.0", "7.5", "8.0", "8.6", "9.0"],
-                                                    "ptx": [], "source": ["SEC"], "confirmed": False}}},
-                    {"name": "cu130", "cuda": "13.0", "pypi": ["linux-x86_64"], "source": P,
-                     "platforms": {"linux-x86_64": {"sass": ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"],
-                                                    "ptx": [], "source": P}}},
+                    {
+                        "name": "cu126",
+                        "cuda": "12.6",
+                        "source": P,
+                        "platforms": {
+                            "linux-x86_64": {
+                                "sass": ["6.0", "7.0", "7.5", "8.0", "8.6", "9.0"],
+                                "ptx": [],
+                                "source": ["SEC"],
+                                "confirmed": False,
+                            }
+                        },
+                    },
+                    {
+                        "name": "cu130",
+                        "cuda": "13.0",
+                        "pypi": ["linux-x86_64"],
+                        "source": P,
+                        "platforms": {
+                            "linux-x86_64": {
+                                "sass": ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"],
+                                "ptx": [],
+                                "source": P,
+                            }
+                        },
+                    },
                 ],
             },
         ],

@@ -44,7 +44,9 @@ def test_sass_never_across_majors(synth: Catalog) -> None:
     # 2.8 cu126 has SASS up to sm_90 and no PTX: rejected.
     dec = solve(synth, linux("10.0"), Request(torch=SpecifierSet("==2.8.0"), cuda="12.6"))
     assert dec.selection is None
-    (cu126,) = [c for c in dec.rejected if c.variant.name == "cu126" and c.release.version == "2.8.0"]
+    (cu126,) = [
+        c for c in dec.rejected if c.variant.name == "cu126" and c.release.version == "2.8.0"
+    ]
     assert [r.kind for r in cu126.reasons] == ["arch"]
 
 

@@ -13,7 +13,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def target_options(func: F) -> F:
-    """--driver/--gpu/--no-gpu/--python/--platform: describe a machine instead of probing this one."""
+    """--driver/--gpu/--no-gpu/--python/--platform/--host: describe a machine, not probe it."""
     options = [
         click.option("--driver", metavar="VERSION", help="NVIDIA driver version, e.g. 570.124.06."),
         click.option(
@@ -45,7 +45,9 @@ def target_options(func: F) -> F:
 def request_options(func: F) -> F:
     """--torch/--with/--cuda/--driver-policy/--allow-unconfirmed: what to install."""
     options = [
-        click.option("--torch", "torch_spec", metavar="SPEC", help="PEP 440 specifier, e.g. '>=2.4,<2.9'."),
+        click.option(
+            "--torch", "torch_spec", metavar="SPEC", help="PEP 440 specifier, e.g. '>=2.4,<2.9'."
+        ),
         click.option(
             "--with",
             "with_",

@@ -12,7 +12,9 @@ from resolver.commands.common import emit_json, request_options, target_options
 @click.command()
 @target_options
 @request_options
-@click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON (a stable contract).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the decision as JSON (a stable contract)."
+)
 @click.option("-v", "--verbose", is_flag=True, help="Also list every alternative and every reject.")
 def suggest(
     driver: str | None,

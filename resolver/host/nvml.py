@@ -7,6 +7,7 @@ and writes down plain values (numbers, strings, error names) in a dict that JSON
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -14,11 +15,11 @@ from typing import Any
 from resolver.host.probe import ProbeResult, gpu, pci_device_hex
 from resolver.host.profile import (
     SOURCE_NVML,
-    GpuInfo,
     STATE_MISMATCH,
     STATE_NO_DRIVER,
     STATE_NO_GPU,
     STATE_OK,
+    GpuInfo,
 )
 
 # NVML errors that say something about the machine, not about this probe.
@@ -35,9 +36,10 @@ def collect(module: Any = None, *, preload: Sequence[str] = ()) -> dict[str, Any
     """
     if module is None:
         try:
-            import pynvml as module
+            import pynvml
         except ImportError as exc:
             return {"import_error": str(exc)}
+        module = pynvml
     names = _error_names(module)
     raw: dict[str, Any] = {}
 
@@ -51,27 +53,27 @@ def collect(module: Any = None, *, preload: Sequence[str] = ()) -> dict[str, Any
         return None
 
     init_errors: dict[str, str] = {}
-    call("init", module.nvmlInit, init_errors)
+    call("init", lambda: module.nvmlInit(), init_errors)
     if init_errors.get("init") == "NVML_ERROR_LIBRARY_NOT_FOUND" and _preload(preload):
         init_errors.clear()
-        call("init", module.nvmlInit, init_errors)
+        call("init", lambda: module.nvmlInit(), init_errors)
     if init_errors:
         return {"init_error": init_errors["init"]}
     try:
         errors: dict[str, str] = {}
         raw["errors"] = errors
-        raw["driver_version"] = _text(call("driver_version", module.nvmlSystemGetDriverVersion, errors))
-        raw["cuda_driver_version"] = call(
-            "cuda_driver_version", module.nvmlSystemGetCudaDriverVersion_v2, errors
+        raw["driver_version"] = _text(
+            call("driver_version", lambda: module.nvmlSystemGetDriverVersion(), errors)
         )
-        count = call("device_count", module.nvmlDeviceGetCount, errors)
+        raw["cuda_driver_version"] = call(
+            "cuda_driver_version", lambda: module.nvmlSystemGetCudaDriverVersion_v2(), errors
+        )
+        count = call("device_count", lambda: module.nvmlDeviceGetCount(), errors)
         raw["device_count"] = count
         raw["devices"] = [_collect_device(module, i, call) for i in range(count or 0)]
     finally:
-        try:
+        with contextlib.suppress(Exception):  # courtesy only: the answers are in hand
             module.nvmlShutdown()
-        except Exception:
-            pass  # shutting down is courtesy; the answers are already in hand
     return raw
 
 
@@ -84,7 +86,9 @@ def _collect_device(
     if handle is None:
         return dev
     dev["name"] = _text(call("name", lambda: module.nvmlDeviceGetName(handle), errors))
-    cc = call("cuda_compute_capability", lambda: module.nvmlDeviceGetCudaComputeCapability(handle), errors)
+    cc = call(
+        "cuda_compute_capability", lambda: module.nvmlDeviceGetCudaComputeCapability(handle), errors
+    )
     dev["cuda_compute_capability"] = list(cc) if cc is not None else None
     mem = call("memory_total", lambda: module.nvmlDeviceGetMemoryInfo(handle), errors)
     dev["memory_total"] = int(mem.total) if mem is not None else None
@@ -174,7 +178,9 @@ def parse(raw: Mapping[str, Any]) -> ProbeResult:
         return result
     result.gpus = [_parse_device(d) for d in raw.get("devices") or []]
     result.state = STATE_OK if result.gpus else STATE_NO_GPU
-    problems = sorted({e for d in raw.get("devices") or [] for e in (d.get("errors") or {}).values()})
+    problems = sorted(
+        {e for d in raw.get("devices") or [] for e in (d.get("errors") or {}).values()}
+    )
     problems = [p for p in problems if p != "NVML_ERROR_NOT_SUPPORTED"]
     result.status = "ok" if not problems else "ok, with errors: " + ", ".join(problems)
     return result

@@ -54,7 +54,7 @@ def parse_proc_version(text: str | None) -> str | None:
 
 
 def parse_information(text: str) -> dict[str, str]:
-    """/proc/driver/nvidia/gpus/<bus>/information: "Key: \\t value" lines (split at the first ':')."""
+    """A GPU's `information` file: "Key: \\t value" lines, split at the first ':'."""
     info: dict[str, str] = {}
     for line in text.splitlines():
         key, sep, value = line.partition(":")
@@ -90,7 +90,9 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def read(root: Path | str = "/", lookup_cc: Callable[[str], str | None] | None = None) -> ProbeResult:
+def read(
+    root: Path | str = "/", lookup_cc: Callable[[str], str | None] | None = None
+) -> ProbeResult:
     """Read the kernel module's files under ``root`` (a fake root in tests)."""
     base = Path(root)
     result = ProbeResult(source=SOURCE_PROCFS)
@@ -121,17 +123,26 @@ def read(root: Path | str = "/", lookup_cc: Callable[[str], str | None] | None =
     ]
     result.gpus = [_gpu_info(i, g, base, lookup_cc) for i, g in enumerate(usable)]
     result.state = STATE_OK if result.gpus else STATE_NO_GPU
-    hidden = [g for g in listed if g not in usable]
+    hidden = [g for g in listed if g not in usable and not g.excluded]
+    excluded = len([g for g in listed if g.excluded])
     result.status = f"ok: {len(usable)} of {len(listed)} listed GPUs have a device file here"
-    if hidden:
-        names = ", ".join(sorted({g.model or "unknown model" for g in hidden}))
-        files = ", ".join(f"/dev/nvidia{g.minor}" for g in hidden if g.minor is not None)
-        result.detail = (
-            f"the kernel module lists {len(hidden)} more GPU(s) ({names}) "
-            f"whose device file{'s' if len(hidden) > 1 else ''} ({files or 'unknown'}) "
-            "is not present here"
-        )
+    notes = [_hidden_detail(hidden, more=bool(usable))] if hidden else []
+    if excluded:
+        notes.append(f"{excluded} GPU{'s are' if excluded > 1 else ' is'} excluded by the driver")
+    result.detail = "; ".join(notes) or None
     return result
+
+
+def _hidden_detail(hidden: list[ProcGpu], *, more: bool) -> str:
+    """Why listed GPUs are unusable here: their device files are missing (a container)."""
+    one = len(hidden) == 1
+    names = ", ".join(sorted({g.model or "unknown model" for g in hidden}))
+    files = ", ".join(f"/dev/nvidia{g.minor}" for g in hidden if g.minor is not None) or "unknown"
+    return (
+        f"the kernel module lists {len(hidden)}{' more' if more else ''} GPU{'' if one else 's'} "
+        f"({names}), but {'its device file' if one else 'their device files'} {files} "
+        f"{'is' if one else 'are'} not here"
+    )
 
 
 def _gpu_info(

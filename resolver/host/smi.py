@@ -130,7 +130,9 @@ def _memory_mib(raw: str | None) -> int | None:
     return int(number) if number.isdigit() else None
 
 
-def parse_query(text: str, fields: Sequence[str] = QUERY_FIELDS) -> tuple[str | None, list[GpuInfo]]:
+def parse_query(
+    text: str, fields: Sequence[str] = QUERY_FIELDS
+) -> tuple[str | None, list[GpuInfo]]:
     """Parse `--query-gpu` CSV rows (noheader; units or not) into (driver, GPUs).
 
     Lines that are not rows (warnings some drivers print first) are skipped. A name with a comma
@@ -150,7 +152,7 @@ def parse_query(text: str, fields: Sequence[str] = QUERY_FIELDS) -> tuple[str | 
             extra = len(cells) - n
             name = ",".join(cells[name_at : name_at + extra + 1])
             cells = [*cells[:name_at], name, *cells[name_at + extra + 1 :]]
-        row = {f: _value(c) for f, c in zip(fields, cells)}
+        row = {f: _value(c) for f, c in zip(fields, cells, strict=True)}
         index = row.get("index")
         if index is None or not index.isdigit():
             continue

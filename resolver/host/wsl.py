@@ -14,7 +14,9 @@ SMI = f"{LIB_DIR}/nvidia-smi"
 NVML_LIB = f"{LIB_DIR}/libnvidia-ml.so.1"
 
 
-def wsl_version(proc_version: str | None, osrelease: str | None, *, lib_dir: bool = False) -> int | None:
+def wsl_version(
+    proc_version: str | None, osrelease: str | None, *, lib_dir: bool = False
+) -> int | None:
     """1 or 2 when the kernel strings say WSL, else None.
 
     WSL2 kernels read like "5.15.153.1-microsoft-standard-WSL2"; WSL1 like "4.4.0-19041-Microsoft".

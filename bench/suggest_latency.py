@@ -1,0 +1,59 @@
+"""Median wall time of `gpuresolve suggest --json` for a described target, each in a fresh process.
+
+Budget (issue 2): under 150 ms on a 2-core machine; the bare interpreter takes about 35 ms.
+Usage: python3 bench/suggest_latency.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ARGS = [
+    "suggest",
+    "--json",
+    "--driver",
+    "570.124.06",
+    "--gpu",
+    "NVIDIA GeForce RTX 3090",
+    "--python",
+    "3.12",
+    "--with",
+    "torchvision",
+]
+
+
+def timed(cmd: list[str], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+        times.append(time.perf_counter() - start)
+        if proc.returncode not in (0, 1):
+            sys.exit(f"{' '.join(cmd)} failed: {proc.stderr.decode().strip()}")
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=21)
+    runs = parser.parse_args().runs
+    script = shutil.which("gpuresolve")
+    cmd = [script, *ARGS] if script else [sys.executable, "-m", "resolver", *ARGS]
+    timed(cmd, 2)  # warm the page cache
+    bare = timed([sys.executable, "-c", "pass"], runs)
+    ours = timed(cmd, runs)
+    print(f"bare interpreter:         median {statistics.median(bare) * 1000:7.1f} ms")
+    print(
+        f"gpuresolve suggest --json: median {statistics.median(ours) * 1000:7.1f} ms"
+        f"  (min {min(ours) * 1000:.1f}, max {max(ours) * 1000:.1f}, {runs} runs)"
+    )
+    print("budget: 150 ms")
+
+
+if __name__ == "__main__":
+    main()
