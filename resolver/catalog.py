@@ -24,6 +24,7 @@ FILES = ("sources.yaml", "cuda.yaml", "gpus.yaml", "torch.yaml")
 DATA_ENV = "GPURESOLVE_DATA_DIR"
 _NOISE_WORDS = frozenset({"nvidia", "tesla", "geforce"})
 _WORD_RE = re.compile(r"[a-z0-9]+")
+_PYTHON_RE = re.compile(r"^3\.\d+t?$")  # "3.12", "3.13t" (free-threaded)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,9 @@ class Release:
     torchaudio: str | None
     variants: tuple[Variant, ...]
     prov: Provenance
+    companion_prov: Mapping[str, Provenance] = field(
+        default_factory=dict
+    )  # where not the release's
 
     @cached_property
     def key(self) -> tuple[int, ...]:
@@ -246,6 +250,8 @@ class Catalog:
         for src_key, src in self.sources.items():
             if not str(src.get("cite") or "").strip():
                 problems.append(f"sources.yaml {src_key}: no cite")
+            if not isinstance(src.get("primary"), bool):
+                problems.append(f"sources.yaml {src_key}: 'primary' must be true or false")
         for v, tk in self.toolkits.items():
             prov_ok(f"cuda.yaml toolkit {v}", tk.prov)
         for m, fl in self.compat_floors.items():
@@ -269,15 +275,23 @@ class Catalog:
                 problems.append(f"{where}: listed twice")
             versions.add(rel.version)
             prov_ok(where, rel.prov)
+            for comp, cprov in rel.companion_prov.items():
+                prov_ok(f"{where} {comp}", cprov)
             if rel.torchvision is None:
                 problems.append(f"{where}: no torchvision pairing")
             if rel.torchaudio is None and rel.key < (2, 12):
                 problems.append(f"{where}: no torchaudio pairing (torchaudio exists up to 2.11)")
             if not rel.variants:
                 problems.append(f"{where}: no variants")
-            for plat in rel.python:
+            for plat, pythons in rel.python.items():
                 if plat not in PLATFORMS:
                     problems.append(f"{where}: unknown platform {plat!r} in python")
+                bad = [p for p in pythons if not _PYTHON_RE.match(p)]
+                if bad:
+                    problems.append(f"{where}: not Python versions on {plat}: {', '.join(bad)}")
+            names = [v.name for v in rel.variants]
+            for twice in sorted({n for n in names if names.count(n) > 1}):
+                problems.append(f"{where}: variant {twice} listed twice")
             for var in rel.variants:
                 self._check_variant(f"{where} {var.name}", var, rel, prov_ok, problems)
         return problems
@@ -289,6 +303,11 @@ class Catalog:
         if var.kind == "cuda":
             if var.cuda is None or var.cuda not in self.toolkits:
                 problems.append(f"{where}: CUDA {var.cuda} not in cuda.yaml toolkits")
+            tag = re.fullmatch(r"cu(\d+)(\d)", var.name)
+            if tag and var.cuda is not None and cuda_key(var.cuda) != (int(tag[1]), int(tag[2])):
+                problems.append(f"{where}: a {var.name} build must be CUDA {tag[1]}.{tag[2]}")
+        elif var.cuda is not None:
+            problems.append(f"{where}: a {var.kind} build names CUDA {var.cuda}")
             for label, pinned in (("cudnn", var.cudnn), ("nccl", var.nccl)):
                 if pinned is not None and pinned.version is not None:
                     prov_ok(f"{where} {label}", pinned.prov)
@@ -584,16 +603,30 @@ def _series(r: _Reader) -> Iterable[Release]:
         if unknown:
             raise rr.fail(f"variants {unknown} are not defined in series {minor}")
         chosen = tuple(by_name[n] for n in only) if only else tuple(variants)
+        comp_prov: dict[str, Provenance] = {}
+        tv = _companion(rr, "torchvision", comp_prov)
+        ta = _companion(rr, "torchaudio", comp_prov)
         yield Release(
             version=version,
             minor=minor,
             date=str(item["date"]) if item.get("date") is not None else None,
             python=_python_map(rr, item["python"]) if item.get("python") else python,
-            torchvision=rr.text("torchvision", optional=True),
-            torchaudio=rr.text("torchaudio", optional=True),
+            torchvision=tv,
+            torchaudio=ta,
             variants=chosen,
             prov=rr.prov(),
+            companion_prov=comp_prov,
         )
+
+
+def _companion(r: _Reader, key: str, provs: dict[str, Provenance]) -> str | None:
+    """A companion pairing: a version string, or {version, source, confirmed} of its own."""
+    value = r.data.get(key)
+    if isinstance(value, dict):
+        sub = _Reader(r.file, f"{r.where} {key}", value)
+        provs[key] = sub.prov()
+        return sub.text("version", optional=True)
+    return r.text(key, optional=True)
 
 
 def _name_words(name: str) -> tuple[str, ...]:

@@ -118,8 +118,10 @@ def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None
     gpus: list[TargetGpu] = []
     for gpu in profile.gpus:
         cc = gpu.cc
-        if cc is None and gpu.name:
-            model = catalog.gpu_by_name(gpu.name)
+        if cc is None:  # an old driver's nvidia-smi has no compute_cap: look the model up
+            model = catalog.gpu_by_name(gpu.name) if gpu.name else None
+            if model is None and gpu.pci_device_id:
+                model = catalog.gpu_by_pci_id(gpu.pci_device_id)
             cc = f"{model.cc[0]}.{model.cc[1]}" if model else None
         if cc is None:
             continue

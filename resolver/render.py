@@ -103,7 +103,8 @@ def _target_line(target: Target) -> str:
 
 
 def _why(decision: Decision, sel: Candidate) -> str:
-    reasons = [f"newest torch for {decision.target.platform} / Python {decision.target.python}"]
+    t = decision.target
+    reasons = [f"newest torch release that runs on {t.platform} with Python {t.python}"]
     if sel.coverage:
         reasons.append("; ".join(sel.coverage))
     if sel.min_driver and decision.target.driver:
@@ -153,8 +154,10 @@ def decision_text(
 
 def _closest_rejects(decision: Decision, n: int = 3) -> list[Candidate]:
     """The rejects of the newest release that fail only on the target (not the request)."""
-    target_kinds = {"arch", "driver", "unknown", "python", "cpu"}
+    gpu_kinds = {"arch", "driver", "unknown"}
+    target_kinds = gpu_kinds | {"python", "cpu"}
     fitting = [c for c in decision.rejected if all(r.kind in target_kinds for r in c.reasons)]
-    fitting = [c for c in fitting if c.variant.kind == "cuda"] or fitting
+    # Builds that fail only on the GPU side say most; then the newest.
+    fitting = [c for c in fitting if all(r.kind in gpu_kinds for r in c.reasons)] or fitting
     fitting.sort(key=lambda c: (c.release.key, c.variant.cuda or ""), reverse=True)
     return fitting[:n]

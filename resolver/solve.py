@@ -4,9 +4,9 @@ No I/O, no detection, no printing: everything it needs arrives in its arguments,
 serves one machine, a described machine and a whole fleet, and is tested exhaustively.
 
 Rules (see README "How gpuresolve decides"):
-- a build runs on a GPU when it has SASS of the GPU's major with a minor <= the GPU's (not across
-  the desktop/Tegra divide: a Tegra GPU needs SASS for exactly its CC), or PTX for a CC <= the GPU's;
-  PTX JIT needs a driver at least the toolkit's own minimum;
+- a build runs on a GPU when it has SASS of the GPU's major with a minor <= the GPU's (not
+  across the desktop/Tegra divide: a Tegra GPU needs SASS for exactly its CC), or PTX for a
+  CC <= the GPU's; PTX JIT needs a driver at least the toolkit's own minimum;
 - driver policy ``compat``: a CUDA build runs on its major's minor-version-compatibility floor;
   ``strict``: on the toolkit's own minimum driver;
 - every GPU of the target must be covered;
@@ -136,7 +136,9 @@ def solve(catalog: Catalog, target: Target, request: Request) -> Decision:
         cpu_ok = [
             c
             for c in (
-                _evaluate(catalog, cpu_target, replace(request, cuda=None, variant=None), r, v, False)
+                _evaluate(
+                    catalog, cpu_target, replace(request, cuda=None, variant=None), r, v, False
+                )
                 for r in catalog.releases
                 for v in r.variants
                 if v.kind == "cpu" and target.platform in v.platforms
@@ -189,6 +191,12 @@ def _evaluate(
             reasons.append(Reason("companion", f"{name} {paired} (paired) does not match {spec}"))
         else:
             packages.append((name, _local(paired, var, target.platform)))
+            cprov = rel.companion_prov.get(name)
+            if cprov is not None and not cprov.confirmed:
+                warnings.append(
+                    f"{name} {paired} with torch {rel.version}: the pairing is inferred, "
+                    "no primary source states it"
+                )
 
     min_driver = why = None
     confirmed = rel.prov.confirmed and var.prov.confirmed
@@ -208,16 +216,21 @@ def _evaluate(
         elif arch is not None and target.gpus:
             confirmed = confirmed and arch.prov.confirmed  # it matters only where GPUs are checked
             for gpu in target.gpus:
-                how = _coverage(catalog, arch, gpu.cc)
+                how = kernel_coverage(catalog, arch, gpu.cc)
                 if how is None:
-                    reasons.append(Reason("arch", f"no kernels for {gpu.label}: {_arch_text(arch)}"))
+                    reasons.append(
+                        Reason("arch", f"no kernels for {gpu.label}: {_arch_text(arch)}")
+                    )
                 else:
-                    needs_jit = needs_jit or how.startswith("PTX")
+                    needs_jit = needs_jit or is_jit(how)
                     coverage.append(f"{gpu.label}: {how}")
         min_driver, why = _driver_need(catalog, target, request, var, needs_jit)
         if min_driver is None:
             reasons.append(
-                Reason("driver", f"the minimum {target.driver_os} driver for CUDA {var.cuda} is unknown")
+                Reason(
+                    "driver",
+                    f"the minimum {target.driver_os} driver for CUDA {var.cuda} is unknown",
+                )
             )
         elif target.driver is not None and driver_key(target.driver) < driver_key(min_driver):
             reasons.append(
@@ -240,8 +253,11 @@ def _evaluate(
     )
 
 
-def _coverage(catalog: Catalog, arch: ArchList, cc: CC) -> str | None:
-    """How a build's kernels reach a GPU of this CC, or None when they don't."""
+def kernel_coverage(catalog: Catalog, arch: ArchList, cc: CC) -> str | None:
+    """How a build's kernels reach a GPU of this CC ("SASS sm_86", "PTX sm_90 (...)"), or None.
+
+    Public so that `gpuresolve verify` applies the very rule the solver chose with.
+    """
     tegra = catalog.is_tegra(cc)
     sass = [s for s in arch.sass if (s == cc if tegra else s[0] == cc[0] and s[1] <= cc[1])]
     if sass:
@@ -258,22 +274,38 @@ def _arch_text(arch: ArchList) -> str:
     return f"build has SASS {sass}; PTX {ptx}"
 
 
+def is_jit(coverage: str) -> bool:
+    """Whether a `kernel_coverage` answer reaches the GPU only through PTX (JIT-compiled)."""
+    return coverage.startswith("PTX")
+
+
+def driver_need(
+    catalog: Catalog, cuda: str, driver_os: str, *, policy: Policy = "compat", needs_jit: bool
+) -> tuple[str | None, str]:
+    """The lowest driver a CUDA ``cuda`` build needs on ``driver_os``, and why.
+
+    Public so that `gpuresolve verify` judges an installed build by the solver's own rule.
+    """
+    own = catalog.toolkit_min_driver(cuda, driver_os)
+    if policy == "strict":
+        return own, f"CUDA {cuda} toolkit minimum"
+    if needs_jit:
+        return own, f"CUDA {cuda} toolkit minimum, for PTX JIT"
+    compat = catalog.compat_min_driver(cuda, driver_os)
+    major = cuda_key(cuda)[0]
+    if compat is not None and own is not None and compat == own:
+        return compat, f"CUDA {cuda} toolkit minimum"
+    return compat, f"CUDA {major}.x minor-version compatibility"
+
+
 def _driver_need(
     catalog: Catalog, target: Target, request: Request, var: Variant, needs_jit: bool
 ) -> tuple[str | None, str | None]:
     """The lowest driver this CUDA build needs on the target, and why."""
     assert var.cuda is not None
-    os_name = target.driver_os
-    own = catalog.toolkit_min_driver(var.cuda, os_name)
-    if request.policy == "strict":
-        return own, f"CUDA {var.cuda} toolkit minimum"
-    if needs_jit:
-        return own, f"CUDA {var.cuda} toolkit minimum, for PTX JIT"
-    compat = catalog.compat_min_driver(var.cuda, os_name)
-    major = cuda_key(var.cuda)[0]
-    if compat is not None and own is not None and compat == own:
-        return compat, f"CUDA {var.cuda} toolkit minimum"
-    return compat, f"CUDA {major}.x minor-version compatibility"
+    return driver_need(
+        catalog, var.cuda, target.driver_os, policy=request.policy, needs_jit=needs_jit
+    )
 
 
 def _local(version: str, var: Variant, platform: str) -> str:
@@ -316,16 +348,22 @@ def _hints(
             f"({best.variant.name}, {best.min_driver_why}); this host has {target.driver}"
         )
     # Architecture: releases newer than the answer that dropped this target's GPUs.
-    by_arch = [c for c in newer if _blocked_only_by(c, {"arch", "driver", "unknown"})]
-    if by_arch and any(r.kind == "arch" for c in by_arch for r in c.reasons):
+    by_arch = [
+        c
+        for c in newer
+        if _blocked_only_by(c, {"arch", "driver", "unknown"})
+        and any(r.kind == "arch" for r in c.reasons)
+    ]
+    if by_arch:
         newest = max(by_arch, key=lambda c: c.release.key)
         dropped = sorted({r.text.split(":")[0] for r in newest.reasons if r.kind == "arch"})
-        if dropped:
-            last = f"torch {selection.release.version}" if selection else "no torch release"
-            hints.append(
-                f"torch {newest.release.version} builds have {'; '.join(dropped)}: "
-                f"{last} is the newest that runs on this GPU"
-            )
+        hints.append(f"torch {newest.release.version} builds have {'; '.join(dropped)}")
+    tegra = [g for g in target.gpus if catalog.is_tegra(g.cc)]
+    if selection is None and tegra:
+        hints.append(
+            f"{', '.join(g.label for g in tegra)} is a Tegra (Jetson) GPU: desktop and server "
+            "builds do not run on it; use NVIDIA's PyTorch wheels for its JetPack release"
+        )
     by_python = [c for c in newer if _blocked_only_by(c, {"python"})]
     if by_python:
         newest = max(by_python, key=lambda c: c.release.key)

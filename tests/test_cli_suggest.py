@@ -30,8 +30,17 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 def test_json_contract(synth_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(
-        capsys, "suggest", "--json", "--driver", "560.35.03", "--gpu", "NVIDIA GeForce GTX 1080 Ti",
-        "--python", "3.11", "--with", "torchvision",
+        capsys,
+        "suggest",
+        "--json",
+        "--driver",
+        "560.35.03",
+        "--gpu",
+        "NVIDIA GeForce GTX 1080 Ti",
+        "--python",
+        "3.11",
+        "--with",
+        "torchvision",
     )
     assert code == 0
     data = json.loads(out)
@@ -112,9 +121,7 @@ def test_host_file_round_trip(
     assert data["target"]["driver"] == "580.159.04"
 
 
-def test_broken_database_is_one_line(
-    synth_dir: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_broken_database_is_one_line(synth_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (synth_dir / "cuda.yaml").write_text("toolkits: [\n  {version: 12.8\n", encoding="utf-8")
     code, _, err = run(capsys, "suggest", "--no-gpu")
     assert code == 2
