@@ -7,7 +7,6 @@ typed records, never raw YAML.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -175,6 +174,8 @@ class Catalog:
         return next((g for g in self.gpus if wanted in g.pci_ids), None)
 
     def close_gpu_names(self, name: str, n: int = 5) -> list[str]:
+        import difflib
+
         names = {g.name: " ".join(_name_words(g.name)) for g in self.gpus}
         query = " ".join(_name_words(name))
         hits = difflib.get_close_matches(query, list(names.values()), n=n, cutoff=0.5)
@@ -303,14 +304,14 @@ class Catalog:
         if var.kind == "cuda":
             if var.cuda is None or var.cuda not in self.toolkits:
                 problems.append(f"{where}: CUDA {var.cuda} not in cuda.yaml toolkits")
+            for label, pinned in (("cudnn", var.cudnn), ("nccl", var.nccl)):
+                if pinned is not None and pinned.version is not None:
+                    prov_ok(f"{where} {label}", pinned.prov)
             tag = re.fullmatch(r"cu(\d+)(\d)", var.name)
             if tag and var.cuda is not None and cuda_key(var.cuda) != (int(tag[1]), int(tag[2])):
                 problems.append(f"{where}: a {var.name} build must be CUDA {tag[1]}.{tag[2]}")
         elif var.cuda is not None:
             problems.append(f"{where}: a {var.kind} build names CUDA {var.cuda}")
-            for label, pinned in (("cudnn", var.cudnn), ("nccl", var.nccl)):
-                if pinned is not None and pinned.version is not None:
-                    prov_ok(f"{where} {label}", pinned.prov)
         for plat, arch in var.platforms.items():
             if plat not in PLATFORMS:
                 problems.append(f"{where}: unknown platform {plat!r}")
@@ -371,12 +372,80 @@ def _updated(directory: Path) -> str:
 
 
 def load(directory: Path | None = None) -> Catalog:
-    """Read and validate the database in ``directory`` (default: ``data_dir()``)."""
+    """Read and validate the database in ``directory`` (default: ``data_dir()``).
+
+    The validated catalog is cached (pickled, keyed on the files' size and mtime and on the
+    gpuresolve version) because parsing the YAML costs more than the rest of `suggest` together.
+    """
     directory = directory or data_dir()
+    cache = _cache_file(directory)
+    if cache is not None:
+        cached = _read_cache(cache)
+        if cached is not None:
+            return cached
     raw: dict[str, Any] = {}
     for name in FILES:
         raw[name] = _read_yaml(directory / name)
-    return from_raw(raw, origin=str(directory))
+    catalog = from_raw(raw, origin=str(directory))
+    if cache is not None:
+        _write_cache(cache, catalog)
+    return catalog
+
+
+CACHE_ENV = "GPURESOLVE_CACHE_DIR"
+
+
+def cache_dir() -> Path:
+    forced = os.environ.get(CACHE_ENV)
+    if forced:
+        return Path(forced)
+    if os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+        return base / "gpuresolve" / "cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuresolve"
+
+
+def _cache_file(directory: Path) -> Path | None:
+    import hashlib
+
+    from resolver import __version__
+
+    parts = [__version__, str(Path(__file__).stat().st_mtime_ns), str(directory.resolve())]
+    try:
+        for name in FILES:
+            st = (directory / name).stat()
+            parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+    except OSError:
+        return None  # a missing file: let the loader say so
+    digest = hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]
+    return cache_dir() / f"catalog-{digest}.pickle"
+
+
+def _read_cache(path: Path) -> Catalog | None:
+    import pickle
+
+    try:
+        with open(path, "rb") as fh:
+            catalog = pickle.load(fh)  # noqa: S301 - our own file in the user's cache
+    except Exception:  # noqa: BLE001 - a stale or broken cache is only a miss
+        return None
+    return catalog if isinstance(catalog, Catalog) else None
+
+
+def _write_cache(path: Path, catalog: Catalog) -> None:
+    import pickle
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for old in path.parent.glob("catalog-*.pickle"):
+            old.unlink(missing_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(catalog, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home: go on without a cache
 
 
 def _read_yaml(path: Path) -> Any:

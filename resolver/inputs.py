@@ -10,7 +10,6 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from resolver.catalog import PLATFORMS, Catalog
@@ -81,6 +80,8 @@ def build_request(
     if variant:
         named["--torch"] = variant
     companions: list[tuple[str, SpecifierSet]] = []
+    if with_:
+        from packaging.requirements import InvalidRequirement, Requirement
     for item in with_:
         try:
             req = Requirement(item)

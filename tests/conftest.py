@@ -225,3 +225,12 @@ def synth(synth_raw: dict[str, Any]) -> catalog_mod.Catalog:
 @pytest.fixture(scope="session")
 def shipped() -> catalog_mod.Catalog:
     return catalog_mod.load(catalog_mod.shipped_data_dir())
+
+
+@pytest.fixture(autouse=True)
+def _private_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests write only to temporary directories: the catalog cache and user data included."""
+    base = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv(catalog_mod.CACHE_ENV, str(base / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(base / "data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg-cache"))
