@@ -426,8 +426,8 @@ def _read_cache(path: Path) -> Catalog | None:
 
     try:
         with open(path, "rb") as fh:
-            catalog = pickle.load(fh)  # noqa: S301 - our own file in the user's cache
-    except Exception:  # noqa: BLE001 - a stale or broken cache is only a miss
+            catalog = pickle.load(fh)  # our own file, in the user's cache
+    except Exception:  # a stale or broken cache is only a miss
         return None
     return catalog if isinstance(catalog, Catalog) else None
 
