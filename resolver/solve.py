@@ -63,6 +63,7 @@ class Request:
     variant: str | None = None  # "cu126": from a local version in a pin (torch==2.8.0+cu126)
     policy: Policy = "compat"
     allow_unconfirmed: bool = False
+    cuda_on_gpu_less: bool = False  # a fleet's GPU-less members run its CUDA build on the CPU
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,7 @@ def _evaluate(
     if var.kind == "cpu":
         if cuda_wanted:
             reasons.append(Reason("cpu", "CPU build: this target has an NVIDIA GPU"))
-    elif not cuda_wanted and request.cuda is None and request.variant is None:
+    elif not (cuda_wanted or request.cuda or request.variant or request.cuda_on_gpu_less):
         reasons.append(Reason("nogpu", "CUDA build: this target has no NVIDIA GPU"))
     else:
         arch = var.platforms.get(target.platform)
