@@ -1,0 +1,249 @@
+"""Team environment specs (`environments/<name>.yaml`): load, validate, turn into solver inputs.
+
+Schema (every key but `name`, `python` and `targets` optional; unknown keys are errors):
+
+    name: research-lab
+    description: Lab fleet, one reviewed set of files for every machine
+    python: "3.12"
+    packages:
+      torch: ">=2.4"                 # PEP 440 specifier
+      with: [torchvision]            # companions, same build variant as torch
+      pip: ["numpy>=2"]              # other pip packages, written as given
+    cuda: "12.8"                     # only builds for this CUDA version
+    driver_policy: compat            # or strict
+    conda_source: pip                # or conda-forge
+    allow_unconfirmed: false
+    targets:
+      - name: a100-servers
+        count: 12                    # how many such machines (for the report)
+        platform: linux-x86_64       # default linux-x86_64
+        driver: "535.104.05"
+        gpus: ["NVIDIA A100-SXM4-80GB"]   # model names or compute capabilities
+      - name: laptop
+        detect: hosts/laptop.json    # `gpuresolve detect --json` output, relative to this file
+
+Every error names the file and the key (and, for YAML syntax, the line); nothing is written then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from resolver.catalog import PLATFORMS, Catalog
+from resolver.errors import UserError
+from resolver.solve import Request, Target
+
+TOP_KEYS = {
+    "name",
+    "description",
+    "python",
+    "packages",
+    "cuda",
+    "driver_policy",
+    "conda_source",
+    "allow_unconfirmed",
+    "targets",
+}
+PACKAGE_KEYS = {"torch", "with", "pip"}
+TARGET_KEYS = {"name", "count", "platform", "driver", "gpus", "no_gpu", "detect"}
+RESERVED_PIP = {"torch", "torchvision", "torchaudio"}
+
+
+@dataclass(frozen=True)
+class FleetMember:
+    target: Target
+    count: int = 1
+    source: str = "described"  # or the detect file's path as written in the spec
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    path: Path
+    name: str
+    description: str
+    python: str
+    request: Request
+    torch_spec: str | None
+    companions: tuple[str, ...]
+    pip: tuple[str, ...]
+    conda_source: str
+    members: tuple[FleetMember, ...] = field(default_factory=tuple)
+
+    @property
+    def targets(self) -> list[Target]:
+        return [m.target for m in self.members]
+
+
+class _Spec:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, key: str, msg: str) -> UserError:
+        return UserError(f"{self.path}: {key}: {msg}")
+
+    def mapping(self, value: Any, key: str, allowed: set[str]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a mapping, got {type(value).__name__}")
+        unknown = sorted(str(k) for k in value if k not in allowed)
+        if unknown:
+            raise self.fail(
+                f"{key}.{unknown[0]}" if key != "(top)" else unknown[0],
+                f"unknown key (allowed: {', '.join(sorted(allowed))})",
+            )
+        return value
+
+    def string(self, value: Any, key: str) -> str:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise self.fail(key, f"write the version as a quoted string: '{value}'")
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(key, "expected a non-empty string")
+        return value.strip()
+
+    def strings(self, value: Any, key: str) -> list[str]:
+        if not isinstance(value, list):
+            raise self.fail(key, "expected a list")
+        return [self.string(v, f"{key}[{i}]") for i, v in enumerate(value)]
+
+
+def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
+    """Read and validate a spec; every problem is one UserError naming file and key."""
+    import yaml
+
+    from resolver.inputs import (
+        build_request,
+        describe_target,
+        load_profile,
+        python_version,
+        target_from_profile,
+    )
+
+    spec_path = Path(path)
+    s = _Spec(spec_path)
+    try:
+        text = spec_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{spec_path}: no such environment spec") from None
+    except OSError as exc:
+        raise UserError(f"{spec_path}: cannot read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "YAML"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserError(f"{spec_path}: {where}: invalid YAML: {problem}") from None
+    top = s.mapping(data, "(top)", TOP_KEYS)
+    for required in ("name", "python", "targets"):
+        if required not in top:
+            raise s.fail(required, "missing")
+    name = s.string(top["name"], "name")
+    try:
+        python = python_version(s.string(top["python"], "python"))
+    except UserError as exc:
+        raise s.fail("python", str(exc)) from None
+    packages = s.mapping(top.get("packages") or {}, "packages", PACKAGE_KEYS)
+    torch_spec = s.string(packages["torch"], "packages.torch") if "torch" in packages else None
+    companions = tuple(s.strings(packages.get("with") or [], "packages.with"))
+    pip = tuple(s.strings(packages.get("pip") or [], "packages.pip"))
+    for i, item in enumerate(pip):
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        try:
+            req_name = Requirement(item).name.lower()
+        except InvalidRequirement:
+            raise s.fail(f"packages.pip[{i}]", f"not a requirement: {item!r}") from None
+        if req_name in RESERVED_PIP:
+            raise s.fail(
+                f"packages.pip[{i}]",
+                f"{req_name} is resolved by gpuresolve: use packages.torch / packages.with",
+            )
+    policy = top.get("driver_policy", "compat")
+    if policy not in ("compat", "strict"):
+        raise s.fail("driver_policy", f"{policy!r}: expected compat or strict")
+    conda_source = top.get("conda_source", "pip")
+    if conda_source not in ("pip", "conda-forge"):
+        raise s.fail("conda_source", f"{conda_source!r}: expected pip or conda-forge")
+    allow = top.get("allow_unconfirmed", False)
+    if not isinstance(allow, bool):
+        raise s.fail("allow_unconfirmed", "expected true or false")
+    cuda = s.string(top["cuda"], "cuda") if "cuda" in top else None
+    try:
+        request = build_request(
+            torch=torch_spec,
+            with_=companions,
+            cuda=cuda,
+            policy="strict" if policy == "strict" else "compat",
+            allow_unconfirmed=allow,
+        )
+    except UserError as exc:
+        raise s.fail("packages", str(exc)) from None
+
+    raw_targets = top["targets"]
+    if not isinstance(raw_targets, list) or not raw_targets:
+        raise s.fail("targets", "expected a non-empty list")
+    members: list[FleetMember] = []
+    names: set[str] = set()
+    for i, raw in enumerate(raw_targets):
+        key = f"targets[{i}]"
+        t = s.mapping(raw, key, TARGET_KEYS)
+        tname = s.string(t.get("name"), f"{key}.name") if "name" in t else f"target-{i + 1}"
+        if tname in names:
+            raise s.fail(f"{key}.name", f"{tname!r} is used twice")
+        names.add(tname)
+        count = t.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise s.fail(f"{key}.count", "expected a positive integer")
+        if "detect" in t:
+            extra = sorted(set(t) & {"platform", "driver", "gpus", "no_gpu"})
+            if extra:
+                raise s.fail(f"{key}.{extra[0]}", "a detect file already describes the machine")
+            rel = s.string(t["detect"], f"{key}.detect")
+            file = spec_path.parent / rel
+            if not file.is_file():
+                raise s.fail(f"{key}.detect", f"no such file: {rel}")
+            try:
+                profile = load_profile(str(file))
+            except UserError as exc:
+                raise s.fail(f"{key}.detect", str(exc)) from None
+            target = replace(target_from_profile(catalog, profile, tname), python=python)
+            members.append(FleetMember(target, count, rel))
+            continue
+        platform = s.string(t.get("platform", "linux-x86_64"), f"{key}.platform")
+        if platform not in PLATFORMS:
+            raise s.fail(f"{key}.platform", f"{platform!r}: one of {', '.join(PLATFORMS)}")
+        driver = s.string(t["driver"], f"{key}.driver") if "driver" in t else None
+        gpus = s.strings(t.get("gpus") or [], f"{key}.gpus")
+        no_gpu = bool(t.get("no_gpu", False)) or not (gpus or driver)
+        base = Target(platform=platform, python=python, name=tname)
+        for j, g in enumerate(gpus):
+            try:
+                catalog.resolve_gpu(g)
+            except UserError as exc:
+                raise s.fail(f"{key}.gpus[{j}]", str(exc)) from None
+        try:
+            target = describe_target(
+                catalog,
+                base=base,
+                driver=driver,
+                gpus=gpus,
+                no_gpu=no_gpu and not (gpus or driver),
+                python=None,
+                platform=platform,
+            )
+        except UserError as exc:
+            raise s.fail(key, str(exc)) from None
+        members.append(FleetMember(replace(target, name=tname), count))
+    return EnvSpec(
+        path=spec_path,
+        name=name,
+        description=str(top.get("description") or ""),
+        python=python,
+        request=request,
+        torch_spec=torch_spec,
+        companions=companions,
+        pip=pip,
+        conda_source=str(conda_source),
+        members=tuple(members),
+    )

@@ -1,0 +1,214 @@
+"""Resolve one build set for a whole fleet: a pure function over the single-target solver.
+
+A fleet shares one torch release; each platform of the fleet gets one build variant that runs on
+every member of that platform (all GPUs covered, every driver compatible). GPU-less members of a
+platform that has GPUs run its CUDA build on the CPU. Identical members (real fleets are mostly
+duplicates) are solved once.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from resolver.catalog import Catalog
+from resolver.solve import Candidate, Decision, Request, Target, solve
+
+BuildKey = tuple[str, str]  # (torch version, variant)
+
+
+@dataclass(frozen=True)
+class PlatformChoice:
+    platform: str
+    candidate: Candidate  # as evaluated for the first member of the platform
+    members: tuple[str, ...]
+    confirmed: bool  # the arch list is confirmed for every member
+
+
+@dataclass(frozen=True)
+class FleetDecision:
+    """The common set (per platform), or why none exists; per-member decisions for the report."""
+
+    torch: str | None
+    choices: tuple[PlatformChoice, ...]
+    members: tuple[tuple[Target, Decision], ...]  # each named member with its own decision
+    conflicts: tuple[str, ...]  # plain sentences: which members force what
+    alternatives: tuple[str, ...]  # other common torch releases, newest first
+    hints: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.torch is not None
+
+
+def _key(t: Target) -> Target:
+    return replace(t, name=None)
+
+
+def solve_fleet(catalog: Catalog, targets: Sequence[Target], request: Request) -> FleetDecision:
+    """The newest torch release with, on each platform, a variant every member can run."""
+    gpu_platforms = {t.platform for t in targets if t.nvidia or t.gpus}
+    cache: dict[Target, Decision] = {}
+    members: list[tuple[Target, Decision]] = []
+    for t in targets:
+        k = _key(t)
+        if k not in cache:
+            req = request
+            if t.platform in gpu_platforms and not (t.nvidia or t.gpus):
+                req = replace(request, cuda_on_gpu_less=True)
+            cache[k] = solve(catalog, k, req)
+        members.append((t, cache[k]))
+
+    by_platform: dict[str, list[tuple[Target, Decision]]] = defaultdict(list)
+    for t, d in members:
+        by_platform[t.platform].append((t, d))
+
+    # For each platform: build -> candidate, kept only where every member can run it.
+    common: dict[str, dict[BuildKey, list[Candidate]]] = {}
+    for plat, group in by_platform.items():
+        sets: list[dict[BuildKey, Candidate]] = []
+        for _, d in _unique(group):
+            fits = [c for c in (d.selection, *d.alternatives) if c is not None]
+            sets.append({(c.release.version, c.variant.name): c for c in fits})
+        keys = set.intersection(*(set(s) for s in sets)) if sets else set()
+        common[plat] = {k: [s[k] for s in sets] for k in keys}
+
+    versions = set.intersection(*({v for v, _ in c} for c in common.values())) if common else set()
+    ranked = sorted(
+        versions,
+        key=lambda v: (_all_confirmed(common, v, request), tuple(int(p) for p in v.split("."))),
+        reverse=True,
+    )
+    names = {
+        plat: tuple(t.name or t.platform for t, _ in group) for plat, group in by_platform.items()
+    }
+    if not ranked:
+        return FleetDecision(
+            None, (), tuple(members), _conflicts(by_platform, common), (), _fleet_hints(members)
+        )
+    best = ranked[0]
+    choices = []
+    for plat in sorted(common):
+        options = [(k, cands) for k, cands in common[plat].items() if k[0] == best]
+        _, cands = max(options, key=lambda kc: _variant_rank(kc[1], request))
+        choices.append(PlatformChoice(plat, cands[0], names[plat], all(c.confirmed for c in cands)))
+    return FleetDecision(
+        best, tuple(choices), tuple(members), (), tuple(ranked[1:6]), _fleet_hints(members)
+    )
+
+
+def _unique(group: list[tuple[Target, Decision]]) -> list[tuple[Target, Decision]]:
+    seen: set[int] = set()
+    out = []
+    for t, d in group:
+        if id(d) not in seen:
+            seen.add(id(d))
+            out.append((t, d))
+    return out
+
+
+def _all_confirmed(
+    common: dict[str, dict[BuildKey, list[Candidate]]], version: str, req: Request
+) -> bool:
+    if req.allow_unconfirmed:
+        return True
+    return all(
+        any(all(c.confirmed for c in cands) for k, cands in builds.items() if k[0] == version)
+        for builds in common.values()
+    )
+
+
+def _variant_rank(cands: list[Candidate], req: Request) -> tuple[object, ...]:
+    first = cands[0]
+    confirmed = all(c.confirmed for c in cands) or req.allow_unconfirmed
+    return (confirmed, *first.rank_key(True)[1:])
+
+
+def _describe_fits(decision: Decision) -> str:
+    fits = [c for c in (decision.selection, *decision.alternatives) if c is not None]
+    if not fits:
+        return "no build at all"
+    variants = sorted({c.variant.name for c in fits})
+    newest = max(fits, key=lambda c: c.release.key)
+    oldest = min(fits, key=lambda c: c.release.key)
+    return f"{', '.join(variants)} (torch {oldest.release.version}–{newest.release.version})"
+
+
+def _conflicts(
+    by_platform: dict[str, list[tuple[Target, Decision]]],
+    common: dict[str, dict[BuildKey, list[Candidate]]],
+) -> tuple[str, ...]:
+    """Which members force what: pairs (or single members) with no build in common."""
+    out: list[str] = []
+    for plat, group in sorted(by_platform.items()):
+        uniq = _unique(group)
+        for t, d in uniq:
+            if d.selection is None:
+                out.append(f"{t.name or plat} has no compatible build: {_first_reason(d)}")
+        if common.get(plat):
+            continue
+        for i, (a, da) in enumerate(uniq):
+            sa = _build_set(da)
+            for b, db in uniq[i + 1 :]:
+                if sa and _build_set(db) and not sa & _build_set(db):
+                    out.append(
+                        f"{a.name or plat} needs {_describe_fits(da)}; "
+                        f"{b.name or plat} needs {_describe_fits(db)}; no torch build has both"
+                    )
+    if not out and len(by_platform) > 1:
+        fits = "; ".join(
+            f"{plat}: torch {', '.join(sorted({v for v, _ in c}, key=_vkey)) or 'none'}"
+            for plat, c in sorted(common.items())
+        )
+        out.append(f"the platforms share no torch release ({fits})")
+    return tuple(out)
+
+
+def _vkey(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in v.split("."))
+
+
+def _build_set(d: Decision) -> set[BuildKey]:
+    return {(c.release.version, c.variant.name) for c in (d.selection, *d.alternatives) if c}
+
+
+def _first_reason(d: Decision) -> str:
+    newest = max(d.rejected, key=lambda c: c.release.key, default=None)
+    return "; ".join(r.text for r in newest.reasons) if newest else "nothing in the database"
+
+
+def _fleet_hints(members: list[tuple[Target, Decision]]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for t, d in members:
+        for h in d.hints:
+            seen.setdefault(f"{t.name or t.platform}: {h}", None)
+    return tuple(seen)
+
+
+def split_groups(
+    catalog: Catalog, targets: Sequence[Target], request: Request
+) -> list[tuple[list[Target], FleetDecision]]:
+    """Greedy grouping for --split: each kind of target joins the first group it shares a set with.
+
+    Works on distinct target shapes (duplicates follow their shape), so a fleet of thousands of
+    machines costs what its few dozen distinct configurations cost.
+    """
+    shapes: dict[Target, list[Target]] = defaultdict(list)
+    for t in targets:
+        shapes[_key(t)].append(t)
+    order = sorted(shapes, key=lambda k: (k.platform, shapes[k][0].name or ""))
+    groups: list[list[Target]] = []  # representatives
+    for shape in order:
+        rep = shapes[shape][0]
+        for members in groups:
+            if solve_fleet(catalog, [*members, rep], request).ok:
+                members.append(rep)
+                break
+        else:
+            groups.append([rep])
+    out = []
+    for reps in groups:
+        full = [t for r in reps for t in shapes[_key(r)]]
+        out.append((full, solve_fleet(catalog, full, request)))
+    return out
