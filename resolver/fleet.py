@@ -94,7 +94,15 @@ def solve_fleet(catalog: Catalog, targets: Sequence[Target], request: Request) -
         _, cands = max(options, key=lambda kc: _variant_rank(kc[1], request))
         choices.append(PlatformChoice(plat, cands[0], names[plat], all(c.confirmed for c in cands)))
     return FleetDecision(
-        best, tuple(choices), tuple(members), (), tuple(ranked[1:6]), _fleet_hints(members)
+        best,
+        tuple(choices),
+        tuple(members),
+        (),
+        tuple(
+            v if _all_confirmed(common, v, request) else f"{v} (an arch list is unconfirmed)"
+            for v in ranked[1:6]
+        ),
+        _fleet_hints(members),
     )
 
 
