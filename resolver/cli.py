@@ -20,6 +20,8 @@ COMMANDS = {
     "detect": "resolver.commands.detect:detect",
     "suggest": "resolver.commands.suggest:suggest",
     "db": "resolver.commands.db:db",
+    "verify": "resolver.commands.verify:verify",
+    "install": "resolver.commands.install:install",
 }
 
 

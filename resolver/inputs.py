@@ -63,6 +63,9 @@ def _specifier(text: str, what: str) -> tuple[SpecifierSet, str | None]:
     variant = variants.pop() if variants else None
     if variant is not None and not _VARIANT_RE.match(variant):
         raise UserError(f"{what}: unknown build tag +{variant} (cpu, cu118 ... cu132)")
+    if variant is not None:
+        # The database's versions carry no build tag: match the public version, keep the variant.
+        spec = SpecifierSet(",".join(f"{s.operator}{s.version.split('+', 1)[0]}" for s in spec))
     return spec, variant
 
 

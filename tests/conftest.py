@@ -228,7 +228,9 @@ def shipped() -> catalog_mod.Catalog:
 
 
 @pytest.fixture(autouse=True)
-def _private_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _private_dirs(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Tests write only to temporary directories: the catalog cache and user data included."""
     base = tmp_path_factory.mktemp("home")
     monkeypatch.setenv(catalog_mod.CACHE_ENV, str(base / "cache"))

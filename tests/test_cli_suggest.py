@@ -126,3 +126,24 @@ def test_broken_database_is_one_line(synth_dir: Path, capsys: pytest.CaptureFixt
     code, _, err = run(capsys, "suggest", "--no-gpu")
     assert code == 2
     assert "cuda.yaml" in err and "line" in err
+
+
+def test_build_tag_in_torch_pin_selects_that_variant(
+    synth_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        capsys,
+        "suggest",
+        "--json",
+        "--torch",
+        "==2.8.0+cu126",
+        "--gpu",
+        "8.6",
+        "--driver",
+        "580.65.06",
+        "--python",
+        "3.11",
+    )
+    assert code == 0
+    sel = json.loads(out)["selection"]
+    assert (sel["torch"], sel["variant"]) == ("2.8.0", "cu126")

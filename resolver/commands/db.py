@@ -1,10 +1,28 @@
-"""`gpuresolve db`: inspect and check the compatibility database."""
+"""`gpuresolve db`: inspect, check and update the compatibility database."""
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+from resolver.commands.common import emit_json
+from resolver.dbupdate import DEFAULT_PYTORCH_INDEX, PYTORCH_INDEX_ENV
+
+if TYPE_CHECKING:
+    from resolver.dbupdate.collect import ProgressBar
+
+_DATA_OPTION = click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False),
+    help="This data directory instead of the one in use.",
+)
 
 
 @click.group()
@@ -13,11 +31,9 @@ def db() -> None:
 
 
 @db.command()
-@click.option("--data", "data_dir", type=click.Path(file_okay=False), help="Check this data directory.")
+@_DATA_OPTION
 def check(data_dir: str | None) -> None:
     """Validate the schema and the consistency of every record (exit 1 on problems)."""
-    from pathlib import Path
-
     from resolver import catalog as catalog_mod
 
     cat = catalog_mod.load(Path(data_dir) if data_dir else None)
@@ -32,3 +48,110 @@ def check(data_dir: str | None) -> None:
         f"ok: {cat.origin}: {releases} torch releases, {len(cat.toolkits)} CUDA toolkits, "
         f"{len(cat.gpus)} GPU models, {len(cat.sources)} sources"
     )
+
+
+@db.command()
+@_DATA_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Everything, as JSON (a stable contract).")
+def show(data_dir: str | None, as_json: bool) -> None:
+    """What the database knows: releases × platforms, its date, sourced and unconfirmed facts."""
+    from resolver import catalog as catalog_mod
+    from resolver import dbshow
+
+    cat = catalog_mod.load(Path(data_dir) if data_dir else None)
+    if as_json:
+        emit_json(dbshow.show_json(cat))
+    else:
+        click.echo(dbshow.show_text(cat))
+
+
+@db.command()
+@click.option(
+    "--pytorch-index",
+    envvar=PYTORCH_INDEX_ENV,
+    default=DEFAULT_PYTORCH_INDEX,
+    show_default=True,
+    metavar="URL",
+    help=f"The PyTorch wheel index (or a mirror of it); env {PYTORCH_INDEX_ENV}.",
+)
+@click.option(
+    "--pypi-index",
+    metavar="URL",
+    help="The default index to learn which build it carries (default: pip's index-url).",
+)
+@click.option("--no-pypi", is_flag=True, help="Do not read the default index at all.")
+@click.option(
+    "--write-data",
+    type=click.Path(file_okay=False),
+    help="Update this data directory in place (a checkout's data/, for a release).",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=20.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Per request: to connect, and between bytes of an answer.",
+)
+@click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+def update(
+    pytorch_index: str,
+    pypi_index: str | None,
+    no_pypi: bool,
+    write_data: str | None,
+    timeout: float,
+    dry_run: bool,
+) -> None:
+    """Refresh the database from the PyTorch wheel index (into your data directory).
+
+    Exit 0 when updated or current, 1 when the indexes could not be read (the database in use
+    is left as it was).
+    """
+    from resolver import catalog as catalog_mod
+    from resolver.dbupdate import UpdateError
+    from resolver.dbupdate.collect import pip_index_url
+    from resolver.dbupdate.fetch import Fetcher
+    from resolver.dbupdate.run import run_update
+
+    target = Path(write_data) if write_data else catalog_mod.user_data_dir()
+    base = target if write_data else catalog_mod.data_dir()
+    pypi = None if no_pypi else (pypi_index or pip_index_url())
+    if pypi is None and not no_pypi:
+        click.echo(
+            "note: no default index is configured in pip (index-url, PIP_INDEX_URL or "
+            "--pypi-index): skipping which build it carries",
+            err=True,
+        )
+    click.echo(f"reading {pytorch_index.rstrip('/')}/ (database: {base})", err=True)
+    try:
+        with Fetcher(timeout=timeout) as fetcher:
+            outcome = run_update(
+                base=base,
+                target=target,
+                pytorch_index=pytorch_index,
+                pypi_index=pypi,
+                fetcher=fetcher,
+                progress=_progress,
+                dry_run=dry_run,
+            )
+    except UpdateError as exc:
+        click.echo(f"gpuresolve: db update failed: {exc}; the database is unchanged", err=True)
+        sys.exit(1)
+    click.echo(f"{outcome.requests} requests", err=True)
+    for line in outcome.summary.lines():
+        click.echo(line)
+    if not outcome.summary.changed:
+        click.echo(f"the database is current ({base})")
+    elif dry_run:
+        click.echo(f"dry run: nothing written (would write {target})")
+    else:
+        click.echo(f"updated {target}")
+        forced = os.environ.get(catalog_mod.DATA_ENV)
+        if forced and not write_data:
+            click.echo(f"note: {catalog_mod.DATA_ENV}={forced} still overrides it", err=True)
+
+
+@contextmanager
+def _progress(label: str, length: int) -> Iterator[ProgressBar]:
+    with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
+        yield bar

@@ -1,0 +1,322 @@
+"""`gpuresolve install`: install the resolved build (or a lock) into an environment, then verify."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from resolver.commands.common import request_options, target_options
+from resolver.errors import UserError
+
+if TYPE_CHECKING:
+    from resolver.install.env import EnvInfo, Tools
+    from resolver.install.plan import Plan
+
+_VERSION_RE = re.compile(r"^3\.\d{1,2}t?$")
+_FAIL_TAIL = 12
+
+
+@click.command()
+@target_options
+@request_options
+@click.option(
+    "--lock",
+    "lock_file",
+    type=click.Path(dir_okay=False),
+    help="Install this lock instead of resolving: requirements.txt, environment.yml or "
+    "conda-lock.yml.",
+)
+@click.option(
+    "--system",
+    is_flag=True,
+    help="Allow installing into an interpreter that is in no virtualenv or conda env.",
+)
+@click.option(
+    "--installer",
+    type=click.Choice(["auto", "uv", "pip"]),
+    default="auto",
+    show_default=True,
+    help="auto: uv when it is on PATH, else the environment's pip.",
+)
+@click.option("--dry-run", is_flag=True, help="Print the exact commands; change nothing.")
+@click.option("--no-verify", is_flag=True, help="Do not run `gpuresolve verify` afterwards.")
+def install(
+    driver: str | None,
+    gpus: tuple[str, ...],
+    no_gpu: bool,
+    python: str | None,
+    platform: str | None,
+    host_file: str | None,
+    torch_spec: str | None,
+    with_: tuple[str, ...],
+    cuda: str | None,
+    driver_policy: str,
+    allow_unconfirmed: bool,
+    pytorch_index: str | None,
+    lock_file: str | None,
+    system: bool,
+    installer: str,
+    dry_run: bool,
+    no_verify: bool,
+) -> None:
+    """Install the build that runs here (or a lock) into an environment, then verify it.
+
+    Replaces a wrong torch already there (a CPU build on a GPU host, another CUDA variant) and
+    the CUDA libraries of the other CUDA major. Exit 0 when installed and verified, 1 when no
+    build fits, the installer fails or verify fails, 2 on bad input.
+    """
+    from resolver.host import platform as host_platform
+    from resolver.install import env as env_mod
+    from resolver.verify.run import resolve_python
+
+    if python and _VERSION_RE.match(python.strip()):
+        raise UserError(
+            f"--python {python}: install takes the interpreter of the environment to install "
+            "into (a path such as .venv/bin/python), not a version"
+        )
+    interpreter = resolve_python(python)
+    env = env_mod.inspect(interpreter)
+    env_mod.require_managed(env, system)
+    tools = env_mod.find_tools()
+    here = host_platform.probe().platform
+    say = _sayer(dry_run)
+    staged: str | None = None
+    try:
+        if lock_file:
+            clashing = {
+                "--driver": driver,
+                "--gpu": gpus,
+                "--no-gpu": no_gpu,
+                "--platform": platform,
+                "--host": host_file,
+                "--torch": torch_spec,
+                "--with": with_,
+                "--cuda": cuda,
+                "--driver-policy": driver_policy != "compat",
+                "--allow-unconfirmed": allow_unconfirmed,
+            }
+            used = [flag for flag, value in clashing.items() if value]
+            if used:
+                raise UserError(f"--lock installs the lock as written: drop {', '.join(used)}")
+            plan, staged = _lock_plan(lock_file, here, env, tools, installer, pytorch_index, say)
+        else:
+            plan = _decision_plan(
+                env,
+                tools,
+                installer,
+                here,
+                say,
+                driver=driver,
+                gpus=gpus,
+                no_gpu=no_gpu,
+                platform=platform,
+                host_file=host_file,
+                torch_spec=torch_spec,
+                with_=with_,
+                cuda=cuda,
+                driver_policy=driver_policy,
+                allow_unconfirmed=allow_unconfirmed,
+                pytorch_index=pytorch_index,
+            )
+        say(f"into: {env.python} ({env.kind}, Python {env.version}) with {plan.installer}")
+        for line in plan.lines():
+            say(line)
+        if dry_run:
+            if staged:
+                say(f"(the copy {staged} is kept for the command below)")
+            for step in plan.steps:
+                click.echo(step.command)
+            staged = None  # the command names it: keep it
+            sys.exit(0)
+        _execute(plan)
+    finally:
+        if staged:
+            shutil.rmtree(Path(staged).parent, ignore_errors=True)
+    if no_verify:
+        click.echo("installed (not verified: --no-verify)")
+        sys.exit(0)
+    sys.exit(_verify(env.python, lock_file))
+
+
+def _sayer(dry_run: bool) -> Callable[[str], None]:
+    """Explanations: plain lines, or shell comments in a dry run (its output pastes whole)."""
+    if not dry_run:
+        return click.echo
+    return lambda text: click.echo("\n".join(f"# {line}" for line in text.splitlines()))
+
+
+def _decision_plan(
+    env: EnvInfo,
+    tools: Tools,
+    installer: str,
+    here: str,
+    say: Callable[[str], None],
+    *,
+    driver: str | None,
+    gpus: tuple[str, ...],
+    no_gpu: bool,
+    platform: str | None,
+    host_file: str | None,
+    torch_spec: str | None,
+    with_: tuple[str, ...],
+    cuda: str | None,
+    driver_policy: str,
+    allow_unconfirmed: bool,
+    pytorch_index: str | None,
+) -> Plan:
+    from resolver import catalog as catalog_mod
+    from resolver import render
+    from resolver.inputs import build_request, resolve_target
+    from resolver.install import plan as plan_mod
+    from resolver.solve import solve
+
+    catalog = catalog_mod.load()
+    request = build_request(
+        torch=torch_spec,
+        with_=with_,
+        cuda=cuda,
+        policy="strict" if driver_policy == "strict" else "compat",
+        allow_unconfirmed=allow_unconfirmed,
+    )
+    target, profile = resolve_target(
+        catalog,
+        driver=driver,
+        gpus=gpus,
+        no_gpu=no_gpu,
+        python=env.version,
+        platform=platform,
+        host_file=host_file,
+    )
+    if target.platform != here:
+        raise UserError(
+            f"install puts packages on this machine ({here}); the target is {target.platform}"
+        )
+    decision = solve(catalog, target, request)
+    if profile is not None:
+        for message in profile.messages:
+            say(f"note: {message}")
+    sel = decision.selection
+    suggested = f"  {render.pip_command(catalog, sel, pytorch_index)}" if sel else None
+    text = render.decision_text(catalog, decision, pytorch_index)
+    say("\n".join(line for line in text.splitlines() if line != suggested))
+    if sel is None:
+        sys.exit(1)
+    chosen = plan_mod.choose_installer(installer, tools, env)
+    return plan_mod.plan_decision(
+        sel.packages,
+        sel.variant.name,
+        render.index_url(catalog, sel.variant.name, pytorch_index),
+        env,
+        chosen,
+    )
+
+
+def _lock_plan(
+    lock_file: str,
+    here: str,
+    env: EnvInfo,
+    tools: Tools,
+    installer: str,
+    pytorch_index: str | None,
+    say: Callable[[str], None],
+) -> tuple[Plan, str | None]:
+    """The plan for a lock, and the temporary copy it installs from (a mirror), if any."""
+    from resolver import lockpins
+    from resolver.install import plan as plan_mod
+    from resolver.install.run import stage_lock
+
+    lock = lockpins.read(lock_file, platform=here)
+    torch = lock.get("torch")
+    say(
+        f"lock: {lock_file} ({lock.format}, {len(lock.pins)} pins"
+        + (f"; {torch.text}" if torch else "; no torch pin")
+        + ")"
+    )
+    path = lock_file
+    staged: str | None = None
+    if pytorch_index:
+        from resolver import catalog as catalog_mod
+
+        base = catalog_mod.load().index_url_template.split("{variant}")[0]
+        text = Path(lock_file).read_text(encoding="utf-8")
+        moved = plan_mod.mirror_text(text, base, pytorch_index)
+        if lock.format == lockpins.FORMAT_REQUIREMENTS:
+            moved = plan_mod.absolute_includes(moved, str(Path(lock_file).resolve().parent))
+        if moved != text:
+            staged = path = stage_lock(lock_file, moved)
+            say(f"PyTorch index URLs moved to {pytorch_index} in a copy: {staged}")
+        else:
+            say(f"note: {lock_file} names no PyTorch index URL; --pytorch-index changes nothing")
+    chosen: plan_mod.Installer | None
+    try:
+        chosen = plan_mod.choose_installer(installer, tools, env)
+    except UserError:
+        if lock.format == lockpins.FORMAT_REQUIREMENTS or installer != "auto":
+            raise
+        chosen = None  # a conda lock needs pip/uv only to remove a pip-installed torch
+    try:
+        return plan_mod.plan_lock(lock, path, env, chosen, tools), staged
+    except BaseException:
+        if staged:
+            shutil.rmtree(Path(staged).parent, ignore_errors=True)
+        raise
+
+
+def _execute(plan: Plan) -> None:
+    """Run the steps in order; the first failure ends the command with exit status 1."""
+    from resolver.install.run import run_step
+
+    done: list[str] = []
+    for step in plan.steps:
+        click.echo(f"$ {step.command}")
+        result = run_step(step.argv, echo=lambda line: click.echo(f"  {line}"))
+        if result.ok:
+            done.append(step.purpose)
+            continue
+        err = click.get_text_stream("stderr")
+        click.echo(
+            f"gpuresolve: {step.purpose} step failed (exit status {result.returncode}); "
+            "the installer's last lines:",
+            file=err,
+        )
+        for line in result.tail[-_FAIL_TAIL:]:
+            click.echo(f"  | {line}", file=err)
+        before = " after the removal step succeeded" if done else ""
+        click.echo(
+            f"gpuresolve: the environment is as the installer left it{before} (nothing was "
+            "rolled back); fix the cause and run `gpuresolve install` again",
+            file=err,
+        )
+        sys.exit(1)
+
+
+def _verify(python: str, lock_file: str | None) -> int:
+    """`gpuresolve verify` on the result, as a child process; its exit status is ours."""
+    argv = [sys.executable, "-m", "resolver", "verify", "--python", python]
+    if lock_file:
+        argv += ["--lock", lock_file]
+    click.echo(
+        f"verifying: gpuresolve verify --python {python}"
+        + (f" --lock {lock_file}" if lock_file else "")
+    )
+    sys.stdout.flush()
+    try:
+        return subprocess.run(argv, stdin=subprocess.DEVNULL, check=False).returncode
+    except OSError as exc:
+        raise UserError(f"cannot run gpuresolve verify: {exc.strerror or exc}") from None
+
+
+for _param in install.params:
+    if _param.name == "python" and isinstance(_param, click.Option):
+        _param.help = (
+            "The environment's interpreter (or its directory); default: the active virtualenv "
+            "or conda env ($VIRTUAL_ENV, $CONDA_PREFIX)."
+        )
+        _param.metavar = "PATH"

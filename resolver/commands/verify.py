@@ -1,0 +1,224 @@
+"""`gpuresolve verify`: prove an installed environment really runs on this machine's GPU."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from resolver.commands.common import emit_json
+
+if TYPE_CHECKING:
+    from resolver.catalog import Catalog
+    from resolver.host.profile import HostProfile
+    from resolver.verify.checks import CheckResult
+    from resolver.verify.run import ProbeRun
+
+VERIFY_JSON_VERSION = 1
+_LABEL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
+
+
+@click.command()
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    help="Interpreter (or environment directory) to check; default: the active virtualenv or "
+    "conda env, else this Python.",
+)
+@click.option(
+    "--lock",
+    "lock_file",
+    metavar="FILE",
+    help="requirements.txt, environment.yml or conda-lock.yml the environment must match.",
+)
+@click.option("--benchmark", is_flag=True, help="Also time conv2d (cuDNN on/off) and TF32 matmul.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the report as JSON (a stable contract)."
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    metavar="SECONDS",
+    default=120,
+    show_default=True,
+    help="Seconds the probe may run before it counts as hung.",
+)
+def verify(
+    python: str | None, lock_file: str | None, benchmark: bool, as_json: bool, timeout: float
+) -> None:
+    """Check that torch in an environment imports, matches this host and really uses the GPU.
+
+    Exit 0 when every check passes (warnings allowed), 1 when one fails, 2 when verify cannot
+    run (no such interpreter, unreadable lock file).
+    """
+    from resolver.errors import UserError
+    from resolver.host import platform as host_platform
+    from resolver.verify import checks
+    from resolver.verify.run import ProbeProcess, resolve_python
+
+    t0 = time.monotonic()
+    interpreter = resolve_python(python)
+    lock = None
+    if lock_file:
+        from resolver import lockpins
+
+        lock = lockpins.read(lock_file, platform=host_platform.probe().platform)
+    want = sorted({p.name for p in lock.pins}) if lock else []
+    # torch imports in the child while the host is detected and the database loads here.
+    proc = ProbeProcess(interpreter, want=want, benchmark=benchmark, timeout_s=timeout)
+    catalog, catalog_error = _load_catalog()
+    host = _detect(catalog)
+    run = proc.finish()
+    if not run.started and not run.signal and not run.timed_out:
+        last = run.stderr_tail[-1] if run.stderr_tail else f"exit status {run.returncode}"
+        raise UserError(f"cannot run the probe with {interpreter} (Python 3.9+ needed): {last}")
+    results = checks.evaluate(
+        run.data,
+        host,
+        catalog,
+        lock=lock,
+        probe_failure=run.failure,
+        catalog_error=catalog_error,
+        stderr_tail=run.stderr_tail,
+    )
+    status = checks.overall(results)
+    bench = (run.data or {}).get("benchmark") if benchmark else None
+    if as_json:
+        emit_json(
+            report_json(
+                interpreter, run, results, host, catalog, lock_file, bench, time.monotonic() - t0
+            )
+        )
+    else:
+        click.echo(report_text(interpreter, run, results, bench, benchmark))
+    sys.exit(1 if status == checks.FAIL else 0)
+
+
+def _load_catalog() -> tuple[Catalog | None, str | None]:
+    """The database, or why not: verify still checks what needs no database."""
+    from resolver import catalog as catalog_mod
+    from resolver.errors import UserError
+
+    try:
+        return catalog_mod.load(), None
+    except UserError as exc:
+        return None, str(exc)
+
+
+def _detect(catalog: Catalog | None) -> HostProfile | None:
+    from resolver.host import detect
+
+    def lookup(name: str) -> str | None:
+        model = catalog.gpu_by_name(name) if catalog else None
+        return f"{model.cc[0]}.{model.cc[1]}" if model else None
+
+    try:
+        profile = detect(lookup_cc=lookup)
+    except Exception:  # detection never aborts verify: the checks say "host unknown"
+        return None
+    if not profile.driver_cuda and profile.driver and catalog is not None:
+        profile.driver_cuda = catalog.driver_max_cuda(profile.driver, profile.driver_os)
+    return profile
+
+
+def report_json(
+    interpreter: str,
+    run: ProbeRun,
+    results: list[CheckResult],
+    host: HostProfile | None,
+    catalog: Catalog | None,
+    lock_file: str | None,
+    bench: Any,
+    elapsed: float,
+) -> dict[str, Any]:
+    from resolver.verify import checks
+
+    torch = (run.data or {}).get("torch") or {}
+    return {
+        "verify": VERIFY_JSON_VERSION,
+        "status": checks.overall(results),
+        "summary": checks.summary(results),
+        "python": interpreter,
+        "torch": torch.get("version"),
+        "variant": checks.build_variant(torch),
+        "checks": [r.to_json() for r in results],
+        "lock": lock_file,
+        "benchmark": bench,
+        "host": host.to_json() if host else None,
+        "database": {"origin": catalog.origin, "updated": catalog.updated} if catalog else None,
+        "probe": run.data,
+        "probe_run": {
+            "returncode": run.returncode,
+            "signal": run.signal,
+            "timed_out": run.timed_out,
+            "stage": run.stage,
+            "elapsed_s": run.elapsed_s,
+            "stderr_tail": run.stderr_tail,
+        },
+        "elapsed_s": round(elapsed, 3),
+    }
+
+
+def report_text(
+    interpreter: str,
+    run: ProbeRun,
+    results: list[CheckResult],
+    bench: Any,
+    bench_asked: bool,
+) -> str:
+    from resolver.verify import checks
+
+    torch = (run.data or {}).get("torch") or {}
+    py = ((run.data or {}).get("python") or {}).get("version")
+    head = f"verify {interpreter}" + (f" (Python {py})" if py else "")
+    if torch.get("version"):
+        head += f": torch {torch['version']}"
+    lines = [head]
+    width = max(len(r.title) for r in results) if results else 0
+    for r in results:
+        lines.append(f"{_LABEL[r.status]}  {r.title.ljust(width)}  {r.reason}")
+        pad = " " * (6 + width + 2)
+        for d in r.details if r.status != "pass" or r.id in ("libraries", "compute") else ():
+            lines.append(f"{pad}{d}")
+        if r.fix and r.status in ("fail", "warn"):
+            lines.append(f"{pad}fix: {r.fix}")
+    if bench_asked:
+        lines.extend(benchmark_lines(run, bench))
+    s = checks.summary(results)
+    lines.append(
+        f"result: {checks.overall(results).upper()}: {s['pass']} passed, {s['warn']} warning(s), "
+        f"{s['fail']} failed" + (f", {s['skip']} skipped" if s["skip"] else "")
+    )
+    return "\n".join(lines)
+
+
+def benchmark_lines(run: ProbeRun, bench: Any) -> list[str]:
+    if not bench:
+        return ["benchmark: skipped (needs a CUDA device torch can use)"]
+    if bench.get("error"):
+        return [f"benchmark: failed: {bench['error'].get('message')}"]
+    devices = ((run.data or {}).get("cuda") or {}).get("devices") or []
+    name = next((d.get("name") for d in devices if d.get("index") == bench.get("device")), "")
+    shapes = bench.get("shapes") or {}
+    out = [f"benchmark on GPU {bench.get('device')} {name}".rstrip()]
+    out.append(f"  {'case':<22}{'ms':>9}{'TFLOP/s':>10}")
+    rows = (
+        ("conv2d_cudnn", "conv2d, cuDNN on", None),
+        ("conv2d_no_cudnn", "conv2d, cuDNN off", ("conv2d_cudnn", "cuDNN")),
+        ("matmul_tf32", "matmul, TF32", None),
+        ("matmul_fp32", "matmul, FP32", ("matmul_tf32", "TF32")),
+    )
+    for key, label, versus in rows:
+        r = bench.get(key)
+        if not r:
+            continue
+        line = f"  {label:<22}{r['ms']:>9.3f}{r['tflops']:>10.1f}"
+        if versus and bench.get(versus[0]):
+            line += f"   {versus[1]} {r['ms'] / bench[versus[0]]['ms']:.1f}x faster"
+        out.append(line)
+    if shapes:
+        out.append(f"  (conv2d {shapes.get('conv2d')}; matmul {shapes.get('matmul')})")
+    return out

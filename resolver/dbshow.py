@@ -1,0 +1,166 @@
+"""What the database knows, for `gpuresolve db show`: a compact table and a JSON view."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resolver.catalog import PLATFORMS, Catalog, Provenance, Release, Variant
+from resolver.versions import cc_str
+
+PYPI_MARK = "*"  # the build the Python Package Index carries for that platform
+UNCONFIRMED_MARK = "?"  # its architecture list (or the variant) rests on no primary source
+UNKNOWN_MARK = "!"  # its architecture list is unknown: never used for a described GPU
+
+
+def fact_counts(cat: Catalog) -> dict[str, int]:
+    """Records with provenance: how many, how many sourced, unconfirmed, and unknown arch lists."""
+    provs: list[Provenance] = []
+    provs += [t.prov for t in cat.toolkits.values()]
+    provs += [f.prov for f in cat.compat_floors.values()]
+    provs += [a.prov for a in cat.architectures.values()]
+    provs += [g.prov for g in cat.gpus]
+    provs += [r.prov for r in cat.releases]
+    unknown = 0
+    for var in _unique_variants(cat):
+        provs.append(var.prov)
+        for pin in (var.cudnn, var.nccl):
+            if pin is not None and pin.version is not None:
+                provs.append(pin.prov)
+        for arch in var.platforms.values():
+            if arch is not None:
+                provs.append(arch.prov)
+            elif var.kind == "cuda":
+                unknown += 1
+    return {
+        "releases": len(cat.releases),
+        "variants": sum(len(r.variants) for r in cat.releases),
+        "toolkits": len(cat.toolkits),
+        "architectures": len(cat.architectures),
+        "gpus": len(cat.gpus),
+        "sources": len(cat.sources),
+        "facts": len(provs),
+        "sourced": sum(1 for p in provs if p.source),
+        "unconfirmed": sum(1 for p in provs if not p.confirmed),
+        "unknown_arch": unknown,
+    }
+
+
+def _unique_variants(cat: Catalog) -> list[Variant]:
+    seen: dict[int, Variant] = {}
+    for rel in cat.releases:
+        for var in rel.variants:
+            seen.setdefault(id(var), var)
+    return list(seen.values())
+
+
+def _cell(var: Variant, platform: str) -> str | None:
+    if platform not in var.platforms:
+        return None
+    mark = ""
+    if var.kind == "cuda":
+        arch = var.platforms[platform]
+        if arch is None:
+            mark = UNKNOWN_MARK
+        elif not (arch.prov.confirmed and var.prov.confirmed):
+            mark = UNCONFIRMED_MARK
+    elif not var.prov.confirmed:
+        mark = UNCONFIRMED_MARK
+    return var.name + mark + (PYPI_MARK if platform in var.pypi else "")
+
+
+def _python_span(rel: Release) -> str:
+    from resolver.dbupdate.index import python_key
+
+    versions = sorted({v for vs in rel.python.values() for v in vs}, key=python_key)
+    return f"{versions[0]}–{versions[-1]}" if versions else "-"
+
+
+def show_text(cat: Catalog) -> str:
+    """Releases × platforms: the variants built for each, newest release first."""
+    platforms = [p for p in PLATFORMS if any(p in v.platforms for v in _unique_variants(cat))]
+    header = ["torch", "date", "vision", "audio", "python", *platforms]
+    rows = [header]
+    for rel in cat.releases:
+        cells = [
+            " ".join(c for v in rel.variants if (c := _cell(v, plat)) is not None) or "-"
+            for plat in platforms
+        ]
+        rows.append(
+            [
+                rel.version + ("" if rel.prov.confirmed else UNCONFIRMED_MARK),
+                rel.date or "-",
+                rel.torchvision or "-",
+                rel.torchaudio or "-",
+                _python_span(rel),
+                *cells,
+            ]
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = [f"database: {cat.origin} (updated {cat.updated or 'unknown'})"]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    counts = fact_counts(cat)
+    lines.append(
+        f"{PYPI_MARK} the Python Package Index's build; {UNCONFIRMED_MARK} unconfirmed "
+        f"architecture list; {UNKNOWN_MARK} architecture list unknown"
+    )
+    lines.append(
+        f"{counts['releases']} releases, {counts['variants']} builds, {counts['toolkits']} CUDA "
+        f"toolkits, {counts['architectures']} architectures, {counts['gpus']} GPU models, "
+        f"{counts['sources']} sources"
+    )
+    lines.append(
+        f"{counts['facts']} facts: {counts['sourced']} sourced, {counts['unconfirmed']} "
+        f"unconfirmed, {counts['unknown_arch']} architecture lists unknown"
+    )
+    return "\n".join(lines)
+
+
+def show_json(cat: Catalog) -> dict[str, Any]:
+    """The same, complete, as a JSON document (keys stable)."""
+
+    def variant_json(var: Variant) -> dict[str, Any]:
+        platforms: dict[str, Any] = {}
+        for plat, arch in var.platforms.items():
+            if var.kind != "cuda":
+                platforms[plat] = {}
+            elif arch is None:
+                platforms[plat] = None
+            else:
+                platforms[plat] = {
+                    "sass": [cc_str(c) for c in arch.sass],
+                    "ptx": [cc_str(c) for c in arch.ptx],
+                    "confirmed": arch.prov.confirmed,
+                    "source": list(arch.prov.source),
+                }
+        return {
+            "name": var.name,
+            "cuda": var.cuda,
+            "cudnn": var.cudnn.version if var.cudnn else None,
+            "nccl": var.nccl.version if var.nccl else None,
+            "pypi": [p for p in PLATFORMS if p in var.pypi],
+            "confirmed": var.prov.confirmed,
+            "source": list(var.prov.source),
+            "platforms": platforms,
+        }
+
+    return {
+        "origin": cat.origin,
+        "updated": cat.updated,
+        "index_url": cat.index_url_template,
+        "counts": fact_counts(cat),
+        "releases": [
+            {
+                "version": rel.version,
+                "date": rel.date,
+                "torchvision": rel.torchvision,
+                "torchaudio": rel.torchaudio,
+                "python": {p: list(v) for p, v in rel.python.items()},
+                "confirmed": rel.prov.confirmed,
+                "source": list(rel.prov.source),
+                "variants": [variant_json(v) for v in rel.variants],
+            }
+            for rel in cat.releases
+        ],
+    }

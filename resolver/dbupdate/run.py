@@ -1,0 +1,75 @@
+"""`gpuresolve db update` end to end: read the old database, the indexes, merge, write."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from resolver import catalog
+from resolver.dbupdate import UpdateError
+from resolver.dbupdate.collect import Progress, collect, no_progress
+from resolver.dbupdate.fetch import Fetcher, FetchError
+from resolver.dbupdate.index import IndexFormatError
+from resolver.dbupdate.merge import Summary, merge
+from resolver.dbupdate.metadata import MetadataError
+
+
+@dataclass(frozen=True)
+class Outcome:
+    summary: Summary
+    base: Path  # the database the update started from
+    target: Path  # where it was (or would have been) written
+    written: bool
+    pypi_read: bool
+    requests: int  # HTTP requests made
+
+
+def read_raw(directory: Path) -> dict[str, Any]:
+    """The four files as parsed YAML, keyed by file name (DataError when one is broken)."""
+    return {name: catalog._read_yaml(directory / name) for name in catalog.FILES}
+
+
+def run_update(
+    *,
+    base: Path,
+    target: Path,
+    pytorch_index: str,
+    pypi_index: str | None,
+    fetcher: Fetcher,
+    progress: Progress = no_progress,
+    dry_run: bool = False,
+    read_at: str | None = None,
+) -> Outcome:
+    """Update ``base`` from the indexes into ``target`` (atomically), or raise UpdateError.
+
+    Nothing is written when the index has nothing new, on ``dry_run``, or on any error.
+    """
+    raw = read_raw(base)
+    known_problems = catalog.load(base).check()
+    try:
+        facts = collect(
+            fetcher,
+            raw["torch.yaml"],
+            pytorch_index,
+            pypi_index,
+            progress=progress,
+            read_at=read_at,
+        )
+    except (FetchError, IndexFormatError, MetadataError) as exc:
+        raise UpdateError(str(exc)) from None
+    new_raw, summary = merge(raw, facts)
+    written = False
+    if summary.changed and not dry_run:
+        from resolver.dbupdate.write import write_database
+
+        write_database(
+            target,
+            new_raw,
+            base=base,
+            changed=[name for name in catalog.FILES if new_raw[name] != raw[name]],
+            stamp=facts.read_at,
+            known_problems=known_problems,
+        )
+        written = True
+    return Outcome(summary, base, target, written, facts.pypi_read, fetcher.requests)

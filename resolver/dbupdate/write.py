@@ -1,0 +1,156 @@
+"""Write a database: YAML in the schema's style, validated in a temporary directory, swapped in.
+
+A reader (``gpuresolve suggest`` in another shell) sees the old database or the new one, never
+a mix: the four files are written into a sibling temporary directory, loaded and checked there,
+and only then does the directory replace the old one (two renames; the old one is kept until
+the new one is in place).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from resolver.dbupdate import UpdateError
+from resolver.errors import UserError
+
+_STR = "tag:yaml.org,2002:str"
+_SCALARS = (str, int, float, bool, type(None))
+_HEADER = "# Updated by `gpuresolve db update` at {stamp} (schema: SCHEMA.md).\n"
+
+
+class _Dumper(yaml.SafeDumper):
+    """The data files' style: every string value double-quoted (versions stay strings), keys
+    plain, lists of scalars and small mappings of strings in flow style, no anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)  # "key:\n  - item", as the curated files do
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar(_STR, value, style='"')
+
+
+def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
+    flow = all(isinstance(v, _SCALARS) for v in value)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=flow)
+
+
+def _represent_dict(dumper: yaml.SafeDumper, value: dict[Any, Any]) -> yaml.MappingNode:
+    values = list(value.values())
+    flow = not value or (  # {} and min_driver: {linux: "570.26", windows: null}
+        all(v is None or isinstance(v, str) for v in values)
+        and (any(isinstance(v, str) for v in values) or set(value) <= {"linux", "windows"})
+        and len(str(value)) <= 72
+    )
+    pairs = [
+        (
+            dumper.represent_scalar(_STR, k) if isinstance(k, str) else dumper.represent_data(k),
+            dumper.represent_data(v),
+        )
+        for k, v in value.items()
+    ]
+    return yaml.MappingNode("tag:yaml.org,2002:map", pairs, flow_style=flow)
+
+
+_Dumper.add_representer(str, _represent_str)
+_Dumper.add_representer(list, _represent_list)
+_Dumper.add_representer(dict, _represent_dict)
+
+
+def dump_yaml(doc: Any) -> str:
+    """One database file as text (key order kept, no line wrapping)."""
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096, indent=2)
+
+
+def leading_comments(path: Path) -> str:
+    """The comment block a curated file opens with (kept when the file is rewritten)."""
+    lines: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if not line.startswith("#"):
+                    break
+                lines.append(line)
+    except OSError:
+        pass
+    return "".join(lines)
+
+
+def write_database(
+    target: Path,
+    raw: Mapping[str, Any],
+    *,
+    base: Path,
+    changed: Iterable[str],
+    stamp: str,
+    known_problems: Iterable[str] = (),
+) -> None:
+    """Replace the database in ``target`` with ``raw``, whole or not at all.
+
+    Files not in ``changed`` are copied byte for byte from ``base`` (comments kept), as are the
+    other files there (SCHEMA.md, optional data files); files only in ``target`` are kept.
+    Raises UpdateError, leaving ``target`` untouched, when the result does not load or
+    ``check()`` finds a problem that ``known_problems`` (the old database's) does not list.
+    """
+    from resolver import catalog
+
+    target = Path(os.path.abspath(target))
+    changed = set(changed)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode) if target.is_dir() else 0o755
+        os.chmod(tmp, mode)
+        source_dir = Path(os.path.abspath(base))
+        if target.is_dir():
+            shutil.copytree(target, tmp, dirs_exist_ok=True, symlinks=True)
+        if source_dir != target:  # the database it started from, all of it (not only FILES)
+            shutil.copytree(source_dir, tmp, dirs_exist_ok=True, symlinks=True)
+        for name in catalog.FILES:
+            if name in changed:
+                kept = [
+                    line
+                    for line in leading_comments(base / name).splitlines(keepends=True)
+                    if "`gpuresolve db update`" not in line
+                ]
+                header = "".join(kept) + _HEADER.format(stamp=stamp)
+                (tmp / name).write_text(header + dump_yaml(raw[name]), encoding="utf-8")
+        try:  # exactly as gpuresolve will load it (optional files such as conda_forge.yaml too)
+            problems = catalog.load(tmp).check()
+        except UserError as exc:
+            raise UpdateError(f"the updated database does not load: {exc}") from None
+        new = [p for p in problems if p not in set(known_problems)]
+        if new:
+            more = f" (and {len(new) - 3} more)" if len(new) > 3 else ""
+            raise UpdateError("the updated database fails its check: " + "; ".join(new[:3]) + more)
+        _swap(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _swap(new: Path, target: Path) -> None:
+    """Put directory ``new`` where ``target`` is (restoring ``target`` if that fails)."""
+    if not target.exists():
+        os.rename(new, target)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    os.rmdir(old)  # a fresh unused name
+    os.rename(target, old)
+    try:
+        os.rename(new, target)
+    except OSError:
+        os.rename(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,80 @@
+"""Run a plan's commands, streaming each installer's output as it comes.
+
+A failed command stops the plan: nothing is rolled back (the installer's own transaction is all
+there is), and the caller says so along with the installer's last lines.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from resolver.errors import UserError
+
+TAIL_LINES = 25
+
+
+@dataclass
+class StepResult:
+    argv: tuple[str, ...]
+    returncode: int
+    tail: list[str] = field(default_factory=list)  # the last lines it printed
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def run_step(
+    argv: Sequence[str],
+    echo: Callable[[str], None],
+    environ: Mapping[str, str] | None = None,
+    tail_lines: int = TAIL_LINES,
+) -> StepResult:
+    """Run one command, echoing stdout and stderr (merged) line by line; keep its tail."""
+    tail: deque[str] = deque(maxlen=tail_lines)
+    env = dict(os.environ if environ is None else environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")  # pip's lines arrive as printed, not in blocks
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            text=True,
+            errors="replace",
+            bufsize=1,
+        )
+    except OSError as exc:
+        raise UserError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+    assert proc.stdout is not None
+    try:
+        for raw in proc.stdout:
+            line = raw.rstrip("\r\n").rsplit("\r", 1)[-1]  # a progress bar's last state
+            tail.append(line)
+            echo(line)
+    finally:
+        proc.stdout.close()
+        returncode = proc.wait()
+    return StepResult(tuple(argv), returncode, list(tail))
+
+
+def stage_lock(original: str, text: str) -> str:
+    """Write ``text`` as a copy of the lock ``original`` in a new temporary directory.
+
+    The copy keeps the lock's file name (micromamba tells a conda-lock file by its ``-lock.yml``
+    ending) and sits next to nothing else; the caller removes the directory when done, or keeps
+    it for a dry run's command.
+    """
+    directory = tempfile.mkdtemp(prefix="gpuresolve-install-")
+    path = Path(directory) / Path(original).name
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return str(path)

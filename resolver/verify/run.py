@@ -1,0 +1,207 @@
+"""Launch the probe in the target interpreter, with a timeout; a crash or a hang becomes a result.
+
+The probe runs in its own process group, so a hang is ended whole (with any helper processes
+torch started) and a segfault inside a CUDA library is reported with its signal and the stage it
+reached, never as gpuresolve's traceback. Starting and finishing are separate calls so the caller
+can detect the host and load the database while torch imports in the child.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from resolver.errors import UserError
+from resolver.verify.probe import STAGE_PREFIX
+
+PROBE_FILE = Path(__file__).with_name("probe.py")
+DEFAULT_TIMEOUT_S = 120.0
+_TAIL_LINES = 12
+
+
+@dataclass
+class ProbeRun:
+    """What came back from one probe process."""
+
+    python: str
+    data: dict[str, Any] | None = None  # the probe's JSON document
+    returncode: int | None = None
+    signal: str | None = None  # "SIGSEGV" when the process was killed by a signal
+    timed_out: bool = False
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    stage: str | None = None  # the last stage the probe announced
+    stderr_tail: list[str] = field(default_factory=list)  # its last lines, stage marks dropped
+    elapsed_s: float = 0.0
+
+    @property
+    def started(self) -> bool:
+        """Whether the probe's code ran at all (an interpreter too old to parse it never does)."""
+        return self.stage is not None or self.data is not None
+
+    @property
+    def failure(self) -> str | None:
+        """One line saying why there is no usable result, or None when there is one."""
+        where = f" during {self.stage!r}" if self.stage and self.stage != "done" else ""
+        if self.timed_out:
+            return f"the probe did not finish within {self.timeout_s:g} s (hung{where})"
+        if self.signal:
+            return f"the probe crashed with {self.signal}{where}"
+        if self.data is None:
+            last = self.stderr_tail[-1] if self.stderr_tail else "no output"
+            return f"the probe exited with status {self.returncode} and no result{where}: {last}"
+        if self.data.get("error"):
+            err = self.data["error"]
+            return f"the probe failed{where}: {err.get('type')}: {err.get('message')}"
+        return None
+
+
+def default_python(environ: Mapping[str, str] | None = None) -> str:
+    """The active virtualenv's or conda env's interpreter, else the one running gpuresolve."""
+    env = os.environ if environ is None else environ
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = env.get(var)
+        if prefix:
+            found = _interpreter_in(Path(prefix))
+            if found is None:
+                raise UserError(f"${var} is {prefix}, but it holds no Python interpreter")
+            return str(found)
+    return sys.executable
+
+
+def resolve_python(python: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """--python as given (a file, an environment's directory or a name on PATH), checked."""
+    if not python:
+        return default_python(environ)
+    path = Path(python).expanduser()
+    if path.is_dir():
+        found = _interpreter_in(path)
+        if found is None:
+            raise UserError(f"--python {python}: no Python interpreter in that directory")
+        return str(found)
+    if path.is_file():
+        if not os.access(path, os.X_OK):
+            raise UserError(f"--python {python}: not executable")
+        return str(path)
+    if os.sep not in python and "/" not in python:
+        which = shutil.which(python)
+        if which:
+            return which
+    raise UserError(f"--python {python}: no such interpreter")
+
+
+def _interpreter_in(prefix: Path) -> Path | None:
+    for rel in ("bin/python3", "bin/python", "python.exe", "Scripts/python.exe"):
+        candidate = prefix / rel
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+class ProbeProcess:
+    """A started probe; `finish` waits for it (within what is left of the timeout)."""
+
+    def __init__(
+        self,
+        python: str,
+        *,
+        want: Iterable[str] = (),
+        benchmark: bool = False,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.python = python
+        self.timeout_s = timeout_s
+        args = [python, "-I", "-c", PROBE_FILE.read_text(encoding="utf-8")]
+        for name in sorted(set(want)):
+            args += ["--want", name]
+        if benchmark:
+            args.append("--benchmark")
+        env = dict(os.environ if environ is None else environ)
+        env["PYTHONNOUSERSITE"] = "1"
+        self.started_at = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,  # its own process group: a hang is killed whole
+            )
+        except OSError as exc:
+            raise UserError(f"cannot run {python}: {exc.strerror or exc}") from None
+
+    def finish(self) -> ProbeRun:
+        left = max(self.timeout_s - (time.monotonic() - self.started_at), 0.1)
+        timed_out = False
+        try:
+            out, err = self.proc.communicate(timeout=left)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            self._kill_group()
+            try:
+                out, err = self.proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:  # a grandchild kept the pipes open
+                out, err = b"", b""
+        run = ProbeRun(
+            python=self.python,
+            returncode=self.proc.returncode,
+            timed_out=timed_out,
+            timeout_s=self.timeout_s,
+            elapsed_s=round(time.monotonic() - self.started_at, 3),
+        )
+        rc = self.proc.returncode
+        if rc is not None and rc < 0 and not timed_out:
+            try:
+                run.signal = signal.Signals(-rc).name
+            except ValueError:
+                run.signal = f"signal {-rc}"
+        _read_stderr(run, err.decode("utf-8", "replace"))
+        if not timed_out and out.strip():
+            try:
+                data = json.loads(out.decode("utf-8", "replace").strip().splitlines()[-1])
+                run.data = data if isinstance(data, dict) else None
+            except (ValueError, IndexError):
+                run.data = None
+        if run.data is not None and not run.signal:
+            run.stage = run.data.get("stage") or run.stage
+        return run
+
+    def _kill_group(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, AttributeError):
+            self.proc.kill()
+
+
+def _read_stderr(run: ProbeRun, text: str) -> None:
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(STAGE_PREFIX):
+            run.stage = line[len(STAGE_PREFIX) :].strip()
+        elif line.strip():
+            lines.append(line.rstrip())
+    run.stderr_tail = lines[-_TAIL_LINES:]
+
+
+def run_probe(
+    python: str,
+    *,
+    want: Iterable[str] = (),
+    benchmark: bool = False,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    environ: Mapping[str, str] | None = None,
+) -> ProbeRun:
+    """Start the probe and wait for it."""
+    return ProbeProcess(
+        python, want=want, benchmark=benchmark, timeout_s=timeout_s, environ=environ
+    ).finish()

@@ -1,0 +1,183 @@
+"""The probe and the checks on a real torch: the CPU-only 2.13.0 wheel in a throwaway virtualenv.
+
+pip finds ``torch==2.13.0`` (CPU) as a local wheel through its configured find-links. The venv
+sees the system's site-packages, so torch's import-time dependencies come from there and the
+install needs no index (``--no-index --no-deps``); where that does not give an importable torch,
+a plain ``pip install torch==2.13.0`` is tried. Where neither works, these tests are skipped.
+Installing takes a while: the venv is made once per test session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resolver import lockpins
+from resolver.catalog import Catalog
+from resolver.host.profile import STATE_NO_DRIVER, GpuInfo, HostProfile
+from resolver.verify import checks
+from resolver.verify.run import run_probe
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCK = ROOT / "tests" / "fixtures" / "verify" / "lock_torch215_cu132.txt"
+TORCH = "torch==2.13.0"
+INSTALL_TIMEOUT_S = 900
+
+
+def _pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *args],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_S,
+        check=False,
+    )
+
+
+def _imports_torch(python: Path) -> bool:
+    done = subprocess.run(
+        [str(python), "-I", "-c", "import torch, sys; sys.exit(torch.__version__ != '2.13.0+cpu')"],
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+@pytest.fixture(scope="session")
+def torch_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtualenv holding the CPU-only torch 2.13.0; its interpreter."""
+    base = tmp_path_factory.mktemp("torch213")
+    tried: list[str] = []
+    for name, site, args in (
+        ("offline", True, ("--no-index", "--no-deps", TORCH)),
+        ("plain", False, (TORCH,)),
+    ):
+        where = base / name
+        try:
+            venv.EnvBuilder(with_pip=True, system_site_packages=site).create(where)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            tried.append(f"{name}: venv: {exc}")
+            continue
+        python = where / "bin" / "python"
+        try:
+            done = _pip(python, *args)
+        except subprocess.TimeoutExpired:
+            tried.append(f"{name}: pip timed out")
+            continue
+        if done.returncode == 0 and _imports_torch(python):
+            return python
+        tried.append(f"{name}: {done.stderr.strip().splitlines()[-1:] or ['no torch']}")
+        shutil.rmtree(where, ignore_errors=True)
+    pytest.skip(f"cannot install {TORCH} (CPU) into a virtualenv: {'; '.join(tried)}")
+
+
+@pytest.fixture(scope="session")
+def probe(torch_venv: Path) -> dict[str, Any]:
+    run = run_probe(str(torch_venv), want=["filelock"], timeout_s=300)
+    assert run.failure is None, run.stderr_tail
+    assert run.data is not None
+    return run.data
+
+
+def no_gpu() -> HostProfile:
+    return HostProfile(platform="linux-x86_64", python="3.11", state=STATE_NO_DRIVER)
+
+
+def test_probe_reports_the_cpu_build(probe: dict[str, Any], torch_venv: Path) -> None:
+    torch = probe["torch"]
+    assert torch["imported"] is True
+    assert (torch["version"], torch["cuda"], torch["arch_list"]) == ("2.13.0+cpu", None, [])
+    assert probe["cuda"]["available"] is False and probe["cudnn"]["available"] is False
+    assert probe["stage"] == "done" and "gpu_tests" not in probe
+    assert probe["dists"]["torch"]["version"] == "2.13.0+cpu"
+    assert probe["python"]["prefix"] == str(torch_venv.parent.parent)
+    assert probe["markers"]["python_version"] == f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if os.path.exists("/proc/self/maps"):
+        assert probe["libraries"]["maps_readable"] is True
+        assert probe["libraries"]["loaded"] == []
+
+
+def test_cpu_torch_on_a_gpu_less_host_passes(probe: dict[str, Any], shipped: Catalog) -> None:
+    results = checks.evaluate(probe, no_gpu(), shipped)
+    assert checks.overall(results) == checks.PASS, [(r.id, r.reason) for r in results]
+    by_id = {r.id: r for r in results}
+    assert by_id["build"].reason == "CPU build on a host without an NVIDIA GPU"
+    assert by_id["import"].reason.startswith("torch 2.13.0+cpu from ")
+    assert "driver" not in by_id and "compute" not in by_id
+
+
+def test_cpu_torch_on_a_gpu_host_fails(probe: dict[str, Any], shipped: Catalog) -> None:
+    host = HostProfile(
+        platform="linux-x86_64",
+        python="3.11",
+        driver="580.65.06",
+        state="ok",
+        gpus=[GpuInfo(0, "NVIDIA H100 80GB HBM3", "9.0")],
+    )
+    by_id = {r.id: r for r in checks.evaluate(probe, host, shipped)}
+    assert by_id["build"].status == checks.FAIL
+    assert "gpuresolve suggest" in (by_id["build"].fix or "")
+
+
+def test_lock_pinning_another_torch_fails(probe: dict[str, Any], shipped: Catalog) -> None:
+    lock = lockpins.read(LOCK, platform="linux-x86_64")
+    by_id = {r.id: r for r in checks.evaluate(probe, no_gpu(), shipped, lock=lock)}
+    assert by_id["lock"].status == checks.FAIL
+    assert by_id["lock"].reason.startswith(
+        "torch 2.13.0+cpu installed; the lock pins torch==2.15.0+cu132"
+    )
+    assert "torchvision is not installed; the lock pins torchvision==0.29.2+cu132" in (
+        by_id["lock"].reason
+    )
+
+
+def _gpu_host() -> bool:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    done = subprocess.run([smi, "-L"], capture_output=True, timeout=60, check=False)
+    return done.returncode == 0
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("VIRTUAL_ENV", None)
+    env.pop("CONDA_PREFIX", None)
+    return subprocess.run(
+        [sys.executable, "-m", "resolver", "verify", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(_gpu_host(), reason="this host has an NVIDIA GPU: the CPU build fails here")
+def test_cli_on_this_gpu_less_host(torch_venv: Path, tmp_path: Path) -> None:
+    done = _cli("--python", str(torch_venv), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert (report["status"], report["torch"], report["variant"]) == ("pass", "2.13.0+cpu", "cpu")
+    assert report["summary"]["fail"] == 0
+    done = _cli("--python", str(torch_venv), "--lock", str(LOCK))
+    assert done.returncode == 1
+    assert "FAIL  lock" in done.stdout
+    assert "torch 2.13.0+cpu installed; the lock pins torch==2.15.0+cu132" in done.stdout
+    # The same pins written as an environment.yml pip section.
+    env_yml = tmp_path / "environment.yml"
+    env_yml.write_text("dependencies:\n  - pip:\n      - torch==2.13.0+cpu\n", encoding="utf-8")
+    done = _cli("--python", str(torch_venv), "--lock", str(env_yml))
+    assert done.returncode == 0, done.stdout
+    assert "PASS  lock" in done.stdout
