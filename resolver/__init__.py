@@ -1,3 +1,3 @@
-"""gpuresolve: pick the PyTorch + CUDA + cuDNN wheels that really run on a machine's driver and GPUs."""
+"""gpuresolve: the PyTorch + CUDA + cuDNN wheels that really run on a machine's driver and GPUs."""
 
 __version__ = "0.1.0"

@@ -20,6 +20,7 @@ from resolver.versions import CC, cc_str, cuda_key, driver_key, parse_cc
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
 FILES = ("sources.yaml", "cuda.yaml", "gpus.yaml", "torch.yaml")
+OPTIONAL_FILES = ("conda_forge.yaml",)  # read where present
 DATA_ENV = "GPURESOLVE_DATA_DIR"
 _NOISE_WORDS = frozenset({"nvidia", "tesla", "geforce"})
 _WORD_RE = re.compile(r"[a-z0-9]+")
@@ -129,6 +130,43 @@ class Release:
         raise UserError(f"unknown companion package {name!r} (torchvision or torchaudio)")
 
 
+@dataclass(frozen=True)
+class CondaBuild:
+    """One conda-forge build of a release on one platform: its CUDA (None: CPU), its kernels."""
+
+    cuda: str | None
+    arch: ArchList | None
+    glibc: str | None  # the lowest glibc it needs on Linux, when above conda-forge's 2.17
+
+
+@dataclass(frozen=True)
+class CondaRelease:
+    version: str
+    python: tuple[str, ...]
+    builds: Mapping[str, tuple[CondaBuild, ...]]  # platform -> its builds
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class CondaForge:
+    """conda-forge's own PyTorch builds (``conda_forge.yaml``), for conda environments."""
+
+    channel: str  # a channel name ("conda-forge")
+    package: str  # "pytorch"
+    cuda_string: str  # build-string prefix of a CUDA build: "cuda{major}{minor}"
+    cpu_string: str  # of a CPU build: "cpu"
+    cuda_package: str  # the package pinned to the CUDA version: "cuda-version"
+    releases: tuple[CondaRelease, ...]  # newest first
+    prov: Provenance
+
+    def build_prefix(self, cuda: str | None) -> str:
+        """ "12.9" -> "cuda129"; None -> "cpu": what a build string starts with."""
+        if cuda is None:
+            return self.cpu_string
+        major, _, minor = cuda.partition(".")
+        return self.cuda_string.format(major=major, minor=minor or "0")
+
+
 @dataclass
 class Catalog:
     """The whole database, indexed for the solver and the CLI."""
@@ -142,6 +180,7 @@ class Catalog:
     index_url_template: str
     origin: str = "<memory>"
     updated: str | None = None
+    conda_forge: CondaForge | None = None  # conda_forge.yaml, where the database has one
     _name_index: dict[tuple[str, ...], GpuModel] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -295,7 +334,37 @@ class Catalog:
                 problems.append(f"{where}: variant {twice} listed twice")
             for var in rel.variants:
                 self._check_variant(f"{where} {var.name}", var, rel, prov_ok, problems)
+        if self.conda_forge is not None:
+            self._check_conda_forge(self.conda_forge, prov_ok, problems)
         return problems
+
+    def _check_conda_forge(self, cf: CondaForge, prov_ok: Any, problems: list[str]) -> None:
+        prov_ok("conda_forge.yaml builds", cf.prov)
+        seen_arch: set[int] = set()
+        versions: set[str] = set()
+        for rel in cf.releases:
+            where = f"conda_forge.yaml {rel.version}"
+            if rel.version in versions:
+                problems.append(f"{where}: listed twice")
+            versions.add(rel.version)
+            prov_ok(where, rel.prov)
+            bad = [p for p in rel.python if not _PYTHON_RE.match(p)]
+            if bad:
+                problems.append(f"{where}: not Python versions: {', '.join(bad)}")
+            for plat, builds in rel.builds.items():
+                cudas = [b.cuda for b in builds]
+                if len(set(cudas)) != len(cudas):
+                    problems.append(f"{where} {plat}: a CUDA version listed twice")
+                for b in builds:
+                    if b.cuda is not None and b.cuda not in self.toolkits:
+                        problems.append(f"{where} {plat}: CUDA {b.cuda} not in cuda.yaml toolkits")
+                    if b.arch is None or id(b.arch) in seen_arch:
+                        continue
+                    seen_arch.add(id(b.arch))
+                    prov_ok(f"{where} {plat} CUDA {b.cuda} arch list", b.arch.prov)
+                    for cc in (*b.arch.sass, *b.arch.ptx):
+                        if cc not in self.architectures:
+                            problems.append(f"{where} {plat}: CC {cc_str(cc)} not in architectures")
 
     def _check_variant(
         self, where: str, var: Variant, rel: Release, prov_ok: Any, problems: list[str]
@@ -386,6 +455,9 @@ def load(directory: Path | None = None) -> Catalog:
     raw: dict[str, Any] = {}
     for name in FILES:
         raw[name] = _read_yaml(directory / name)
+    for name in OPTIONAL_FILES:
+        if (directory / name).is_file():
+            raw[name] = _read_yaml(directory / name)
     catalog = from_raw(raw, origin=str(directory))
     if cache is not None:
         _write_cache(cache, catalog)
@@ -415,6 +487,13 @@ def _cache_file(directory: Path) -> Path | None:
         for name in FILES:
             st = (directory / name).stat()
             parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+        for name in OPTIONAL_FILES:
+            path = directory / name
+            if path.is_file():
+                ost = path.stat()
+                parts.append(f"{name}:{ost.st_size}:{ost.st_mtime_ns}")
+            else:
+                parts.append(f"{name}:absent")
     except OSError:
         return None  # a missing file: let the loader say so
     digest = hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]
@@ -585,6 +664,11 @@ def from_raw(raw: Mapping[str, Any], origin: str = "<memory>") -> Catalog:
     for i, item in enumerate(torch_doc.list("series", optional=False)):
         releases.extend(_series(_Reader("torch.yaml", f"series[{i}]", item)))
     releases.sort(key=lambda rel: rel.key, reverse=True)
+    conda_forge = None
+    if raw.get("conda_forge.yaml") is not None:
+        cf_doc = _Reader("conda_forge.yaml", "top level", raw["conda_forge.yaml"])
+        sources = _merge_sources(sources, cf_doc)
+        conda_forge = _conda_forge(cf_doc)
     return Catalog(
         sources=sources,
         toolkits=toolkits,
@@ -595,6 +679,93 @@ def from_raw(raw: Mapping[str, Any], origin: str = "<memory>") -> Catalog:
         index_url_template=torch_doc.req("index_url"),
         origin=origin,
         updated=str(torch_doc.data["updated"]) if torch_doc.data.get("updated") else None,
+        conda_forge=conda_forge,
+    )
+
+
+def _merge_sources(sources: dict[str, Any], doc: _Reader) -> dict[str, Any]:
+    """A data file's own ``sources:`` joined to sources.yaml's (one key, one meaning)."""
+    own = doc.data.get("sources")
+    if own is None:
+        return sources
+    if not isinstance(own, dict):
+        raise doc.fail("'sources' must map keys to {cite, primary}")
+    merged = dict(sources)
+    for key, value in own.items():
+        _Reader(doc.file, f"source {key}", value)
+        if key in merged and merged[key] != value:
+            raise doc.fail(f"source {key} is defined differently in sources.yaml")
+        merged[key] = value
+    return merged
+
+
+def _conda_forge(doc: _Reader) -> CondaForge:
+    """conda_forge.yaml: the builds' naming, the named arch lists, and every release."""
+    b = _Reader(doc.file, "builds", doc.data.get("builds"))
+    cuda_string = b.req("cuda_string")
+    if "{major}" not in cuda_string or "{minor}" not in cuda_string:
+        raise b.fail("'cuda_string' must contain {major} and {minor}")
+    arch_lists: dict[str, ArchList] = {}
+    raw_lists = doc.data.get("arch_lists") or {}
+    if not isinstance(raw_lists, dict):
+        raise doc.fail("'arch_lists' must map names to {sass, ptx, source}")
+    for name, value in raw_lists.items():
+        a = _Reader(doc.file, f"arch list {name}", value)
+        arch_lists[str(name)] = ArchList(
+            sass=tuple(sorted(a.cc(c) for c in a.list("sass"))),
+            ptx=tuple(sorted(a.cc(c) for c in a.list("ptx"))),
+            prov=a.prov(),
+        )
+    releases: list[CondaRelease] = []
+    for i, item in enumerate(doc.list("releases", optional=False)):
+        r = _Reader(doc.file, f"releases[{i}]", item)
+        version = r.req("version")
+        r.where = f"release {version}"
+        if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+            raise r.fail(f"not a torch version: {version!r}")
+        python = r.list("python", optional=False)
+        if not all(isinstance(p, str) for p in python):
+            raise r.fail("'python' must be a list of quoted versions")
+        raw_builds = item.get("builds")
+        if not isinstance(raw_builds, dict) or not raw_builds:
+            raise r.fail("'builds' must map each platform to its builds")
+        builds: dict[str, tuple[CondaBuild, ...]] = {}
+        for plat, entries in raw_builds.items():
+            if plat not in PLATFORMS:
+                raise r.fail(f"unknown platform {plat!r}")
+            if not isinstance(entries, list) or not entries:
+                raise r.fail(f"builds.{plat} must be a list of builds")
+            out: list[CondaBuild] = []
+            for entry in entries:
+                e = _Reader(doc.file, f"release {version} {plat}", entry)
+                cuda = e.text("cuda", optional=True)
+                if cuda is not None and not re.fullmatch(r"\d+\.\d+", cuda):
+                    raise e.fail(f"not a CUDA version: {cuda!r}")
+                arch_name = e.text("arch", optional=True)
+                if (cuda is None) != (arch_name is None):
+                    raise e.fail(
+                        "a CUDA build names its 'arch' list; the CPU build (cuda: null) none"
+                    )
+                if arch_name is not None and arch_name not in arch_lists:
+                    raise e.fail(f"arch list {arch_name!r} is not defined in arch_lists")
+                out.append(
+                    CondaBuild(
+                        cuda=cuda,
+                        arch=arch_lists[arch_name] if arch_name is not None else None,
+                        glibc=e.text("glibc", optional=True),
+                    )
+                )
+            builds[plat] = tuple(out)
+        releases.append(CondaRelease(version, tuple(python), builds, r.prov()))
+    releases.sort(key=lambda rel: tuple(int(p) for p in rel.version.split(".")), reverse=True)
+    return CondaForge(
+        channel=doc.req("channel"),
+        package=doc.req("package"),
+        cuda_string=cuda_string,
+        cpu_string=b.req("cpu_string"),
+        cuda_package=b.req("cuda_package"),
+        releases=tuple(releases),
+        prov=b.prov(),
     )
 
 

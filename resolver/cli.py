@@ -22,6 +22,7 @@ COMMANDS = {
     "db": "resolver.commands.db:db",
     "verify": "resolver.commands.verify:verify",
     "install": "resolver.commands.install:install",
+    "lock": "resolver.commands.lock:lock",
 }
 
 

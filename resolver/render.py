@@ -91,7 +91,8 @@ def describe_build(cand: Candidate) -> str:
     return f"torch {cand.release.version} + CUDA {var.cuda} ({var.name}{cudnn})"
 
 
-def _target_line(target: Target) -> str:
+def target_line(target: Target) -> str:
+    """The target in one line: platform, Python, GPUs, driver."""
     gpus = ", ".join(g.label for g in target.gpus) or (
         "NVIDIA GPU (model not given)" if target.nvidia else "no NVIDIA GPU"
     )
@@ -102,7 +103,8 @@ def _target_line(target: Target) -> str:
     return ", ".join(parts)
 
 
-def _why(decision: Decision, sel: Candidate) -> str:
+def why_text(decision: Decision, sel: Candidate) -> str:
+    """Why this build: the rules it passed on this target, in one line."""
     t = decision.target
     reasons = [f"newest torch release that runs on {t.platform} with Python {t.python}"]
     if sel.coverage:
@@ -120,12 +122,12 @@ def decision_text(
     catalog: Catalog, decision: Decision, pytorch_index: str | None = None, detail: bool = False
 ) -> str:
     """The short answer a person reads in five seconds."""
-    lines = [f"target: {_target_line(decision.target)}"]
+    lines = [f"target: {target_line(decision.target)}"]
     sel = decision.selection
     if sel is not None:
         lines.append(f"install: {describe_build(sel)}")
         lines.append(f"  {pip_command(catalog, sel, pytorch_index)}")
-        lines.append(f"why: {_why(decision, sel)}")
+        lines.append(f"why: {why_text(decision, sel)}")
         lines.extend(f"warning: {w}" for w in sel.warnings)
         if decision.alternatives:
             lines.append(f"runner-up: {describe_build(decision.alternatives[0])}")

@@ -1,0 +1,162 @@
+"""`gpuresolve lock`: the selection as requirements.txt, environment.yml and conda-lock files."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from resolver.commands.common import request_options, target_options
+from resolver.errors import UserError
+
+_GLIBC_RE = re.compile(r"^2\.\d{1,3}$")
+CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
+
+
+@click.command()
+@target_options
+@request_options
+@click.option(
+    "--format",
+    "formats",
+    type=click.Choice(["requirements", "conda", "conda-lock", "all"]),
+    multiple=True,
+    default=("requirements",),
+    show_default=True,
+    help="requirements: requirements.txt; conda: environment.yml + virtual-packages.yml; "
+    "conda-lock: those and conda-lock.yml (a real solve); repeat or use all.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(file_okay=False),
+    default=".",
+    show_default=True,
+    help="The directory to write into.",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Write nothing; exit 1 with a diff when a file differs from what would be written.",
+)
+@click.option(
+    "--hashes",
+    is_flag=True,
+    help="requirements.txt pins the whole closure with sha256 hashes (runs pip; needs the index).",
+)
+@click.option(
+    "--conda-source",
+    type=click.Choice(["pip", "conda-forge"]),
+    default="pip",
+    show_default=True,
+    help="pip: conda gives Python, the PyTorch index the torch set; conda-forge: its own builds.",
+)
+@click.option(
+    "--channel",
+    metavar="NAME|URL",
+    envvar=CHANNEL_ENV,
+    help=f"The conda channel (default conda-forge), e.g. a mirror's URL [env: {CHANNEL_ENV}].",
+)
+@click.option("--glibc", metavar="X.Y", help="The target's glibc (default: detected, else 2.28).")
+@click.option("--name", "env_name", metavar="NAME", help="The conda environment's name.")
+def lock(
+    driver: str | None,
+    gpus: tuple[str, ...],
+    no_gpu: bool,
+    python: str | None,
+    platform: str | None,
+    host_file: str | None,
+    torch_spec: str | None,
+    with_: tuple[str, ...],
+    cuda: str | None,
+    driver_policy: str,
+    allow_unconfirmed: bool,
+    pytorch_index: str | None,
+    formats: tuple[str, ...],
+    output: str,
+    check: bool,
+    hashes: bool,
+    conda_source: str,
+    channel: str | None,
+    glibc: str | None,
+    env_name: str | None,
+) -> None:
+    """Write the build for this machine (or a described one) as files to commit and install from.
+
+    Exit 0 when written (or, with --check, all current), 1 when no build fits (nothing is
+    written) or --check finds a difference, 2 on bad input.
+    """
+    from resolver import catalog as catalog_mod
+    from resolver import render
+    from resolver.inputs import build_request, resolve_target
+    from resolver.writers import lockfiles
+
+    if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
+        raise UserError(f"--glibc {glibc!r}: expected a glibc version like 2.28")
+    options = lockfiles.LockOptions(
+        formats=frozenset(formats),
+        pytorch_index=pytorch_index,
+        conda_source=conda_source,
+        channel=channel.strip() if channel else None,
+        hashes=hashes,
+        name=env_name,
+    )
+    if hashes and lockfiles.REQUIREMENTS not in options.files:
+        raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
+    catalog = catalog_mod.load()
+    request = build_request(
+        torch=torch_spec,
+        with_=with_,
+        cuda=cuda,
+        policy="strict" if driver_policy == "strict" else "compat",
+        allow_unconfirmed=allow_unconfirmed,
+    )
+    target, profile = resolve_target(
+        catalog,
+        driver=driver,
+        gpus=gpus,
+        no_gpu=no_gpu,
+        python=python,
+        platform=platform,
+        host_file=host_file,
+    )
+    if glibc is None and profile is not None and profile.platform == target.platform:
+        glibc = profile.glibc
+    lock_input = lockfiles.prepare(catalog, target, request, options, glibc and glibc.strip())
+    unmet = lock_input.unmet(options)
+    if unmet is not None:
+        if unmet is lock_input.conda_decision:
+            click.echo("conda-forge has no build that runs on this target (nothing written)")
+        else:
+            click.echo("nothing written:")
+        click.echo(render.decision_text(catalog, unmet, pytorch_index))
+        sys.exit(1)
+    files = lockfiles.render_files(catalog, lock_input, options)
+    directory = Path(output)
+    changed = [n for n in files if lockfiles.diff_files(directory, {n: files[n]})]
+    diff = lockfiles.write_files(directory, files, check=check)
+    if check:
+        if diff:
+            sys.stdout.write(diff)
+            click.echo(
+                f"gpuresolve: {len(changed)} file(s) differ from what `gpuresolve lock` writes: "
+                + ", ".join(changed),
+                err=True,
+            )
+            sys.exit(1)
+        click.echo(f"all current: {', '.join(files)}")
+        sys.exit(0)
+    for name in files:
+        state = "wrote" if name in changed else "unchanged"
+        click.echo(f"{state} {directory / name}")
+    sel = lock_input.decision.selection
+    if sel is not None and options.needs_wheels:
+        click.echo(f"build: {render.describe_build(sel)}")
+    if lock_input.conda_decision is not None and lock_input.conda_decision.selection is not None:
+        click.echo(
+            f"conda-forge build: {render.describe_build(lock_input.conda_decision.selection)}"
+        )
+    sys.exit(0)

@@ -1,0 +1,142 @@
+"""environment.yml in two flavours, and the conda spec both it and conda-lock.yml are made from.
+
+``pip`` (default, every variant): conda supplies Python and pip, the torch set comes from the
+PyTorch index through a ``pip:`` section. ``conda-forge``: conda-forge's own pytorch build,
+pinned by build string and ``cuda-version`` (conda's classic solver ignores ``__cuda``).
+
+The pip flavour serves two readers. `conda env create` / mamba pass the ``pip:`` lines to pip, so
+the index travels as an ``--index-url`` line there; conda-lock parses every ``pip:`` line as a
+requirement and takes indexes from ``pip-repositories`` instead, so that line carries a selector
+(``# [pip-index]``) that matches no platform and conda-lock drops it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from resolver.catalog import Catalog
+from resolver.conda import conda_forge_pins, python_specs, subdir
+from resolver.solve import Decision
+from resolver.writers.header import header_lines
+from resolver.writers.requirements import index_lines, pins
+
+CONDA_SOURCES = ("pip", "conda-forge")
+PIP_INDEX_SELECTOR = "# [pip-index]"
+
+
+@dataclass(frozen=True)
+class CondaEnv:
+    """What environment.yml says, and what conda-lock.yml locks."""
+
+    name: str
+    channels: tuple[str, ...]
+    platform: str  # conda subdir: "linux-64"
+    specs: tuple[str, ...]  # conda match specs ("python=3.12", "pytorch=2.13.0=cuda129*")
+    pip: tuple[str, ...]  # pip requirements ("torch==2.8.0+cu126"), pip flavour only
+    pip_index: tuple[str, ...]  # "--index-url URL" lines for the pip requirements
+    decision: Decision  # the build this environment holds
+
+    @property
+    def pip_repositories(self) -> tuple[str, ...]:
+        return tuple(line.partition(" ")[2] for line in self.pip_index)
+
+    @property
+    def allow_pypi_requests(self) -> bool:
+        """conda-lock's switch: whether the default index may serve the pip section too."""
+        return not any(line.startswith("--index-url ") for line in self.pip_index)
+
+
+def conda_env(
+    catalog: Catalog,
+    decision: Decision,
+    *,
+    source: str = "pip",
+    channel: str | None = None,
+    pytorch_index: str | None = None,
+    name: str | None = None,
+) -> CondaEnv:
+    """The environment for ``decision``: a PyTorch-index decision for ``source="pip"``, a
+    conda-forge one (``resolver.conda.solve_conda_forge``) for ``source="conda-forge"``."""
+    cand = decision.selection
+    if cand is None:
+        raise ValueError("no build selected: nothing to lock")
+    cf = catalog.conda_forge
+    chan = channel or (cf.channel if cf else "conda-forge")
+    target = decision.target
+    py = python_specs(target.python)
+    if source == "pip":
+        return CondaEnv(
+            name=name or f"torch-{cand.variant.name}",
+            channels=(chan, "nodefaults"),
+            platform=subdir(target.platform),
+            specs=(*py, "pip"),
+            pip=tuple(pins(cand)),
+            pip_index=tuple(index_lines(catalog, cand, pytorch_index)),
+            decision=decision,
+        )
+    if source != "conda-forge":
+        raise ValueError(f"conda source {source!r}: one of {', '.join(CONDA_SOURCES)}")
+    if cf is None:
+        raise ValueError("the database has no conda_forge.yaml")
+    return CondaEnv(
+        name=name or f"torch-{cf.build_prefix(cand.variant.cuda)}",
+        channels=(chan, "nodefaults"),
+        platform=subdir(target.platform),
+        specs=(*py, *conda_forge_pins(cf, cand)),
+        pip=(),
+        pip_index=(),
+        decision=decision,
+    )
+
+
+def _scalar(text: str) -> str:
+    """``text`` as a YAML scalar: plain where YAML reads it back unchanged, else quoted."""
+    import json
+
+    import yaml
+
+    try:
+        plain = yaml.safe_load(text) == text and "#" not in text
+    except yaml.YAMLError:
+        plain = False
+    return text if plain else json.dumps(text)
+
+
+def render_environment(catalog: Catalog, env: CondaEnv) -> str:
+    """environment.yml: read by `conda env create`, mamba, micromamba and conda-lock."""
+    extra: list[str] = []
+    if env.pip:
+        extra.append(
+            "conda supplies Python and pip; the torch set comes from the PyTorch index through pip"
+        )
+        extra.append(
+            "platforms, pip-repositories and allow-pypi-requests are conda-lock's (conda warns "
+            "and ignores them); conda-lock skips the '# [pip-index]' line"
+        )
+    else:
+        cand = env.decision.selection
+        assert cand is not None
+        extra.append(
+            "conda-forge's own build, pinned by build string and cuda-version: conda's classic "
+            "solver ignores __cuda (conda/conda#10803)"
+            if cand.variant.cuda
+            else "conda-forge's own CPU build, pinned by build string"
+        )
+    lines = header_lines(catalog, env.decision, extra)
+    lines.append(f"name: {_scalar(env.name)}")
+    lines.append("channels:")
+    lines.extend(f"  - {_scalar(c)}" for c in env.channels)
+    lines.append("platforms:")
+    lines.append(f"  - {_scalar(env.platform)}")
+    if env.pip:
+        lines.append("pip-repositories:")
+        lines.extend(f"  - {_scalar(url)}" for url in env.pip_repositories)
+        if not env.allow_pypi_requests:
+            lines.append("allow-pypi-requests: false")
+    lines.append("dependencies:")
+    lines.extend(f"  - {_scalar(s)}" for s in env.specs)
+    if env.pip:
+        lines.append("  - pip:")
+        lines.extend(f"      - {_scalar(line)}  {PIP_INDEX_SELECTOR}" for line in env.pip_index)
+        lines.extend(f"      - {_scalar(p)}" for p in env.pip)
+    return "\n".join(lines) + "\n"

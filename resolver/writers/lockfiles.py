@@ -1,0 +1,207 @@
+"""The pinned environment files of one target: what to render, and how (the `lock` API).
+
+``prepare`` solves what the files need, ``render_files`` turns it into ``{file name: text}``
+(only the ``--hashes`` closure and conda-lock.yml run a resolver), ``write_files`` writes them
+atomically or diffs them (``--check``). A fleet calls ``render_files`` once per platform.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from resolver.catalog import Catalog
+from resolver.conda import solve_conda_forge, virtual_packages
+from resolver.solve import Decision, Request, Target, solve
+from resolver.writers.atomic import diff_files, write_files
+from resolver.writers.conda_lock import LockedPlatform, render_conda_lock
+from resolver.writers.conda_solve import CondaRecord
+from resolver.writers.environment import CONDA_SOURCES, conda_env, render_environment
+from resolver.writers.header import header_lines
+from resolver.writers.pip_resolve import ResolvedDist
+from resolver.writers.requirements import index_lines, pins, render_requirements
+from resolver.writers.virtual_packages import explain, render_virtual_packages
+
+__all__ = [
+    "FORMATS",
+    "LockInput",
+    "LockOptions",
+    "diff_files",
+    "file_names",
+    "prepare",
+    "render_files",
+    "write_files",
+]
+
+FORMATS = ("requirements", "conda", "conda-lock")
+REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK = (
+    "requirements.txt",
+    "environment.yml",
+    "virtual-packages.yml",
+    "conda-lock.yml",
+)
+_FILES = {
+    "requirements": (REQUIREMENTS,),
+    "conda": (ENVIRONMENT, VIRTUAL),
+    "conda-lock": (ENVIRONMENT, VIRTUAL, CONDA_LOCK),  # the lock, and the inputs it came from
+}
+_ORDER = (REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK)
+
+# (requirements, index lines, target, glibc) -> the resolved closure with hashes
+PipResolver = Callable[[Sequence[str], Sequence[str], Target, str | None], list[ResolvedDist]]
+# (channels, specs, conda subdir, virtual packages) -> the solved records
+CondaSolver = Callable[[Sequence[str], Sequence[str], str, Mapping[str, str]], list[CondaRecord]]
+
+
+def file_names(formats: Iterable[str]) -> tuple[str, ...]:
+    """The files the formats write, in a stable order ("all" is every format)."""
+    wanted = set(formats)
+    if "all" in wanted:
+        wanted = set(FORMATS)
+    unknown = wanted - set(FORMATS)
+    if unknown:
+        raise ValueError(f"unknown format(s) {', '.join(sorted(unknown))}")
+    names = {n for f in wanted for n in _FILES[f]}
+    return tuple(n for n in _ORDER if n in names)
+
+
+@dataclass(frozen=True)
+class LockOptions:
+    formats: frozenset[str] = frozenset({"requirements"})
+    pytorch_index: str | None = None  # a mirror of the PyTorch index
+    conda_source: str = "pip"  # pip | conda-forge
+    channel: str | None = None  # conda channel name or URL (None: the database's, conda-forge)
+    hashes: bool = False  # requirements.txt pins the whole closure with sha256 hashes
+    name: str | None = None  # the conda environment's name
+
+    def __post_init__(self) -> None:
+        file_names(self.formats)  # validates
+        if self.conda_source not in CONDA_SOURCES:
+            raise ValueError(f"conda source {self.conda_source!r}")
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return file_names(self.formats)
+
+    @property
+    def needs_wheels(self) -> bool:
+        """Whether a file is made from the PyTorch-index decision."""
+        return REQUIREMENTS in self.files or (self.needs_conda and self.conda_source == "pip")
+
+    @property
+    def needs_conda(self) -> bool:
+        return ENVIRONMENT in self.files
+
+
+@dataclass(frozen=True)
+class LockInput:
+    """One target's choices: the PyTorch-index build, and conda-forge's where that is wanted."""
+
+    decision: Decision
+    conda_decision: Decision | None = None
+    glibc: str | None = None  # the target's glibc (Linux), when known
+
+    def unmet(self, options: LockOptions) -> Decision | None:
+        """The decision a wanted file needs that selected nothing (then nothing is written)."""
+        if options.needs_wheels and self.decision.selection is None:
+            return self.decision
+        forge = options.needs_conda and options.conda_source == "conda-forge"
+        if forge and (self.conda_decision is None or self.conda_decision.selection is None):
+            return self.conda_decision or self.decision
+        return None
+
+
+def prepare(
+    catalog: Catalog,
+    target: Target,
+    request: Request,
+    options: LockOptions,
+    glibc: str | None = None,
+) -> LockInput:
+    """Solve what ``options``' files need for ``target`` (pure: no I/O)."""
+    decision = solve(catalog, target, request)
+    conda_decision = None
+    if options.needs_conda and options.conda_source == "conda-forge":
+        conda_decision = solve_conda_forge(catalog, target, request, glibc)
+    return LockInput(decision, conda_decision, glibc)
+
+
+def _default_pip(
+    requirements: Sequence[str], index: Sequence[str], target: Target, glibc: str | None
+) -> list[ResolvedDist]:
+    from resolver.writers.pip_resolve import resolve
+
+    return resolve(requirements, index, target, glibc)
+
+
+def _default_conda(
+    channels: Sequence[str], specs: Sequence[str], subdir: str, virtual: Mapping[str, str]
+) -> list[CondaRecord]:
+    from resolver.writers.conda_solve import solve as conda_solve
+
+    return conda_solve(channels, specs, subdir, virtual)
+
+
+def render_files(
+    catalog: Catalog,
+    lock: LockInput,
+    options: LockOptions,
+    *,
+    pip_resolver: PipResolver | None = None,
+    conda_solver: CondaSolver | None = None,
+) -> dict[str, str]:
+    """``{file name: text}`` for the target, in a stable order; deterministic for fixed inputs.
+
+    Raises ValueError when a decision the files need selected nothing (check ``lock.unmet``).
+    """
+    pip_run = pip_resolver or _default_pip
+    conda_run = conda_solver or _default_conda
+    closures: dict[tuple[tuple[str, ...], tuple[str, ...]], list[ResolvedDist]] = {}
+
+    def closure(reqs: Sequence[str], index: Sequence[str], target: Target) -> list[ResolvedDist]:
+        key = (tuple(reqs), tuple(index))
+        if key not in closures:
+            closures[key] = pip_run(reqs, index, target, lock.glibc)
+        return closures[key]
+
+    files: dict[str, str] = {}
+    names = options.files
+    decision = lock.decision
+    if REQUIREMENTS in names:
+        cand = decision.selection
+        if cand is None:
+            raise ValueError("no build selected: nothing to lock")
+        hashed = None
+        if options.hashes:
+            index = index_lines(catalog, cand, options.pytorch_index)
+            hashed = closure(pins(cand), index, decision.target)
+        files[REQUIREMENTS] = render_requirements(catalog, decision, options.pytorch_index, hashed)
+    if options.needs_conda:
+        forge = options.conda_source == "conda-forge"
+        env_decision = lock.conda_decision if forge else decision
+        if env_decision is None or env_decision.selection is None:
+            raise ValueError("no conda build selected: nothing to lock")
+        env = conda_env(
+            catalog,
+            env_decision,
+            source=options.conda_source,
+            channel=options.channel,
+            pytorch_index=options.pytorch_index,
+            name=options.name,
+        )
+        target = env_decision.target
+        vp = virtual_packages(catalog, target, env_decision.selection.variant.cuda, lock.glibc)
+        notes = explain(target, vp, lock.glibc)
+        files[ENVIRONMENT] = render_environment(catalog, env)
+        files[VIRTUAL] = render_virtual_packages(catalog, env_decision, [(env.platform, vp, notes)])
+        if CONDA_LOCK in names:
+            channels = [c for c in env.channels if c != "nodefaults"]
+            records = conda_run(channels, env.specs, env.platform, vp)
+            pip = closure(env.pip, env.pip_index, target) if env.pip else []
+            header = header_lines(
+                catalog,
+                env_decision,
+                [f"solved for {env.platform} with the virtual packages of virtual-packages.yml"],
+            )
+            files[CONDA_LOCK] = render_conda_lock(header, [LockedPlatform(env, vp, records, pip)])
+    return {n: files[n] for n in _ORDER if n in files}

@@ -1,0 +1,58 @@
+"""requirements.txt: the variant's index line and exact pins, or the hashed closure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from resolver.catalog import Catalog
+from resolver.render import index_url
+from resolver.solve import Candidate, Decision
+from resolver.writers.header import header_lines
+from resolver.writers.pip_resolve import ResolvedDist
+
+
+def index_lines(catalog: Catalog, cand: Candidate, pytorch_index: str | None = None) -> list[str]:
+    """Where pip finds the set: only the variant's index, or it in addition to the default.
+
+    Pins with a local tag (``+cu126``) exist only on the PyTorch index, which also carries their
+    dependencies: ``--index-url``. Untagged pins (macOS) are the default index's own wheels, so
+    the PyTorch index is only an extra one.
+    """
+    url = index_url(catalog, cand.variant.name, pytorch_index)
+    tagged = any("+" in version for _, version in cand.packages)
+    return [f"--index-url {url}"] if tagged else [f"--extra-index-url {url}"]
+
+
+def pins(cand: Candidate) -> list[str]:
+    """``torch==2.8.0+cu126`` and the companions asked for, on the same variant."""
+    return [f"{name}=={version}" for name, version in cand.packages]
+
+
+def render_requirements(
+    catalog: Catalog,
+    decision: Decision,
+    pytorch_index: str | None = None,
+    hashed: Sequence[ResolvedDist] | None = None,
+) -> str:
+    """The file's text. ``hashed``: the resolved closure, pinned with sha256 hashes."""
+    cand = decision.selection
+    if cand is None:
+        raise ValueError("no build selected: nothing to lock")
+    target = decision.target
+    extra = [
+        f"for {target.platform} and Python {target.python} only: other machines need their own"
+    ]
+    if hashed is not None:
+        extra.append(
+            "every package of the set pinned with its sha256: pip install -r requirements.txt "
+            "checks each download"
+        )
+    lines = header_lines(catalog, decision, extra)
+    lines.extend(index_lines(catalog, cand, pytorch_index))
+    if hashed is None:
+        lines.extend(pins(cand))
+    else:
+        for dist in hashed:
+            lines.append(f"{dist.name}=={dist.version} \\")
+            lines.append(f"    --hash=sha256:{dist.sha256}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,117 @@
+"""requirements.txt against pip itself: pip parses it and resolves it, on a local PEP 503 index of
+stub wheels named like PyTorch's, to exactly the pinned set; ``--hashes`` runs pip's resolver."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lock_support import FILELOCK, isolate_pip, lock_catalog, pip_report, stub_index
+from pytorch_index import IndexServer, closed_port, serve
+
+from resolver.catalog import Catalog
+from resolver.errors import UserError
+from resolver.inputs import build_request
+from resolver.solve import Target, TargetGpu
+from resolver.versions import parse_cc
+from resolver.writers import atomic
+from resolver.writers.lockfiles import LockOptions, prepare, render_files
+from resolver.writers.pip_resolve import pip_platforms
+
+REQ = build_request(torch=None, with_=["torchvision"], cuda=None, policy="compat")
+
+
+@pytest.fixture
+def cat(synth_raw: dict[str, Any]) -> Catalog:
+    return lock_catalog(synth_raw)
+
+
+@pytest.fixture
+def index(cat: Catalog) -> Iterator[IndexServer]:
+    with serve(stub_index(cat)) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _pip_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    isolate_pip(monkeypatch, tmp_path)
+
+
+def _target(platform: str, ccs: tuple[str, ...] = (), driver: str | None = None) -> Target:
+    gpus = tuple(TargetGpu(parse_cc(c)) for c in ccs)
+    driver_os = "windows" if platform.startswith("windows") else "linux"
+    return Target(platform, "3.11", driver, driver_os, gpus, nvidia=bool(gpus))
+
+
+TARGETS = [
+    (_target("linux-x86_64", ("6.1",), "580.65.06"), "2.8.0+cu126", "0.23.0+cu126"),
+    (_target("linux-x86_64", ("8.6",), "580.65.06"), "2.12.0+cu130", "0.27.0+cu130"),
+    (_target("linux-x86_64"), "2.12.0+cpu", "0.27.0+cpu"),
+    (_target("windows-x86_64", ("8.6",), "566.36"), "2.1.0+cu118", "0.16.0+cu118"),
+    (_target("macos-arm64"), "2.8.0", "0.23.0"),
+]
+
+
+def _platform_args(t: Target) -> list[str]:
+    return [arg for tag in pip_platforms(t) for arg in ("--platform", tag)]
+
+
+@pytest.mark.parametrize(("t", "torch", "torchvision"), TARGETS)
+def test_pip_resolves_requirements_to_the_pinned_set(
+    cat: Catalog, index: IndexServer, tmp_path: Path, t: Target, torch: str, torchvision: str
+) -> None:
+    options = LockOptions(pytorch_index=f"{index.url}/whl")
+    files = render_files(cat, prepare(cat, t, REQ, options), options)
+    atomic.write_files(tmp_path, files)
+    # The index the file names is the local one (the mirror option), the only index pip has;
+    # for macOS the file adds it as an extra to the default index, here the local /simple.
+    default = f"{index.url}/simple" if t.platform == "macos-arm64" else None
+    got = pip_report(tmp_path / "requirements.txt", _platform_args(t), "3.11", default)
+    assert got == {"torch": torch, "torchvision": torchvision, "filelock": FILELOCK}
+    if t.platform != "macos-arm64":
+        variant = torch.partition("+")[2]
+        assert not any(p.startswith("/simple/") for p in index.paths())
+        assert f"/whl/{variant}/torch/" in index.paths()
+
+
+def test_hashes_pin_the_whole_closure(cat: Catalog, index: IndexServer, tmp_path: Path) -> None:
+    t = _target("linux-x86_64", ("6.1",), "580.65.06")
+    options = LockOptions(pytorch_index=f"{index.url}/whl", hashes=True)
+    files = render_files(cat, prepare(cat, t, REQ, options), options)
+    text = files["requirements.txt"]
+    lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    assert lines[0] == f"--index-url {index.url}/whl/cu126"
+    pinned = [ln.removesuffix(" \\") for ln in lines[1::2]]
+    assert pinned == [f"filelock=={FILELOCK}", "torch==2.8.0+cu126", "torchvision==0.23.0+cu126"]
+    assert all(ln.startswith("    --hash=sha256:") for ln in lines[2::2])
+    # pip checks every hash: the file installs as written, and a changed hash is refused.
+    req = tmp_path / "requirements.txt"
+    req.write_text(text)
+    got = pip_report(req, _platform_args(t), "3.11")
+    assert got == {"torch": "2.8.0+cu126", "torchvision": "0.23.0+cu126", "filelock": FILELOCK}
+    h = lines[4].split(":", 1)[1]
+    req.write_text(text.replace(h, h[:-1] + ("0" if h[-1] != "0" else "1")))
+    with pytest.raises(AssertionError, match=r"(?i)hash"):
+        pip_report(req, _platform_args(t), "3.11")
+    # The same inputs resolve to the same bytes.
+    assert render_files(cat, prepare(cat, t, REQ, options), options) == files
+
+
+def test_hashes_for_another_platform(cat: Catalog, index: IndexServer) -> None:
+    """pip resolves for the target's tags, not this machine's: Windows wheels for Windows."""
+    t = _target("windows-x86_64", ("8.6",), "566.36")
+    options = LockOptions(pytorch_index=f"{index.url}/whl", hashes=True)
+    text = render_files(cat, prepare(cat, t, REQ, options), options)["requirements.txt"]
+    assert "torch==2.1.0+cu118 \\" in text
+    assert any("win_amd64" in p for p in index.paths())
+    assert not any("manylinux" in p for p in index.paths())
+
+
+def test_unreachable_index_is_one_clear_error(cat: Catalog) -> None:
+    t = _target("linux-x86_64")
+    options = LockOptions(pytorch_index=f"http://127.0.0.1:{closed_port()}/whl", hashes=True)
+    with pytest.raises(UserError, match="pip could not resolve the set") as exc:
+        render_files(cat, prepare(cat, t, REQ, options), options)
+    assert "\n" not in str(exc.value)
