@@ -100,7 +100,7 @@ def target_line(target: Target) -> str:
     if not target.nvidia and not target.gpus:
         driver = ""
     parts = [target.platform, f"Python {target.python}", gpus] + ([driver] if driver else [])
-    return ", ".join(parts)
+    return (f"{target.name}: " if target.name else "") + ", ".join(parts)
 
 
 def why_text(decision: Decision, sel: Candidate) -> str:

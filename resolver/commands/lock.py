@@ -8,14 +8,18 @@ from pathlib import Path
 
 import click
 
+from resolver import catalog as catalog_mod
+from resolver import render
 from resolver.commands.common import request_options, target_options
 from resolver.errors import UserError
+from resolver.writers import lockfiles
 
 _GLIBC_RE = re.compile(r"^2\.\d{1,3}$")
 CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 
 
 @click.command()
+@click.argument("spec", required=False, type=click.Path(dir_okay=False))
 @target_options
 @request_options
 @click.option(
@@ -33,9 +37,13 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
     "--output",
     "output",
     type=click.Path(file_okay=False),
-    default=".",
-    show_default=True,
-    help="The directory to write into.",
+    default=None,
+    help="The directory to write into (default: ., or environments/<name>/ for a spec).",
+)
+@click.option(
+    "--split",
+    is_flag=True,
+    help="With a spec: when no set runs on every target, write one set per group of targets.",
 )
 @click.option(
     "--check",
@@ -63,6 +71,7 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 @click.option("--glibc", metavar="X.Y", help="The target's glibc (default: detected, else 2.28).")
 @click.option("--name", "env_name", metavar="NAME", help="The conda environment's name.")
 def lock(
+    spec: str | None,
     driver: str | None,
     gpus: tuple[str, ...],
     no_gpu: bool,
@@ -76,7 +85,8 @@ def lock(
     allow_unconfirmed: bool,
     pytorch_index: str | None,
     formats: tuple[str, ...],
-    output: str,
+    output: str | None,
+    split: bool,
     check: bool,
     hashes: bool,
     conda_source: str,
@@ -86,13 +96,13 @@ def lock(
 ) -> None:
     """Write the build for this machine (or a described one) as files to commit and install from.
 
+    With SPEC (environments/<name>.yaml), lock a team environment: one set that runs on every
+    target of the fleet, written once per platform, with report.md.
+
     Exit 0 when written (or, with --check, all current), 1 when no build fits (nothing is
     written) or --check finds a difference, 2 on bad input.
     """
-    from resolver import catalog as catalog_mod
-    from resolver import render
     from resolver.inputs import build_request, resolve_target
-    from resolver.writers import lockfiles
 
     if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
         raise UserError(f"--glibc {glibc!r}: expected a glibc version like 2.28")
@@ -107,6 +117,29 @@ def lock(
     if hashes and lockfiles.REQUIREMENTS not in options.files:
         raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
     catalog = catalog_mod.load()
+    if spec is not None:
+        given = [
+            flag
+            for flag, value in (
+                ("--driver", driver),
+                ("--gpu", gpus),
+                ("--no-gpu", no_gpu),
+                ("--python", python),
+                ("--platform", platform),
+                ("--host", host_file),
+                ("--torch", torch_spec),
+                ("--with", with_),
+                ("--cuda", cuda),
+                ("--conda-source", conda_source != "pip" and conda_source),
+            )
+            if value
+        ]
+        if given:
+            raise UserError(f"{spec}: {given[0]} belongs in the spec, not on the command line")
+        _lock_team(catalog, spec, options, output, split, check, allow_unconfirmed)
+    if split:
+        raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
+    output = output or "."
     request = build_request(
         torch=torch_spec,
         with_=with_,
@@ -159,4 +192,58 @@ def lock(
         click.echo(
             f"conda-forge build: {render.describe_build(lock_input.conda_decision.selection)}"
         )
+    sys.exit(0)
+
+
+def _lock_team(
+    catalog: catalog_mod.Catalog,
+    spec_path: str,
+    options: lockfiles.LockOptions,
+    output: str | None,
+    split: bool,
+    check: bool,
+    allow_unconfirmed: bool,
+) -> None:
+    """`gpuresolve lock SPEC`: every platform's files and report.md; exits."""
+    from dataclasses import replace
+
+    from resolver.envspec import load_spec
+    from resolver.teamlock import default_output, lock_team
+
+    spec = load_spec(spec_path, catalog)
+    if allow_unconfirmed:
+        spec = replace(spec, request=replace(spec.request, allow_unconfirmed=True))
+    options = replace(options, conda_source=spec.conda_source)
+    team = lock_team(catalog, spec, options, split)
+    directory = Path(output) if output else default_output(spec)
+    for label, decision in team.groups:
+        where = f" ({label})" if label else ""
+        if decision.ok:
+            picks = "; ".join(
+                f"{c.platform}: {render.describe_build(c.candidate)}" for c in decision.choices
+            )
+            click.echo(f"{spec.name}{where}: {picks}")
+        else:
+            click.echo(f"{spec.name}{where}: no set runs on every target")
+            for conflict in decision.conflicts:
+                click.echo(f"  {conflict}")
+    if not team.ok:
+        hint = "" if split else "; --split writes one set per group of targets"
+        click.echo(f"nothing written{hint} (see the reasons above)", err=True)
+        sys.exit(1)
+    changed = [n for n in team.files if lockfiles.diff_files(directory, {n: team.files[n]})]
+    diff = lockfiles.write_files(directory, team.files, check=check)
+    if check:
+        if diff:
+            sys.stdout.write(diff)
+            click.echo(
+                f"gpuresolve: {len(changed)} file(s) of {spec.name} are stale: "
+                + ", ".join(changed),
+                err=True,
+            )
+            sys.exit(1)
+        click.echo(f"all current: {len(team.files)} file(s) in {directory}")
+        sys.exit(0)
+    for name in team.files:
+        click.echo(f"{'wrote' if name in changed else 'unchanged'} {directory / name}")
     sys.exit(0)

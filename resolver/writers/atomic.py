@@ -74,6 +74,7 @@ def write_files(directory: Path, files: Mapping[str, str], check: bool = False) 
     for name, text in files.items():
         if _current(directory / name) != text:
             try:
+                (directory / name).parent.mkdir(parents=True, exist_ok=True)  # team sub-folders
                 atomic_write(directory / name, text)
             except OSError as exc:
                 raise UserError(f"{directory / name}: cannot write it ({exc})") from None

@@ -12,6 +12,7 @@ requirement and takes indexes from ``pip-repositories`` instead, so that line ca
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from resolver.catalog import Catalog
@@ -54,6 +55,7 @@ def conda_env(
     channel: str | None = None,
     pytorch_index: str | None = None,
     name: str | None = None,
+    extra_requirements: Sequence[str] = (),
 ) -> CondaEnv:
     """The environment for ``decision``: a PyTorch-index decision for ``source="pip"``, a
     conda-forge one (``resolver.conda.solve_conda_forge``) for ``source="conda-forge"``."""
@@ -70,8 +72,8 @@ def conda_env(
             channels=(chan, "nodefaults"),
             platform=subdir(target.platform),
             specs=(*py, "pip"),
-            pip=tuple(pins(cand)),
-            pip_index=tuple(index_lines(catalog, cand, pytorch_index)),
+            pip=(*pins(cand), *extra_requirements),
+            pip_index=tuple(index_lines(catalog, cand, pytorch_index, bool(extra_requirements))),
             decision=decision,
         )
     if source != "conda-forge":
@@ -82,8 +84,8 @@ def conda_env(
         name=name or f"torch-{cf.build_prefix(cand.variant.cuda)}",
         channels=(chan, "nodefaults"),
         platform=subdir(target.platform),
-        specs=(*py, *conda_forge_pins(cf, cand)),
-        pip=(),
+        specs=(*py, *conda_forge_pins(cf, cand), *(("pip",) if extra_requirements else ())),
+        pip=tuple(extra_requirements),  # from the default index
         pip_index=(),
         decision=decision,
     )

@@ -73,6 +73,7 @@ class LockOptions:
     channel: str | None = None  # conda channel name or URL (None: the database's, conda-forge)
     hashes: bool = False  # requirements.txt pins the whole closure with sha256 hashes
     name: str | None = None  # the conda environment's name
+    extra_requirements: tuple[str, ...] = ()  # other pip packages (a team spec's packages.pip)
 
     def __post_init__(self) -> None:
         file_names(self.formats)  # validates
@@ -173,9 +174,12 @@ def render_files(
             raise ValueError("no build selected: nothing to lock")
         hashed = None
         if options.hashes:
-            index = index_lines(catalog, cand, options.pytorch_index)
-            hashed = closure(pins(cand), index, decision.target)
-        files[REQUIREMENTS] = render_requirements(catalog, decision, options.pytorch_index, hashed)
+            extra = options.extra_requirements
+            index = index_lines(catalog, cand, options.pytorch_index, bool(extra))
+            hashed = closure([*pins(cand), *extra], index, decision.target)
+        files[REQUIREMENTS] = render_requirements(
+            catalog, decision, options.pytorch_index, hashed, options.extra_requirements
+        )
     if options.needs_conda:
         forge = options.conda_source == "conda-forge"
         env_decision = lock.conda_decision if forge else decision
@@ -188,6 +192,7 @@ def render_files(
             channel=options.channel,
             pytorch_index=options.pytorch_index,
             name=options.name,
+            extra_requirements=options.extra_requirements,
         )
         target = env_decision.target
         vp = virtual_packages(catalog, target, env_decision.selection.variant.cuda, lock.glibc)

@@ -11,16 +11,23 @@ from resolver.writers.header import header_lines
 from resolver.writers.pip_resolve import ResolvedDist
 
 
-def index_lines(catalog: Catalog, cand: Candidate, pytorch_index: str | None = None) -> list[str]:
+def index_lines(
+    catalog: Catalog,
+    cand: Candidate,
+    pytorch_index: str | None = None,
+    needs_default: bool = False,
+) -> list[str]:
     """Where pip finds the set: only the variant's index, or it in addition to the default.
 
     Pins with a local tag (``+cu126``) exist only on the PyTorch index, which also carries their
-    dependencies: ``--index-url``. Untagged pins (macOS) are the default index's own wheels, so
-    the PyTorch index is only an extra one.
+    dependencies: ``--index-url``. Untagged pins (macOS), or other packages beside the torch set
+    (``needs_default``), need the default index too, so the PyTorch index is only an extra one;
+    a tagged pin still matches nothing but the PyTorch index's build.
     """
     url = index_url(catalog, cand.variant.name, pytorch_index)
     tagged = any("+" in version for _, version in cand.packages)
-    return [f"--index-url {url}"] if tagged else [f"--extra-index-url {url}"]
+    only = tagged and not needs_default
+    return [f"--index-url {url}"] if only else [f"--extra-index-url {url}"]
 
 
 def pins(cand: Candidate) -> list[str]:
@@ -33,8 +40,13 @@ def render_requirements(
     decision: Decision,
     pytorch_index: str | None = None,
     hashed: Sequence[ResolvedDist] | None = None,
+    extra_requirements: Sequence[str] = (),
 ) -> str:
-    """The file's text. ``hashed``: the resolved closure, pinned with sha256 hashes."""
+    """The file's text. ``hashed``: the resolved closure, pinned with sha256 hashes.
+
+    ``extra_requirements``: other packages of the environment (a team spec's ``packages.pip``),
+    written as given after the torch set.
+    """
     cand = decision.selection
     if cand is None:
         raise ValueError("no build selected: nothing to lock")
@@ -48,9 +60,10 @@ def render_requirements(
             "checks each download"
         )
     lines = header_lines(catalog, decision, extra)
-    lines.extend(index_lines(catalog, cand, pytorch_index))
+    lines.extend(index_lines(catalog, cand, pytorch_index, bool(extra_requirements)))
     if hashed is None:
         lines.extend(pins(cand))
+        lines.extend(extra_requirements)
     else:
         for dist in hashed:
             lines.append(f"{dist.name}=={dist.version} \\")

@@ -1,0 +1,112 @@
+"""Team environments end to end: the shipped examples regenerate byte for byte; --check guards."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from resolver.cli import main
+from resolver.lockpins import read as read_pins
+
+ROOT = Path(__file__).resolve().parent.parent / "environments"
+EXAMPLES = {"research-lab": ["--split"], "dev-cpu-mac": []}
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    code = exc.value.code
+    return (code if isinstance(code, int) else 1), out, err
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(directory)): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def copy_examples(tmp_path: Path) -> Path:
+    envs = tmp_path / "environments"
+    shutil.copytree(ROOT, envs)
+    return envs
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_examples_regenerate_byte_identically(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    envs = tmp_path / "environments"
+    envs.mkdir()
+    shutil.copy(ROOT / f"{name}.yaml", envs)
+    if (ROOT / "hosts").is_dir():
+        shutil.copytree(ROOT / "hosts", envs / "hosts")
+    code, _, err = run(capsys, "lock", str(envs / f"{name}.yaml"), *EXAMPLES[name])
+    assert code == 0, err
+    assert tree(envs / name) == tree(ROOT / name)
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_check_passes_on_committed_files(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "lock", str(ROOT / f"{name}.yaml"), *EXAMPLES[name], "--check")
+    assert code == 0, out + err
+    assert "all current" in out
+
+
+def test_check_fails_after_any_edit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    envs = copy_examples(tmp_path)
+    req = envs / "research-lab" / "pascal-laptop" / "requirements.txt"
+    text = req.read_text()
+    req.write_text(text.replace("torch==2.7.1+cu126", "torch==2.7.0+cu126"))
+    before = tree(envs)
+    code, out, err = run(capsys, "lock", str(envs / "research-lab.yaml"), "--split", "--check")
+    assert code == 1
+    assert "-torch==2.7.0+cu126" in out and "+torch==2.7.1+cu126" in out
+    assert "pascal-laptop/requirements.txt" in err
+    assert tree(envs) == before  # --check writes nothing
+    # A one-byte drift in the report is caught too.
+    req.write_text(text)
+    report = envs / "research-lab" / "report.md"
+    report.write_bytes(report.read_bytes() + b" ")
+    code, _, _ = run(capsys, "lock", str(envs / "research-lab.yaml"), "--split", "--check")
+    assert code == 1
+
+
+def test_no_common_set_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    envs = copy_examples(tmp_path)
+    shutil.rmtree(envs / "research-lab")
+    code, out, err = run(capsys, "lock", str(envs / "research-lab.yaml"))
+    assert code == 1
+    assert "pascal-laptop needs" in out and "b200-node needs" in out
+    assert "--split" in err
+    assert not (envs / "research-lab").exists()
+
+
+def test_bad_spec_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    envs = copy_examples(tmp_path)
+    spec = envs / "dev-cpu-mac.yaml"
+    spec.write_text(spec.read_text().replace("platform: macos-arm64", "platfrom: macos-arm64"))
+    shutil.rmtree(envs / "dev-cpu-mac")
+    code, _, err = run(capsys, "lock", str(spec))
+    assert code == 2
+    assert "dev-cpu-mac.yaml: targets[2].platfrom: unknown key" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (envs / "dev-cpu-mac").exists()
+
+
+def test_target_options_belong_in_the_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "lock", str(ROOT / "dev-cpu-mac.yaml"), "--gpu", "8.6")
+    assert code == 2 and "--gpu belongs in the spec" in err
+
+
+def test_verify_reads_the_team_lock() -> None:
+    lock = read_pins(ROOT / "research-lab" / "a100-servers" / "requirements.txt")
+    pins = {p.name: p for p in lock.pins}
+    assert (pins["torch"].version, pins["torch"].variant) == ("2.10.0", "cu128")
+    assert pins["torchvision"].variant == "cu128"
+    assert "numpy" in pins  # the spec's other packages travel with the set
+    assert lock.index_urls == ("https://download.pytorch.org/whl/cu128",)
