@@ -1,15 +1,106 @@
-"""Options and helpers shared by the commands that take a target and a request."""
+"""Options and helpers shared by the commands that take a target and a request.
+
+`target_options` and `request_options` add the same options to every command and hand them to
+it bundled (``target: TargetOptions``, ``request: RequestOptions``), so each command turns them
+into the solver's inputs the same way.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+if TYPE_CHECKING:
+    from resolver.catalog import Catalog
+    from resolver.host.profile import HostProfile
+    from resolver.solve import Request, Target
+
 F = TypeVar("F", bound=Callable[..., Any])
+PYTORCH_INDEX_ENV = "GPURESOLVE_PYTORCH_INDEX"
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """--driver/--gpu/--no-gpu/--python/--platform/--host as given."""
+
+    driver: str | None
+    gpus: tuple[str, ...]
+    no_gpu: bool
+    python: str | None
+    platform: str | None
+    host_file: str | None
+
+    def given(self) -> list[str]:
+        """The flags the user gave, for commands where they do not belong."""
+        flags = ("--driver", "--gpu", "--no-gpu", "--python", "--platform", "--host")
+        values = (self.driver, self.gpus, self.no_gpu, self.python, self.platform, self.host_file)
+        return [flag for flag, value in zip(flags, values, strict=True) if value]
+
+    def resolve(
+        self, catalog: Catalog, python: str | None = None
+    ) -> tuple[Target, HostProfile | None]:
+        """The target: described by these options, or this machine probed (``python`` overrides)."""
+        from resolver.inputs import resolve_target
+
+        return resolve_target(
+            catalog,
+            driver=self.driver,
+            gpus=self.gpus,
+            no_gpu=self.no_gpu,
+            python=python or self.python,
+            platform=self.platform,
+            host_file=self.host_file,
+        )
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """--torch/--with/--cuda/--driver-policy/--allow-unconfirmed/--pytorch-index as given."""
+
+    torch_spec: str | None
+    with_: tuple[str, ...]
+    cuda: str | None
+    driver_policy: str
+    allow_unconfirmed: bool
+    pytorch_index: str | None
+
+    def given(self) -> list[str]:
+        """The package flags the user gave (a team spec carries its own)."""
+        flags = ("--torch", "--with", "--cuda")
+        return [
+            f for f, v in zip(flags, (self.torch_spec, self.with_, self.cuda), strict=True) if v
+        ]
+
+    def request(self) -> Request:
+        from resolver.inputs import build_request
+
+        return build_request(
+            torch=self.torch_spec,
+            with_=self.with_,
+            cuda=self.cuda,
+            policy="strict" if self.driver_policy == "strict" else "compat",
+            allow_unconfirmed=self.allow_unconfirmed,
+        )
+
+
+def _bundle(func: F, key: str, cls: type[Any], options: list[Callable[[Any], Any]]) -> F:
+    names = [f.name for f in fields(cls)]
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kwargs[key] = cls(**{name: kwargs.pop(name) for name in names})
+        return func(*args, **kwargs)
+
+    command: Any = wrapper
+    for option in reversed(options):
+        command = option(command)
+    return command  # type: ignore[no-any-return]
 
 
 def target_options(func: F) -> F:
@@ -37,9 +128,7 @@ def target_options(func: F) -> F:
             help="A file written by `gpuresolve detect --json` on the target machine.",
         ),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return _bundle(func, "target", TargetOptions, options)
 
 
 def request_options(func: F) -> F:
@@ -71,12 +160,12 @@ def request_options(func: F) -> F:
         click.option(
             "--pytorch-index",
             metavar="URL",
-            help="A mirror of the PyTorch index (the variant name is appended).",
+            envvar=PYTORCH_INDEX_ENV,
+            help="A mirror of the PyTorch index (the variant name is appended) "
+            f"[env: {PYTORCH_INDEX_ENV}].",
         ),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return _bundle(func, "request", RequestOptions, options)
 
 
 def emit_json(data: Any) -> None:

@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from resolver.commands.common import request_options, target_options
+from resolver.commands.common import (
+    RequestOptions,
+    TargetOptions,
+    request_options,
+    target_options,
+)
 from resolver.errors import UserError
 
 if TYPE_CHECKING:
@@ -48,18 +53,8 @@ _FAIL_TAIL = 12
 @click.option("--dry-run", is_flag=True, help="Print the exact commands; change nothing.")
 @click.option("--no-verify", is_flag=True, help="Do not run `gpuresolve verify` afterwards.")
 def install(
-    driver: str | None,
-    gpus: tuple[str, ...],
-    no_gpu: bool,
-    python: str | None,
-    platform: str | None,
-    host_file: str | None,
-    torch_spec: str | None,
-    with_: tuple[str, ...],
-    cuda: str | None,
-    driver_policy: str,
-    allow_unconfirmed: bool,
-    pytorch_index: str | None,
+    target: TargetOptions,
+    request: RequestOptions,
     lock_file: str | None,
     system: bool,
     installer: str,
@@ -76,6 +71,7 @@ def install(
     from resolver.install import env as env_mod
     from resolver.verify.run import resolve_python
 
+    python, pytorch_index = target.python, request.pytorch_index
     if python and _VERSION_RE.match(python.strip()):
         raise UserError(
             f"--python {python}: install takes the interpreter of the environment to install "
@@ -90,41 +86,14 @@ def install(
     staged: str | None = None
     try:
         if lock_file:
-            clashing = {
-                "--driver": driver,
-                "--gpu": gpus,
-                "--no-gpu": no_gpu,
-                "--platform": platform,
-                "--host": host_file,
-                "--torch": torch_spec,
-                "--with": with_,
-                "--cuda": cuda,
-                "--driver-policy": driver_policy != "compat",
-                "--allow-unconfirmed": allow_unconfirmed,
-            }
-            used = [flag for flag, value in clashing.items() if value]
+            used = [f for f in (*target.given(), *request.given()) if f != "--python"]
+            used += ["--driver-policy"] if request.driver_policy != "compat" else []
+            used += ["--allow-unconfirmed"] if request.allow_unconfirmed else []
             if used:
                 raise UserError(f"--lock installs the lock as written: drop {', '.join(used)}")
             plan, staged = _lock_plan(lock_file, here, env, tools, installer, pytorch_index, say)
         else:
-            plan = _decision_plan(
-                env,
-                tools,
-                installer,
-                here,
-                say,
-                driver=driver,
-                gpus=gpus,
-                no_gpu=no_gpu,
-                platform=platform,
-                host_file=host_file,
-                torch_spec=torch_spec,
-                with_=with_,
-                cuda=cuda,
-                driver_policy=driver_policy,
-                allow_unconfirmed=allow_unconfirmed,
-                pytorch_index=pytorch_index,
-            )
+            plan = _decision_plan(env, tools, installer, here, say, target, request)
         say(f"into: {env.python} ({env.kind}, Python {env.version}) with {plan.installer}")
         for line in plan.lines():
             say(line)
@@ -158,42 +127,18 @@ def _decision_plan(
     installer: str,
     here: str,
     say: Callable[[str], None],
-    *,
-    driver: str | None,
-    gpus: tuple[str, ...],
-    no_gpu: bool,
-    platform: str | None,
-    host_file: str | None,
-    torch_spec: str | None,
-    with_: tuple[str, ...],
-    cuda: str | None,
-    driver_policy: str,
-    allow_unconfirmed: bool,
-    pytorch_index: str | None,
+    target_opts: TargetOptions,
+    request_opts: RequestOptions,
 ) -> Plan:
     from resolver import catalog as catalog_mod
     from resolver import render
-    from resolver.inputs import build_request, resolve_target
     from resolver.install import plan as plan_mod
     from resolver.solve import solve
 
+    pytorch_index = request_opts.pytorch_index
     catalog = catalog_mod.load()
-    request = build_request(
-        torch=torch_spec,
-        with_=with_,
-        cuda=cuda,
-        policy="strict" if driver_policy == "strict" else "compat",
-        allow_unconfirmed=allow_unconfirmed,
-    )
-    target, profile = resolve_target(
-        catalog,
-        driver=driver,
-        gpus=gpus,
-        no_gpu=no_gpu,
-        python=env.version,
-        platform=platform,
-        host_file=host_file,
-    )
+    request = request_opts.request()
+    target, profile = target_opts.resolve(catalog, python=env.version)
     if target.platform != here:
         raise UserError(
             f"install puts packages on this machine ({here}); the target is {target.platform}"

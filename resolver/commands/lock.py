@@ -10,7 +10,12 @@ import click
 
 from resolver import catalog as catalog_mod
 from resolver import render
-from resolver.commands.common import request_options, target_options
+from resolver.commands.common import (
+    RequestOptions,
+    TargetOptions,
+    request_options,
+    target_options,
+)
 from resolver.errors import UserError
 from resolver.writers import lockfiles
 
@@ -72,18 +77,8 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 @click.option("--name", "env_name", metavar="NAME", help="The conda environment's name.")
 def lock(
     spec: str | None,
-    driver: str | None,
-    gpus: tuple[str, ...],
-    no_gpu: bool,
-    python: str | None,
-    platform: str | None,
-    host_file: str | None,
-    torch_spec: str | None,
-    with_: tuple[str, ...],
-    cuda: str | None,
-    driver_policy: str,
-    allow_unconfirmed: bool,
-    pytorch_index: str | None,
+    target: TargetOptions,
+    request: RequestOptions,
     formats: tuple[str, ...],
     output: str | None,
     split: bool,
@@ -102,10 +97,9 @@ def lock(
     Exit 0 when written (or, with --check, all current), 1 when no build fits (nothing is
     written) or --check finds a difference, 2 on bad input.
     """
-    from resolver.inputs import build_request, resolve_target
-
     if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
         raise UserError(f"--glibc {glibc!r}: expected a glibc version like 2.28")
+    pytorch_index = request.pytorch_index
     options = lockfiles.LockOptions(
         formats=frozenset(formats),
         pytorch_index=pytorch_index,
@@ -118,47 +112,19 @@ def lock(
         raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
     catalog = catalog_mod.load()
     if spec is not None:
-        given = [
-            flag
-            for flag, value in (
-                ("--driver", driver),
-                ("--gpu", gpus),
-                ("--no-gpu", no_gpu),
-                ("--python", python),
-                ("--platform", platform),
-                ("--host", host_file),
-                ("--torch", torch_spec),
-                ("--with", with_),
-                ("--cuda", cuda),
-                ("--conda-source", conda_source != "pip" and conda_source),
-            )
-            if value
-        ]
+        given = [*target.given(), *request.given()]
+        if conda_source != "pip":
+            given.append("--conda-source")
         if given:
             raise UserError(f"{spec}: {given[0]} belongs in the spec, not on the command line")
-        _lock_team(catalog, spec, options, output, split, check, allow_unconfirmed)
+        _lock_team(catalog, spec, options, output, split, check, request.allow_unconfirmed)
     if split:
         raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
-    output = output or "."
-    request = build_request(
-        torch=torch_spec,
-        with_=with_,
-        cuda=cuda,
-        policy="strict" if driver_policy == "strict" else "compat",
-        allow_unconfirmed=allow_unconfirmed,
-    )
-    target, profile = resolve_target(
-        catalog,
-        driver=driver,
-        gpus=gpus,
-        no_gpu=no_gpu,
-        python=python,
-        platform=platform,
-        host_file=host_file,
-    )
-    if glibc is None and profile is not None and profile.platform == target.platform:
+    wanted = request.request()
+    machine, profile = target.resolve(catalog)
+    if glibc is None and profile is not None and profile.platform == machine.platform:
         glibc = profile.glibc
-    lock_input = lockfiles.prepare(catalog, target, request, options, glibc and glibc.strip())
+    lock_input = lockfiles.prepare(catalog, machine, wanted, options, glibc and glibc.strip())
     unmet = lock_input.unmet(options)
     if unmet is not None:
         if unmet is lock_input.conda_decision:
@@ -168,23 +134,7 @@ def lock(
         click.echo(render.decision_text(catalog, unmet, pytorch_index))
         sys.exit(1)
     files = lockfiles.render_files(catalog, lock_input, options)
-    directory = Path(output)
-    changed = [n for n in files if lockfiles.diff_files(directory, {n: files[n]})]
-    diff = lockfiles.write_files(directory, files, check=check)
-    if check:
-        if diff:
-            sys.stdout.write(diff)
-            click.echo(
-                f"gpuresolve: {len(changed)} file(s) differ from what `gpuresolve lock` writes: "
-                + ", ".join(changed),
-                err=True,
-            )
-            sys.exit(1)
-        click.echo(f"all current: {', '.join(files)}")
-        sys.exit(0)
-    for name in files:
-        state = "wrote" if name in changed else "unchanged"
-        click.echo(f"{state} {directory / name}")
+    _write_or_check(Path(output or "."), files, check, "")
     sel = lock_input.decision.selection
     if sel is not None and options.needs_wheels:
         click.echo(f"build: {render.describe_build(sel)}")
@@ -193,6 +143,25 @@ def lock(
             f"conda-forge build: {render.describe_build(lock_input.conda_decision.selection)}"
         )
     sys.exit(0)
+
+
+def _write_or_check(directory: Path, files: dict[str, str], check: bool, what: str) -> None:
+    """Write the files (saying which changed), or with --check compare them and exit."""
+    changed = [n for n in files if lockfiles.diff_files(directory, {n: files[n]})]
+    diff = lockfiles.write_files(directory, files, check=check)
+    if check:
+        if diff:
+            sys.stdout.write(diff)
+            click.echo(
+                f"gpuresolve: {len(changed)} file(s){what} differ from what `gpuresolve lock` "
+                "writes: " + ", ".join(changed),
+                err=True,
+            )
+            sys.exit(1)
+        click.echo(f"all current: {len(files)} file(s) in {directory}")
+        sys.exit(0)
+    for name in files:
+        click.echo(f"{'wrote' if name in changed else 'unchanged'} {directory / name}")
 
 
 def _lock_team(
@@ -231,19 +200,5 @@ def _lock_team(
         hint = "" if split else "; --split writes one set per group of targets"
         click.echo(f"nothing written{hint} (see the reasons above)", err=True)
         sys.exit(1)
-    changed = [n for n in team.files if lockfiles.diff_files(directory, {n: team.files[n]})]
-    diff = lockfiles.write_files(directory, team.files, check=check)
-    if check:
-        if diff:
-            sys.stdout.write(diff)
-            click.echo(
-                f"gpuresolve: {len(changed)} file(s) of {spec.name} are stale: "
-                + ", ".join(changed),
-                err=True,
-            )
-            sys.exit(1)
-        click.echo(f"all current: {len(team.files)} file(s) in {directory}")
-        sys.exit(0)
-    for name in team.files:
-        click.echo(f"{'wrote' if name in changed else 'unchanged'} {directory / name}")
+    _write_or_check(directory, team.files, check, f" of {spec.name}")
     sys.exit(0)

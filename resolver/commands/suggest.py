@@ -6,7 +6,13 @@ import sys
 
 import click
 
-from resolver.commands.common import emit_json, request_options, target_options
+from resolver.commands.common import (
+    RequestOptions,
+    TargetOptions,
+    emit_json,
+    request_options,
+    target_options,
+)
 
 
 @click.command()
@@ -17,18 +23,8 @@ from resolver.commands.common import emit_json, request_options, target_options
 )
 @click.option("-v", "--verbose", is_flag=True, help="Also list every alternative and every reject.")
 def suggest(
-    driver: str | None,
-    gpus: tuple[str, ...],
-    no_gpu: bool,
-    python: str | None,
-    platform: str | None,
-    host_file: str | None,
-    torch_spec: str | None,
-    with_: tuple[str, ...],
-    cuda: str | None,
-    driver_policy: str,
-    allow_unconfirmed: bool,
-    pytorch_index: str | None,
+    target: TargetOptions,
+    request: RequestOptions,
     as_json: bool,
     verbose: bool,
 ) -> None:
@@ -38,27 +34,13 @@ def suggest(
     """
     from resolver import catalog as catalog_mod
     from resolver import render
-    from resolver.inputs import build_request, resolve_target
     from resolver.solve import solve
 
     catalog = catalog_mod.load()
-    request = build_request(
-        torch=torch_spec,
-        with_=with_,
-        cuda=cuda,
-        policy="strict" if driver_policy == "strict" else "compat",
-        allow_unconfirmed=allow_unconfirmed,
-    )
-    target, profile = resolve_target(
-        catalog,
-        driver=driver,
-        gpus=gpus,
-        no_gpu=no_gpu,
-        python=python,
-        platform=platform,
-        host_file=host_file,
-    )
-    decision = solve(catalog, target, request)
+    wanted = request.request()
+    machine, profile = target.resolve(catalog)
+    decision = solve(catalog, machine, wanted)
+    pytorch_index = request.pytorch_index
     if as_json:
         emit_json(render.decision_json(catalog, decision, pytorch_index))
     else:
