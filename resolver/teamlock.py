@@ -94,7 +94,15 @@ def lock_team(
     for label, members, decision in groups:
         prefix = f"{label}/" if label else ""
         report.append(
-            render_report(catalog, spec.name, spec.description, decision, counts, label or None)
+            render_report(
+                catalog,
+                spec.name,
+                spec.description,
+                decision,
+                counts,
+                label or None,
+                options.pytorch_index,
+            )
         )
         if not decision.ok:
             continue

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from resolver.catalog import Catalog
 from resolver.fleet import FleetDecision
-from resolver.render import describe_build
+from resolver.render import describe_build, index_url
 from resolver.solve import Candidate, Decision, Target
 from resolver.versions import cc_sm
 
@@ -44,6 +44,7 @@ def render_report(
     fleet: FleetDecision,
     counts: dict[str, int],
     group_label: str | None = None,
+    pytorch_index: str | None = None,
 ) -> str:
     """Markdown: the selected set, a target × build × why table, alternatives and hints."""
     lines = [f"# {title}" + (f" — {group_label}" if group_label else ""), ""]
@@ -62,7 +63,8 @@ def render_report(
             flag = "" if choice.confirmed else " (arch list unconfirmed)"
             lines.append(
                 f"| {choice.platform} | {describe_build(cand)}{flag} | "
-                f"{catalog.index_url(cand.variant.name)} | {', '.join(choice.members)} |"
+                f"{index_url(catalog, cand.variant.name, pytorch_index)} | "
+                f"{', '.join(choice.members)} |"
             )
         lines.append("")
     else:
