@@ -7,11 +7,12 @@ Usage: python3 bench/suggest_latency.py [--runs N]
 from __future__ import annotations
 
 import argparse
-import shutil
+import os
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 ARGS = [
     "suggest",
@@ -42,8 +43,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=21)
     runs = parser.parse_args().runs
-    script = shutil.which("gpuresolve")
-    cmd = [script, *ARGS] if script else [sys.executable, "-m", "resolver", *ARGS]
+    # The console script beside this interpreter (a version manager's shim on PATH would add its
+    # own start-up); else the module.
+    script = Path(sys.executable).with_name("gpuresolve")
+    cmd = [str(script), *ARGS] if script.is_file() else [sys.executable, "-m", "resolver", *ARGS]
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+        print("note: PYTHONDONTWRITEBYTECODE was set; unset here, as an installed wheel has .pyc")
     timed(cmd, 2)  # warm the page cache
     bare = timed([sys.executable, "-c", "pass"], runs)
     ours = timed(cmd, runs)

@@ -478,7 +478,7 @@ def cache_dir() -> Path:
 
 
 def _cache_file(directory: Path) -> Path | None:
-    import hashlib
+    import zlib  # a checksum names the file; hashlib would cost more start-up than it saves
 
     from resolver import __version__
 
@@ -496,7 +496,8 @@ def _cache_file(directory: Path) -> Path | None:
                 parts.append(f"{name}:absent")
     except OSError:
         return None  # a missing file: let the loader say so
-    digest = hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]
+    key = "|".join(parts).encode()
+    digest = f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}"
     return cache_dir() / f"catalog-{digest}.pickle"
 
 

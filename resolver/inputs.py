@@ -6,11 +6,9 @@ Every bad value becomes a UserError with one line that says what was wrong and w
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from typing import TYPE_CHECKING
 
 from resolver.catalog import PLATFORMS, Catalog
 from resolver.errors import UserError
@@ -18,6 +16,10 @@ from resolver.host.profile import STATE_OK, HostProfile
 from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
 from resolver.versions import driver_key, parse_cc
 
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
+_REQ_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*$")
 _PY_RE = re.compile(r"^3\.\d{1,2}t?$")
 _VARIANT_RE = re.compile(r"^(cpu|cu\d{3})$")
 
@@ -32,6 +34,8 @@ def python_version(value: str) -> str:
     path = Path(v)
     if not (path.exists() or "/" in v or "\\" in v):
         raise UserError(f"--python {value!r}: expected a version like 3.12 or an interpreter path")
+    import subprocess
+
     code = (
         "import sys,sysconfig;"
         "t='t' if sysconfig.get_config_var('Py_GIL_DISABLED') else '';"
@@ -50,6 +54,8 @@ def python_version(value: str) -> str:
 
 def _specifier(text: str, what: str) -> tuple[SpecifierSet, str | None]:
     """A PEP 440 specifier; a local tag on an == pin (==2.8.0+cu126) names the variant."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     text = text.strip()
     if text and text[0].isdigit():
         text = "==" + text
@@ -78,24 +84,23 @@ def build_request(
     allow_unconfirmed: bool = False,
 ) -> Request:
     """The request; any two parts that name different CUDA variants are an error."""
-    torch_spec, variant = _specifier(torch, "--torch") if torch else (SpecifierSet(), None)
+    torch_spec, variant = _specifier(torch, "--torch") if torch else (None, None)
     named: dict[str, str] = {}
     if variant:
         named["--torch"] = variant
-    companions: list[tuple[str, SpecifierSet]] = []
-    if with_:
-        from packaging.requirements import InvalidRequirement, Requirement
+    companions: list[tuple[str, SpecifierSet | None]] = []
     for item in with_:
-        try:
-            req = Requirement(item)
-        except InvalidRequirement:
+        match = _REQ_RE.match(item)
+        if match is None:
             raise UserError(
                 f"--with {item!r}: expected a package like torchvision or 'torchvision>=0.20'"
-            ) from None
-        name = req.name.lower()
+            )
+        name = match.group(1).lower().replace("_", "-")
         if name not in COMPANIONS:
             raise UserError(f"--with {item!r}: companions are {' and '.join(COMPANIONS)}")
-        spec, comp_variant = _specifier(str(req.specifier), f"--with {name}")
+        spec, comp_variant = (
+            _specifier(match.group(2), f"--with {name}") if match.group(2) else (None, None)
+        )
         if comp_variant:
             named[f"--with {name}"] = comp_variant
         companions.append((name, spec))

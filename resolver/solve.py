@@ -17,14 +17,14 @@ Rules (see README "How gpuresolve decides"):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
-
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 from resolver.catalog import ArchList, Catalog, Release, Variant
 from resolver.versions import CC, cc_sm, cc_str, cuda_key, driver_key
+
+if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given --torch needs them
+    from packaging.specifiers import SpecifierSet
 
 COMPANIONS = ("torchvision", "torchaudio")
 Policy = Literal["compat", "strict"]
@@ -57,8 +57,8 @@ class Target:
 class Request:
     """What the user asks for."""
 
-    torch: SpecifierSet = field(default_factory=SpecifierSet)
-    companions: tuple[tuple[str, SpecifierSet], ...] = ()
+    torch: SpecifierSet | None = None  # None: any release
+    companions: tuple[tuple[str, SpecifierSet | None], ...] = ()  # (name, specifier or None)
     cuda: str | None = None  # "12.8"
     variant: str | None = None  # "cu126": from a local version in a pin (torch==2.8.0+cu126)
     policy: Policy = "compat"
@@ -164,8 +164,7 @@ def _evaluate(
 ) -> Candidate:
     reasons: list[Reason] = []
     warnings: list[str] = []
-    version = Version(rel.version)
-    if not request.torch.contains(version, prereleases=True):
+    if request.torch is not None and not request.torch.contains(rel.version, prereleases=True):
         reasons.append(Reason("spec", f"torch {rel.version} does not match {request.torch}"))
     pythons = rel.python.get(target.platform, ())
     if target.python not in pythons:
@@ -188,7 +187,7 @@ def _evaluate(
         paired = rel.companion(name)
         if paired is None:
             reasons.append(Reason("companion", f"no {name} release pairs with torch {rel.version}"))
-        elif not spec.contains(paired, prereleases=True):
+        elif spec is not None and not spec.contains(paired, prereleases=True):
             reasons.append(Reason("companion", f"{name} {paired} (paired) does not match {spec}"))
         else:
             packages.append((name, _local(paired, var, target.platform)))
