@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import cli_support
 import pytest
-import yaml
 from pytorch_index import build_wheel, metadata_text
 
 from resolver.catalog import Catalog, Variant, from_raw
@@ -82,11 +82,7 @@ def lock_catalog(synth_raw: dict[str, Any]) -> Catalog:
     return from_raw(lock_raw(synth_raw))
 
 
-def write_db(directory: Path, raw: dict[str, Any]) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, doc in raw.items():
-        (directory / name).write_text(yaml.safe_dump(doc), encoding="utf-8")
-    return directory
+write_db = cli_support.write_db
 
 
 # --- a PEP 503 index of stub wheels ------------------------------------------------------------

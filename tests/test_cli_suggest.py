@@ -7,25 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-
-from resolver.cli import main
+from cli_support import run_cli, write_db
 
 
 @pytest.fixture
 def synth_dir(tmp_path: Path, synth_raw: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name, doc in synth_raw.items():
-        (tmp_path / name).write_text(yaml.safe_dump(doc), encoding="utf-8")
+    write_db(tmp_path, synth_raw)
     monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(tmp_path))
     return tmp_path
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    code = exc.value.code
-    return (code if isinstance(code, int) else 1), out, err
+run = run_cli
 
 
 def test_json_contract(synth_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from cli_support import write_db
 
 from resolver.cli import main
 from resolver.host.platform import probe as probe_platform
@@ -198,10 +198,7 @@ def isolated(tmp_path: Path, synth_raw: dict[str, Any], monkeypatch: pytest.Monk
         series("2.13", "2.13.0", ["cpu"]),
         series("2.14", "2.14.1", ["cpu", "cu126", "cu128", "cu130"]),  # no cu128 wheel is served
     ]
-    db = tmp_path / "db"
-    db.mkdir()
-    for name, doc in raw.items():
-        (db / name).write_text(yaml.safe_dump(doc), encoding="utf-8")
+    db = write_db(tmp_path / "db", raw)
     monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(db))
     for var in list(os.environ):
         if var.startswith(("PIP_", "UV_")) or var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
@@ -430,10 +427,7 @@ def test_real_torch_installs_offline_and_verifies(
     if not extra or not all(u.startswith("file:") for u in extra):
         pytest.skip("torch's dependencies would not come from a local index")
     synth_raw["torch.yaml"]["series"].append(series("2.13", "2.13.0", ["cpu"]))
-    db = tmp_path / "db"
-    db.mkdir()
-    for name, doc in synth_raw.items():
-        (db / name).write_text(yaml.safe_dump(doc), encoding="utf-8")
+    db = write_db(tmp_path / "db", synth_raw)
     monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(db))
     monkeypatch.setenv("PIP_CACHE_DIR", str(tmp_path / "pip-cache"))
     index = Index([wheel])  # torch through the local index; its dependencies from pip's config

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_support import run_cli, write_db
 from conda_channel import forge_packages, make_channel
-from lock_support import lock_raw, write_db
+from lock_support import lock_raw
 from pytorch_index import tree_snapshot
 
-from resolver.cli import main
 from resolver.writers import conda_solve
 
 GTX = ["--driver", "560.35.03", "--gpu", "NVIDIA GeForce GTX 1080 Ti", "--python", "3.11"]
@@ -26,12 +26,7 @@ def lock_db(tmp_path: Path, synth_raw: dict[str, Any], monkeypatch: pytest.Monke
     return directory
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    code = exc.value.code
-    return (code if isinstance(code, int) else 1), out, err
+run = run_cli
 
 
 def test_lock_writes_reruns_identically_and_checks(

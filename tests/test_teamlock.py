@@ -6,20 +6,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cli_support import run_cli
 
-from resolver.cli import main
 from resolver.lockpins import read as read_pins
 
 ROOT = Path(__file__).resolve().parent.parent / "environments"
 EXAMPLES = {"research-lab": ["--split"], "dev-cpu-mac": []}
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    code = exc.value.code
-    return (code if isinstance(code, int) else 1), out, err
+run = run_cli
 
 
 def tree(directory: Path) -> dict[str, bytes]:
