@@ -105,3 +105,20 @@ def test_verify_reads_the_team_lock() -> None:
     assert pins["torchvision"].variant == "cu128"
     assert "numpy" in pins  # the spec's other packages travel with the set
     assert lock.index_urls == ("https://download.pytorch.org/whl/cu128",)
+
+
+def test_files_no_longer_generated_are_stale(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    envs = copy_examples(tmp_path)
+    old = envs / "dev-cpu-mac" / "windows-x86_64" / "requirements.txt"
+    old.parent.mkdir()
+    old.write_text("torch==2.0.0+cpu\n")
+    notes = envs / "dev-cpu-mac" / "NOTES.md"  # not ours: never touched
+    notes.write_text("team notes\n")
+    code, _, err = run(capsys, "lock", str(envs / "dev-cpu-mac.yaml"), "--check")
+    assert code == 1 and "windows-x86_64/requirements.txt" in err
+    code, out, _ = run(capsys, "lock", str(envs / "dev-cpu-mac.yaml"))
+    assert code == 0 and "removed" in out
+    assert not old.parent.exists() and notes.exists()
+    assert tree(envs / "dev-cpu-mac") == {**tree(ROOT / "dev-cpu-mac"), "NOTES.md": b"team notes\n"}

@@ -200,5 +200,29 @@ def _lock_team(
         hint = "" if split else "; --split writes one set per group of targets"
         click.echo(f"nothing written{hint} (see the reasons above)", err=True)
         sys.exit(1)
+    stale = _stale_files(directory, team.files)
+    if stale and check:
+        click.echo(f"gpuresolve: {spec.name}: no longer generated: {', '.join(stale)}", err=True)
+        sys.exit(1)
+    for name in stale:  # a platform or group the spec no longer has
+        (directory / name).unlink()
+        click.echo(f"removed {directory / name}")
+        parent = (directory / name).parent
+        if parent != directory and not any(parent.iterdir()):
+            parent.rmdir()
     _write_or_check(directory, team.files, check, f" of {spec.name}")
     sys.exit(0)
+
+
+def _stale_files(directory: Path, files: dict[str, str]) -> list[str]:
+    """Files gpuresolve writes (by name) under the team's folder that this run would not write."""
+    generated = {*lockfiles.file_names(["all"]), "report.md"}
+    if not directory.is_dir():
+        return []
+    return sorted(
+        rel
+        for path in directory.rglob("*")
+        if path.is_file()
+        and path.name in generated
+        and (rel := path.relative_to(directory).as_posix()) not in files
+    )
