@@ -117,6 +117,7 @@ class Release:
     companion_prov: Mapping[str, Provenance] = field(
         default_factory=dict
     )  # where not the release's
+    companion_untagged: frozenset[str] = frozenset()  # py3-none wheels: no +cuXYZ tag
 
     @cached_property
     def key(self) -> tuple[int, ...]:
@@ -837,6 +838,8 @@ def _series(r: _Reader) -> Iterable[Release]:
         rr = _Reader(r.file, f"series {minor} release", item)
         version = rr.req("version")
         rr.where = f"release {version}"
+        if not re.fullmatch(r"\d+\.\d+\.\d+", version):  # Release.key sorts it numerically
+            raise rr.fail(f"not a torch version: {version!r} (expected X.Y.Z, e.g. 2.8.0)")
         if not version.startswith(minor + "."):
             raise rr.fail(f"version {version} does not belong to series {minor}")
         only = rr.list("variants")
@@ -847,6 +850,11 @@ def _series(r: _Reader) -> Iterable[Release]:
         comp_prov: dict[str, Provenance] = {}
         tv = _companion(rr, "torchvision", comp_prov)
         ta = _companion(rr, "torchaudio", comp_prov)
+        untagged = frozenset(
+            k
+            for k in ("torchvision", "torchaudio")
+            if isinstance(item.get(k), dict) and item[k].get("local_tag") is False
+        )
         yield Release(
             version=version,
             minor=minor,
@@ -857,6 +865,7 @@ def _series(r: _Reader) -> Iterable[Release]:
             variants=chosen,
             prov=rr.prov(),
             companion_prov=comp_prov,
+            companion_untagged=untagged,
         )
 
 

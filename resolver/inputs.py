@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,20 @@ if TYPE_CHECKING:
 _REQ_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*$")
 _PY_RE = re.compile(r"^3\.\d{1,2}t?$")
 _VARIANT_RE = re.compile(r"^(cpu|cu\d{3})$")
+
+
+def normalize_driver(value: str) -> str:
+    """A driver version as NVIDIA prints it; Windows' Device Manager form is translated.
+
+    Device Manager shows 560.94 as 32.0.15.6094: the last five digits are the NVIDIA version.
+    """
+    text = value.strip()
+    parts = text.split(".")
+    if len(parts) == 4 and all(p.isdigit() for p in parts) and int(parts[0]) < 100:
+        digits = (parts[2] + parts[3].zfill(4))[-5:]
+        text = f"{int(digits[:3])}.{digits[3:]}"
+    driver_key(text)  # validates, raising a UserError
+    return text
 
 
 def python_version(value: str) -> str:
@@ -125,6 +140,7 @@ def build_request(
 def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None = None) -> Target:
     """A detected (or recorded) host as the solver sees it."""
     gpus: list[TargetGpu] = []
+    unknown: list[str] = []
     for gpu in profile.gpus:
         cc = gpu.cc
         if cc is None:  # an old driver's nvidia-smi has no compute_cap: look the model up
@@ -132,17 +148,22 @@ def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None
             if model is None and gpu.pci_device_id:
                 model = catalog.gpu_by_pci_id(gpu.pci_device_id)
             cc = f"{model.cc[0]}.{model.cc[1]}" if model else None
-        if cc is None:
+        if cc is None:  # a GPU newer than the database: still an NVIDIA GPU, coverage unknown
+            unknown.append(gpu.name or f"GPU {gpu.index}")
             continue
-        gpus.append(TargetGpu(parse_cc(cc), gpu.name))
+        try:
+            gpus.append(TargetGpu(parse_cc(cc), gpu.name))
+        except UserError:
+            raise UserError(f"GPU {gpu.index}: not a compute capability: {cc!r}") from None
     return Target(
         platform=profile.platform,
         python=profile.python,
         driver=profile.driver,
         driver_os=profile.driver_os,
         gpus=tuple(gpus),
-        nvidia=profile.state == STATE_OK or bool(gpus) or profile.state == "driver-mismatch",
+        nvidia=profile.state in (STATE_OK, "driver-mismatch") or bool(gpus or unknown),
         name=name,
+        unknown_gpus=tuple(unknown),
     )
 
 
@@ -178,27 +199,21 @@ def describe_target(
             raise UserError(f"--platform {platform!r}: one of {', '.join(PLATFORMS)}")
     resolved = tuple(TargetGpu(*catalog.resolve_gpu(g)) for g in gpus)
     if driver is not None:
-        driver_key(driver)  # validates, raising a UserError
+        driver = normalize_driver(driver)
     if plat == "macos-arm64" and (resolved or driver):
         raise UserError("macOS has no NVIDIA CUDA builds: drop --gpu/--driver for macos-arm64")
     py = python_version(python) if python else base.python
     if not is_described(
         driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=base.platform
     ):
-        return Target(
-            platform=base.platform,
-            python=py,
-            driver=base.driver,
-            driver_os=base.driver_os,
-            gpus=base.gpus,
-            nvidia=base.nvidia,
-            name=base.name,
-        )
+        return replace(base, python=py)
+    # The same platform keeps the base's driver OS: WSL2 (Linux) runs on a Windows driver.
+    same = plat == base.platform
     return Target(
         platform=plat,
         python=py,
         driver=driver,
-        driver_os="windows" if plat.startswith("windows") else "linux",
+        driver_os="windows" if plat.startswith("windows") else base.driver_os if same else "linux",
         gpus=resolved,
         nvidia=bool(resolved) or driver is not None,
         name=base.name,
@@ -217,7 +232,7 @@ def load_profile(path: str) -> HostProfile:
         raise UserError(
             f"{path}: no such file (expected `gpuresolve detect --json` output)"
         ) from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UserError(f"{path}: not a `gpuresolve detect --json` file ({exc})") from None
 
 
@@ -242,7 +257,10 @@ def resolve_target(
     elif is_described(
         driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=here.platform
     ):
-        base = Target(platform=here.platform, python=here.python)
+        from resolver.host import wsl
+
+        on_wsl = here.platform.startswith("linux") and wsl.probe().version is not None
+        base = Target(here.platform, here.python, driver_os="windows" if on_wsl else "linux")
     else:
         from resolver.host import detect
 

@@ -31,6 +31,7 @@ def target_json(target: Target) -> dict[str, Any]:
         "driver_os": target.driver_os,
         "nvidia": target.nvidia,
         "gpus": [{"cc": cc_str(g.cc), "name": g.name} for g in target.gpus],
+        "unknown_gpus": list(target.unknown_gpus),
     }
 
 
@@ -132,8 +133,15 @@ def decision_text(
         if decision.alternatives:
             lines.append(f"runner-up: {describe_build(decision.alternatives[0])}")
     else:
-        lines.append("no compatible build: nothing in the database runs on this target")
-        newest = _closest_rejects(decision)
+        newest, by_target = _closest_rejects(decision)
+        if by_target:
+            lines.append("no compatible build: nothing in the database runs on this target")
+        elif newest:
+            lines.append("no compatible build: nothing in the database matches the request")
+        else:
+            lines.append(
+                f"no compatible build: the database has no {decision.target.platform} build"
+            )
         for c in newest:
             lines.append(
                 f"  {c.release.version} {c.variant.name}: " + "; ".join(r.text for r in c.reasons)
@@ -154,12 +162,19 @@ def decision_text(
     return "\n".join(lines)
 
 
-def _closest_rejects(decision: Decision, n: int = 3) -> list[Candidate]:
-    """The rejects of the newest release that fail only on the target (not the request)."""
+def _closest_rejects(decision: Decision, n: int = 3) -> tuple[list[Candidate], bool]:
+    """The rejects that say most, and whether the target (not the request) is what fails.
+
+    Builds that fail only on the target's GPU side first, then on the target at all (Python),
+    newest first; where every build also fails the request (--torch, --cuda, --with), those.
+    """
     gpu_kinds = {"arch", "driver", "unknown"}
     target_kinds = gpu_kinds | {"python", "cpu"}
     fitting = [c for c in decision.rejected if all(r.kind in target_kinds for r in c.reasons)]
-    # Builds that fail only on the GPU side say most; then the newest.
+    by_target = bool(fitting)
     fitting = [c for c in fitting if all(r.kind in gpu_kinds for r in c.reasons)] or fitting
+    if not fitting:  # the request rules everything out: show why, fewest reasons first
+        fitting = sorted(decision.rejected, key=lambda c: len(c.reasons))[:n]
+        return sorted(fitting, key=lambda c: c.release.key, reverse=True), False
     fitting.sort(key=lambda c: (c.release.key, c.variant.cuda or ""), reverse=True)
-    return fitting[:n]
+    return fitting[:n], by_target

@@ -51,6 +51,7 @@ class Target:
     gpus: tuple[TargetGpu, ...] = ()
     nvidia: bool = False  # an NVIDIA GPU is there (even when its CC is unknown)
     name: str | None = None  # a label for fleets and reports
+    unknown_gpus: tuple[str, ...] = ()  # GPUs seen whose compute capability nobody knows
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,8 @@ class Candidate:
     warnings: tuple[str, ...] = ()
     coverage: tuple[str, ...] = ()  # how each GPU is covered, for "why"
     packages: tuple[tuple[str, str], ...] = ()  # (name, version with local tag)
+    jit: bool = False  # some GPU is reached only through PTX, JIT-compiled on first use
+    doubt: str | None = None  # which of its facts rests on a secondary source, if any
 
     @property
     def ok(self) -> bool:
@@ -94,9 +97,12 @@ class Candidate:
         return self.platform in self.variant.pypi
 
     def rank_key(self, allow_unconfirmed: bool) -> tuple[object, ...]:
+        """Native kernels before PTX JIT (the JIT compiles every kernel on first use, and an
+        older toolkit's libraries lack the newer GPU); confirmed facts before secondary ones;
+        then the newest torch, the build the Python Package Index carries, the newest CUDA."""
         cuda = cuda_key(self.variant.cuda) if self.variant.cuda else (0, 0)
         tier = 0 if (self.confirmed or allow_unconfirmed) else -1
-        return (tier, self.release.key, self.pypi, cuda)
+        return (not self.jit, tier, self.release.key, self.pypi, cuda)
 
 
 @dataclass(frozen=True)
@@ -126,11 +132,24 @@ def solve(catalog: Catalog, target: Target, request: Request) -> Decision:
     )
     rejected = tuple(c for c in evaluated if not c.ok)
     selection = ok[0] if ok else None
-    if selection is not None and not selection.confirmed:
-        note = "no build with a confirmed architecture list fits; this one's list rests on a "
-        note += "secondary source"
-        if not request.allow_unconfirmed:
-            selection = replace(selection, warnings=(*selection.warnings, note))
+    if selection is not None:
+        notes = list(selection.warnings)
+        if not selection.confirmed and not request.allow_unconfirmed:
+            notes.append(
+                f"nothing fully confirmed fits: {selection.doubt} rests on a secondary source"
+            )
+        if selection.variant.kind == "cpu" and cuda_wanted:
+            notes.append("a CPU build, as asked: this target's NVIDIA GPU stays unused")
+        if selection.jit:
+            notes.append(
+                "a GPU runs this build only through PTX JIT: slow first use, and the "
+                "build's CUDA libraries may lack that GPU's kernels"
+            )
+        notes.extend(
+            f"{name}: compute capability unknown, kernels not checked (give it with --gpu X.Y)"
+            for name in target.unknown_gpus
+        )
+        selection = replace(selection, warnings=tuple(notes))
     cpu_fallback = None
     if selection is None and cuda_wanted:
         cpu_target = replace(target, gpus=(), nvidia=False)
@@ -176,11 +195,11 @@ def _evaluate(
                 f" (it has {span})",
             )
         )
-    if request.variant and var.name != request.variant:
-        reasons.append(Reason("variant", f"{var.name} build; {request.variant} was asked for"))
     if request.cuda and var.cuda != request.cuda:
         what = f"CUDA {var.cuda}" if var.cuda else "CPU"
         reasons.append(Reason("cuda", f"{what} build; CUDA {request.cuda} was asked for"))
+    elif request.variant and var.name != request.variant:
+        reasons.append(Reason("variant", f"{var.name} build; {request.variant} was asked for"))
 
     packages = [("torch", _local(rel.version, var, target.platform))]
     for name, spec in request.companions:
@@ -190,7 +209,8 @@ def _evaluate(
         elif spec is not None and not spec.contains(paired, prereleases=True):
             reasons.append(Reason("companion", f"{name} {paired} (paired) does not match {spec}"))
         else:
-            packages.append((name, _local(paired, var, target.platform)))
+            untagged = name in rel.companion_untagged
+            packages.append((name, paired if untagged else _local(paired, var, target.platform)))
             cprov = rel.companion_prov.get(name)
             if cprov is not None and not cprov.confirmed:
                 warnings.append(
@@ -199,22 +219,31 @@ def _evaluate(
                 )
 
     min_driver = why = None
+    needs_jit = False
     confirmed = rel.prov.confirmed and var.prov.confirmed
     coverage: list[str] = []
+    doubt = (
+        "the release record"
+        if not rel.prov.confirmed
+        else None
+        if var.prov.confirmed
+        else f"the {var.name} build record"
+    )
     if var.kind == "cpu":
-        if cuda_wanted:
+        if cuda_wanted and request.variant != "cpu":  # by name (+cpu), it is no silent fallback
             reasons.append(Reason("cpu", "CPU build: this target has an NVIDIA GPU"))
     elif not (cuda_wanted or request.cuda or request.variant or request.cuda_on_gpu_less):
         reasons.append(Reason("nogpu", "CUDA build: this target has no NVIDIA GPU"))
     else:
         arch = var.platforms.get(target.platform)
-        needs_jit = False
         if target.gpus and arch is None:
             reasons.append(
                 Reason("unknown", f"which GPUs {var.name} supports on {target.platform} is unknown")
             )
         elif arch is not None and target.gpus:
             confirmed = confirmed and arch.prov.confirmed  # it matters only where GPUs are checked
+            if not arch.prov.confirmed and doubt is None:
+                doubt = f"its architecture list for {target.platform}"
             for gpu in target.gpus:
                 how = kernel_coverage(catalog, arch, gpu.cc)
                 if how is None:
@@ -250,6 +279,8 @@ def _evaluate(
         warnings=tuple(warnings),
         coverage=tuple(coverage),
         packages=tuple(packages),
+        jit=var.kind == "cuda" and needs_jit,
+        doubt=doubt,
     )
 
 
@@ -322,6 +353,11 @@ def _blocked_only_by(c: Candidate, kinds: set[str]) -> bool:
     return bool(c.reasons) and all(r.kind in kinds for r in c.reasons)
 
 
+def _py_key(version: str) -> tuple[int, int, bool]:
+    major, _, rest = version.partition(".")
+    return int(major), int(rest.rstrip("t") or 0), rest.endswith("t")
+
+
 def _hints(
     catalog: Catalog,
     target: Target,
@@ -331,46 +367,75 @@ def _hints(
     rejected: Sequence[Candidate],
 ) -> tuple[str, ...]:
     hints: list[str] = []
+    allow = request.allow_unconfirmed
     floor = selection.release.key if selection else ()
     newer = [c for c in rejected if c.release.key > floor]
-    # Driver: the newest release a driver upgrade alone would unlock, at the lowest driver.
+
+    def beats_selection(c: Candidate) -> bool:
+        return selection is None or c.rank_key(allow) > selection.rank_key(allow)
+
+    # Driver: the build a driver upgrade alone would make the answer (the best one, lowest driver).
     by_driver = [
-        c for c in newer if _blocked_only_by(c, {"driver"}) and c.min_driver and target.driver
+        c
+        for c in rejected
+        if _blocked_only_by(c, {"driver"}) and c.min_driver and target.driver and beats_selection(c)
     ]
     if by_driver:
-        top = max(c.release.key for c in by_driver)
+        top = max(c.rank_key(allow) for c in by_driver)[:3]
         best = min(
-            (c for c in by_driver if c.release.key == top),
+            (c for c in by_driver if c.rank_key(allow)[:3] == top),
             key=lambda c: driver_key(c.min_driver or "0"),
         )
         hints.append(
             f"torch {best.release.version} needs driver >= {best.min_driver} "
             f"({best.variant.name}, {best.min_driver_why}); this host has {target.driver}"
         )
-    # Architecture: releases newer than the answer that dropped this target's GPUs.
-    by_arch = [
-        c
-        for c in newer
-        if _blocked_only_by(c, {"arch", "driver", "unknown"})
-        and any(r.kind == "arch" for r in c.reasons)
+    # Architecture: the newest release none of whose builds has kernels for a GPU of the target.
+    by_release: dict[tuple[int, ...], list[Candidate]] = {}
+    for c in newer:
+        if c.variant.kind == "cuda" and not any(
+            r.kind in ("spec", "python", "cuda", "variant", "companion") for r in c.reasons
+        ):
+            by_release.setdefault(c.release.key, []).append(c)
+    ok_releases = {c.release.key for c in ok}
+
+    def lacks_kernels(c: Candidate) -> bool:
+        return any(r.kind in ("arch", "unknown") for r in c.reasons)
+
+    dropped_in = [
+        key
+        for key, cands in by_release.items()
+        if key not in ok_releases
+        and all(lacks_kernels(c) for c in cands)
+        and any(r.kind == "arch" for c in cands for r in c.reasons)
     ]
-    if by_arch:
-        newest = max(by_arch, key=lambda c: c.release.key)
-        dropped = sorted({r.text.split(":")[0] for r in newest.reasons if r.kind == "arch"})
-        hints.append(f"torch {newest.release.version} builds have {'; '.join(dropped)}")
-    tegra = [g for g in target.gpus if catalog.is_tegra(g.cc)]
-    if selection is None and tegra:
-        hints.append(
-            f"{', '.join(g.label for g in tegra)} is a Tegra (Jetson) GPU: desktop and server "
-            "builds do not run on it; use NVIDIA's PyTorch wheels for its JetPack release"
+    if dropped_in:
+        cands = by_release[max(dropped_in)]
+        gpus = sorted({r.text.split(":")[0] for c in cands for r in c.reasons if r.kind == "arch"})
+        unknown = sorted(
+            c.variant.name for c in cands if any(r.kind == "unknown" for r in c.reasons)
         )
+        tail = f" (the architectures of {', '.join(unknown)} are unknown)" if unknown else ""
+        hints.append(f"torch {cands[0].release.version} builds have {'; '.join(gpus)}{tail}")
     by_python = [c for c in newer if _blocked_only_by(c, {"python"})]
     if by_python:
         newest = max(by_python, key=lambda c: c.release.key)
         pys = newest.release.python.get(target.platform, ())
+        if pys and all(_py_key(target.python) < _py_key(p) for p in pys):
+            hints.append(
+                f"torch {newest.release.version} needs Python {pys[0]}+ "
+                f"(this target has {target.python})"
+            )
+        else:
+            hints.append(
+                f"torch {newest.release.version} has no wheel for Python {target.python} on "
+                f"{target.platform} (it has {', '.join(pys) or 'none'})"
+            )
+    if request.cuda and not any(c.variant.cuda == request.cuda for c in (*ok, *rejected)):
+        have = sorted({c.variant.cuda for c in (*ok, *rejected) if c.variant.cuda}, key=cuda_key)
         hints.append(
-            f"torch {newest.release.version} needs Python {pys[0] if pys else '?'}+ "
-            f"(this target has {target.python})"
+            f"no build in the database is for CUDA {request.cuda} on {target.platform} "
+            f"(there are builds for {', '.join(have) or 'none'})"
         )
     by_companion = [c for c in newer if _blocked_only_by(c, {"companion"})]
     if by_companion:
@@ -379,14 +444,13 @@ def _hints(
             f"torch {newest.release.version} is held back by the companions asked for: "
             + "; ".join(r.text for r in newest.reasons)
         )
-    if not request.allow_unconfirmed:
+    if not allow:
         unconfirmed = [c for c in ok if not c.confirmed and c.release.key > floor]
         if selection is not None and selection.confirmed and unconfirmed:
             best = max(unconfirmed, key=lambda c: c.rank_key(True))
             hints.append(
-                f"torch {best.release.version} {best.variant.name} probably runs too, but its "
-                f"architecture list for {target.platform} rests on a secondary source "
-                "(--allow-unconfirmed considers it)"
+                f"torch {best.release.version} {best.variant.name} probably runs too, but "
+                f"{best.doubt} rests on a secondary source (--allow-unconfirmed considers it)"
             )
     if selection is not None and selection.variant.kind == "cuda":
         if target.driver is None and selection.min_driver:
@@ -394,8 +458,19 @@ def _hints(
                 f"no driver given: this build needs driver >= {selection.min_driver} "
                 f"({selection.min_driver_why})"
             )
-        if target.nvidia and not target.gpus:
+        if target.nvidia and not target.gpus and not target.unknown_gpus:
             hints.append("no GPU model given: architecture coverage was not checked (--gpu)")
+    hints.extend(
+        f"{name}: compute capability unknown to gpuresolve, so its kernels were not checked: "
+        "give it with --gpu X.Y (or update the database: gpuresolve db update)"
+        for name in target.unknown_gpus
+    )
+    tegra = [g for g in target.gpus if catalog.is_tegra(g.cc)]
+    if selection is None and tegra:
+        hints.append(
+            f"{', '.join(g.label for g in tegra)} is a Tegra (Jetson) GPU: desktop and server "
+            "builds do not run on it; use NVIDIA's PyTorch wheels for its JetPack release"
+        )
     return tuple(hints)
 
 

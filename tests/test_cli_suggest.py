@@ -139,3 +139,115 @@ def test_build_tag_in_torch_pin_selects_that_variant(
     assert code == 0
     sel = json.loads(out)["selection"]
     assert (sel["torch"], sel["variant"]) == ("2.8.0", "cu126")
+
+
+def _host(tmp_path: Path, **fields: Any) -> str:
+    data = {"platform": "linux-x86_64", "python": "3.11", "state": "ok", **fields}
+    path = tmp_path / "host.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def test_wsl_keeps_windows_floors_when_driver_given(
+    synth_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    host = _host(tmp_path, wsl=True, driver="527.41", gpus=[{"index": 0, "name": "x", "cc": "8.6"}])
+    for extra in ([], ["--driver", "527.41"]):
+        code, out, _ = run(capsys, "suggest", "--json", "--host", host, *extra)
+        data = json.loads(out)
+        # 527.41 is below the Windows 12.x floor (528.33): only the CUDA 11.8 build runs.
+        assert code == 0 and data["target"]["driver_os"] == "windows"
+        assert data["selection"]["variant"] == "cu118"
+
+
+def test_unknown_gpu_is_named_not_dropped(
+    synth_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gpus = [
+        {"index": 0, "name": "Tesla V100-SXM2-32GB", "cc": "7.0"},
+        {"index": 1, "name": "NVIDIA Future GPU 9000", "cc": None},
+    ]
+    host = _host(tmp_path, driver="580.65.06", gpus=gpus)
+    code, out, _ = run(capsys, "suggest", "--json", "--host", host)
+    data = json.loads(out)
+    assert code == 0
+    assert data["target"]["unknown_gpus"] == ["NVIDIA Future GPU 9000"]
+    assert any("NVIDIA Future GPU 9000" in w for w in data["selection"]["warnings"])
+    assert any("compute capability unknown" in h for h in data["hints"])
+    assert not any("no GPU model given" in h for h in data["hints"])
+
+
+@pytest.mark.parametrize(
+    "text", ["[1, 2]", '{"platform": "linux-x86_64", "python": "3.11", "gpus": "abc"}']
+)
+def test_malformed_host_file_is_one_line(
+    synth_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text, encoding="utf-8")
+    code, out, err = run(capsys, "suggest", "--host", str(path))
+    assert code == 2 and "not a `gpuresolve detect --json` file" in err
+    assert "Traceback" not in out + err and len(err.strip().splitlines()) == 1
+
+
+def test_windows_device_manager_driver_version(
+    synth_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        capsys,
+        "suggest",
+        "--json",
+        "--platform",
+        "windows-x86_64",
+        "--python",
+        "3.11",
+        "--gpu",
+        "8.6",
+        "--driver",
+        "32.0.15.6094",
+        "--allow-unconfirmed",
+    )
+    data = json.loads(out)
+    assert code == 0 and data["target"]["driver"] == "560.94"
+    assert data["selection"]["variant"] == "cu126"
+
+
+def test_cpu_build_by_name_on_a_gpu_host(
+    synth_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        capsys,
+        "suggest",
+        "--json",
+        "--gpu",
+        "8.6",
+        "--driver",
+        "560.35.03",
+        "--python",
+        "3.11",
+        "--torch",
+        "==2.8.0+cpu",
+    )
+    sel = json.loads(out)["selection"]
+    assert code == 0 and sel["variant"] == "cpu"
+    assert any("stays unused" in w for w in sel["warnings"])
+
+
+def test_request_that_matches_nothing_says_so(
+    synth_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        capsys,
+        "suggest",
+        "--gpu",
+        "8.6",
+        "--driver",
+        "560.35.03",
+        "--python",
+        "3.11",
+        "--cuda",
+        "12.7",
+    )
+    assert code == 1
+    assert "nothing in the database matches the request" in out
+    assert "no build in the database is for CUDA 12.7" in out

@@ -151,3 +151,34 @@ def test_cuda_11_0_runs_on_its_own_older_driver(synth_raw: dict[str, object]) ->
 )
 def test_gpu_spec_resolution(synth: Catalog, name: str, cc: tuple[int, int]) -> None:
     assert synth.resolve_gpu(name)[0] == cc
+
+
+def test_native_kernels_before_ptx_jit(synth: Catalog) -> None:
+    # sm_100: 2.1 cu118 reaches it only by PTX (confirmed), 2.8 cu128 natively.
+    dec = solve(synth, linux("10.0", driver="580.65.06", python="3.10"), Request())
+    assert dec.selection is not None and dec.selection.variant.name == "cu128"
+    assert not dec.selection.jit
+
+
+def test_driver_hint_only_when_the_upgrade_changes_the_answer(synth: Catalog) -> None:
+    # Windows: the newer builds are unconfirmed, so a driver upgrade alone changes nothing.
+    t = Target("windows-x86_64", "3.11", "527.41", "windows", (gpu("8.6"),), nvidia=True)
+    dec = solve(synth, t, Request())
+    assert dec.selection is not None and dec.selection.release.version == "2.1.0"
+    assert not any("needs driver" in h for h in dec.hints)
+
+
+def test_arch_hint_not_when_a_driver_upgrade_would_do(synth: Catalog) -> None:
+    # sm_120 on R570: 2.12 cu130 has its kernels but needs 580; no "no kernels" hint for 2.12.
+    dec = solve(synth, linux("12.0", driver="570.124.06"), Request())
+    assert dec.selection is not None and dec.selection.release.version == "2.8.0"
+    assert any(h.startswith("torch 2.12.0 needs driver >= 580") for h in dec.hints)
+    assert not any("no kernels" in h for h in dec.hints)
+
+
+def test_python_hint_for_a_too_new_python(synth: Catalog) -> None:
+    hints = solve(synth, linux("8.6", python="3.13t"), Request()).hints
+    assert "torch 2.12.0 has no wheel for Python 3.13t on linux-x86_64 (it has 3.11, 3.12)" in hints
+    assert not any("needs Python" in h for h in hints)
+    hints = solve(synth, linux("8.6", python="3.9"), Request()).hints
+    assert "torch 2.12.0 needs Python 3.11+ (this target has 3.9)" in hints

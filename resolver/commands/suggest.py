@@ -42,7 +42,9 @@ def suggest(
     decision = solve(catalog, machine, wanted)
     pytorch_index = request.pytorch_index
     if as_json:
-        emit_json(render.decision_json(catalog, decision, pytorch_index))
+        data = render.decision_json(catalog, decision, pytorch_index)
+        data["messages"] = list(profile.messages) if profile is not None else []
+        emit_json(data)
     else:
         if profile is not None:
             for message in profile.messages:
