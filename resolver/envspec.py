@@ -2,7 +2,7 @@
 
 Schema (every key but `name`, `python` and `targets` optional; unknown keys are errors):
 
-    name: research-lab
+    name: research-lab               # also the output folder: letters, digits, ".", "_", "-"
     description: Lab fleet, one reviewed set of files for every machine
     python: "3.12"
     packages:
@@ -21,12 +21,15 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
         gpus: ["NVIDIA A100-SXM4-80GB"]   # model names or compute capabilities
       - name: laptop
         detect: hosts/laptop.json    # `gpuresolve detect --json` output, relative to this file
+      - name: ci-runners
+        no_gpu: true                 # no NVIDIA GPU (not with driver or gpus)
 
 Every error names the file and the key (and, for YAML syntax, the line); nothing is written then.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -49,6 +52,7 @@ TOP_KEYS = {
 PACKAGE_KEYS = {"torch", "with", "pip"}
 TARGET_KEYS = {"name", "count", "platform", "driver", "gpus", "no_gpu", "detect"}
 RESERVED_PIP = {"torch", "torchvision", "torchaudio"}
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the output folder's name: no "/", ".."
 
 
 @dataclass(frozen=True)
@@ -94,10 +98,14 @@ class _Spec:
             )
         return value
 
-    def string(self, value: Any, key: str) -> str:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+    def string(self, value: Any, key: str, *, version: bool = False) -> str:
+        """A string; ``version`` keys get a hint, since YAML reads 3.10 as the number 3.1."""
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if version and number:
             raise self.fail(key, f"write the version as a quoted string: '{value}'")
-        if not isinstance(value, str) or not value.strip():
+        if not isinstance(value, str):
+            raise self.fail(key, f"expected a string, got {value!r}")
+        if not value.strip():
             raise self.fail(key, "expected a non-empty string")
         return value.strip()
 
@@ -139,8 +147,10 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
         if required not in top:
             raise s.fail(required, "missing")
     name = s.string(top["name"], "name")
+    if not SAFE_NAME.match(name):  # `lock` writes environments/<name>/: never outside it
+        raise s.fail("name", f"{name!r}: use letters, digits, '.', '_' and '-' (a folder name)")
     try:
-        python = python_version(s.string(top["python"], "python"))
+        python = python_version(s.string(top["python"], "python", version=True))
     except UserError as exc:
         raise s.fail("python", str(exc)) from None
     packages = s.mapping(top.get("packages") or {}, "packages", PACKAGE_KEYS)
@@ -168,7 +178,7 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
     allow = top.get("allow_unconfirmed", False)
     if not isinstance(allow, bool):
         raise s.fail("allow_unconfirmed", "expected true or false")
-    cuda = s.string(top["cuda"], "cuda") if "cuda" in top else None
+    cuda = s.string(top["cuda"], "cuda", version=True) if "cuda" in top else None
     try:
         request = build_request(
             torch=torch_spec,
@@ -213,9 +223,14 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
         platform = s.string(t.get("platform", "linux-x86_64"), f"{key}.platform")
         if platform not in PLATFORMS:
             raise s.fail(f"{key}.platform", f"{platform!r}: one of {', '.join(PLATFORMS)}")
-        driver = s.string(t["driver"], f"{key}.driver") if "driver" in t else None
+        driver = s.string(t["driver"], f"{key}.driver", version=True) if "driver" in t else None
         gpus = s.strings(t.get("gpus") or [], f"{key}.gpus")
-        no_gpu = bool(t.get("no_gpu", False)) or not (gpus or driver)
+        no_gpu = t.get("no_gpu", False)
+        if not isinstance(no_gpu, bool):
+            raise s.fail(f"{key}.no_gpu", "expected true or false")
+        if no_gpu and (gpus or driver):
+            raise s.fail(f"{key}.no_gpu", "cannot be combined with gpus or driver")
+        no_gpu = no_gpu or not (gpus or driver)
         base = Target(platform=platform, python=python, name=tname)
         for j, g in enumerate(gpus):
             try:

@@ -187,8 +187,9 @@ def describe_target(
 ) -> Target:
     """The target: ``base`` (detected host, or a bare one) with the facts the options give.
 
-    Any of --driver/--gpu/--no-gpu, or another platform, describe the GPU side completely: what
-    was not given is unknown (a driver not given is not checked; GPUs not given are not checked).
+    Any of --driver/--gpu/--no-gpu, or another platform, describe the GPU side completely: a
+    driver not given is not checked, GPUs not given are not checked, and a machine described with
+    neither --gpu nor --driver has no NVIDIA GPU (so `--platform windows-x86_64` alone gets CPU).
     """
     if no_gpu and (gpus or driver):
         raise UserError("--no-gpu cannot be combined with --gpu or --driver")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -20,6 +19,7 @@ import yaml
 
 from resolver.dbupdate import UpdateError
 from resolver.errors import UserError
+from resolver.writers.atomic import replacement_mode
 
 _STR = "tag:yaml.org,2002:str"
 _SCALARS = (str, int, float, bool, type(None))
@@ -110,8 +110,7 @@ def write_database(
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
     try:
-        mode = stat.S_IMODE(target.stat().st_mode) if target.is_dir() else 0o755
-        os.chmod(tmp, mode)
+        os.chmod(tmp, replacement_mode(target, 0o777))  # not mkdtemp's 0700
         source_dir = Path(os.path.abspath(base))
         if target.is_dir():
             shutil.copytree(target, tmp, dirs_exist_ok=True, symlinks=True)

@@ -6,6 +6,7 @@ It is the one hand-off from probes to the solver (``to_target``) and round-trips
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,6 +23,9 @@ SOURCE_SMI = "nvidia-smi"  # `nvidia-smi --query-gpu` CSV
 SOURCE_PROCFS = "procfs"  # /proc/driver/nvidia
 SOURCE_SYSFS = "sysfs"  # /sys/module/nvidia, /sys/bus/pci
 SOURCE_NAME_LOOKUP = "name-lookup"  # CC looked up from the GPU's name in the database
+
+_PYTHON_RE = re.compile(r"^3\.\d+t?$")  # "3.12", "3.13t"
+_CC_RE = re.compile(r"^\d+\.\d$")  # "8.6", "12.0"
 
 
 @dataclass
@@ -67,31 +71,118 @@ class HostProfile:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> HostProfile:
-        """Read back what ``to_json`` wrote (unknown keys are ignored: newer writers add keys)."""
-        gpus = [
-            GpuInfo(
-                index=int(g.get("index", i)),
-                name=g.get("name"),
-                cc=g.get("cc"),
-                memory_mib=g.get("memory_mib"),
-                pci_device_id=g.get("pci_device_id"),
-                mig=g.get("mig"),
-                sources=dict(g.get("sources") or {}),
+    def from_json(cls, data: Any) -> HostProfile:
+        """Read back what ``to_json`` wrote (unknown keys are ignored: newer writers add keys).
+
+        A hand-edited or foreign file raises ``ValueError`` naming the key, never an
+        AttributeError deep inside the solver.
+        """
+        from resolver.catalog import PLATFORMS  # lazily: the catalog is not needed to probe
+
+        doc = _Doc(data, "")
+        platform = doc.need("platform")
+        if platform not in PLATFORMS:
+            raise ValueError(f"platform: expected one of {', '.join(PLATFORMS)}, got {platform!r}")
+        python = doc.need("python", like="3.12", pattern=_PYTHON_RE)
+        gpus = []
+        for i, item in enumerate(doc.items("gpus")):
+            g = _Doc(item, f"gpus[{i}]")
+            index = g.integer("index")
+            memory = g.integer("memory_mib")
+            gpus.append(
+                GpuInfo(
+                    index=i if index is None else index,
+                    name=g.text("name"),
+                    cc=g.text("cc", like="8.6", pattern=_CC_RE),
+                    memory_mib=memory,
+                    pci_device_id=g.text("pci_device_id"),
+                    mig=g.text("mig"),
+                    sources=g.strings("sources"),
+                )
             )
-            for i, g in enumerate(data.get("gpus") or [])
-        ]
+        wsl = data.get("wsl", False)
+        if not isinstance(wsl, bool):
+            raise ValueError(f"wsl: expected true or false, got {wsl!r}")
+        messages = doc.items("messages")
+        if not all(isinstance(m, str) for m in messages):
+            raise ValueError("messages: expected a list of strings")
         return cls(
-            platform=str(data["platform"]),
-            python=str(data["python"]),
-            python_full=data.get("python_full"),
-            glibc=data.get("glibc"),
-            wsl=bool(data.get("wsl", False)),
-            driver=data.get("driver"),
-            driver_cuda=data.get("driver_cuda"),
-            state=str(data.get("state", STATE_NO_DRIVER)),
+            platform=platform,
+            python=python,
+            python_full=doc.text("python_full"),
+            glibc=doc.text("glibc"),
+            wsl=wsl,
+            driver=doc.text("driver", like="580.65.06"),
+            driver_cuda=doc.text("driver_cuda"),
+            state=doc.text("state") or STATE_NO_DRIVER,
             gpus=gpus,
-            sources=dict(data.get("sources") or {}),
-            messages=list(data.get("messages") or []),
-            probes=dict(data.get("probes") or {}),
+            sources=doc.strings("sources"),
+            messages=list(messages),
+            probes=doc.strings("probes"),
         )
+
+
+class _Doc:
+    """One JSON object of a profile, read key by key with a ``ValueError`` naming the key."""
+
+    def __init__(self, data: Any, where: str) -> None:
+        if not isinstance(data, dict):
+            what = f"{where}: expected an object" if where else "expected a JSON object"
+            raise ValueError(f"{what}, got {_kind(data)}")
+        self.data = data
+        self.where = where
+
+    def _key(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def text(
+        self, key: str, *, like: str | None = None, pattern: re.Pattern[str] | None = None
+    ) -> str | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or (pattern is not None and not pattern.match(value)):
+            expected = f"expected a string like {like!r}" if like else "expected a string"
+            raise ValueError(f"{self._key(key)}: {expected}, got {value!r}")
+        return value
+
+    def need(
+        self, key: str, *, like: str | None = None, pattern: re.Pattern[str] | None = None
+    ) -> str:
+        value = self.text(key, like=like, pattern=pattern)
+        if value is None:
+            raise ValueError(f"{self._key(key)}: missing")
+        return value
+
+    def integer(self, key: str) -> int | None:
+        value = self.data.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"{self._key(key)}: expected a whole number, got {value!r}")
+        return value
+
+    def items(self, key: str) -> list[Any]:
+        value = self.data.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ValueError(f"{self._key(key)}: expected a list, got {_kind(value)}")
+        return value
+
+    def strings(self, key: str) -> dict[str, str]:
+        value = self.data.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise ValueError(f"{self._key(key)}: expected an object of strings")
+        return dict(value)
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's kind, as the user wrote it."""
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string"}.get(
+        type(value), "a list" if isinstance(value, list) else "an object"
+    )
