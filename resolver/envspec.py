@@ -199,6 +199,8 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
         key = f"targets[{i}]"
         t = s.mapping(raw, key, TARGET_KEYS)
         tname = s.string(t.get("name"), f"{key}.name") if "name" in t else f"target-{i + 1}"
+        if not SAFE_NAME.match(tname):  # `lock --split` names a group's folder after a target
+            raise s.fail(f"{key}.name", f"{tname!r}: letters, digits, '.', '_' and '-' only")
         if tname in names:
             raise s.fail(f"{key}.name", f"{tname!r} is used twice")
         names.add(tname)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -538,6 +539,28 @@ def test_write_replaces_the_directory_keeping_other_files(
     assert (target / "SCHEMA.md").read_text() == "kept"
     assert catalog_mod.load(target).updated == READ_AT
     assert siblings(target) == ["data"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_write_gives_a_new_database_the_umask_mode(
+    tmp_path: Path, synth_raw: dict[str, Any]
+) -> None:
+    """Not mkdtemp's 0700, nor the base's (0755): what mkdir would give under this umask; an
+    existing database keeps its own mode."""
+    source = tmp_path / "shipped"
+    _write_synth(source, synth_raw)
+    source.chmod(0o755)
+    old = os.umask(0o027)
+    try:
+        write_database(tmp_path / "new", synth_raw, base=source, changed=[], stamp=READ_AT)
+        (tmp_path / "new").chmod(0o700)
+        write_database(tmp_path / "new", synth_raw, base=source, changed=[], stamp=READ_AT)
+        assert (tmp_path / "new").stat().st_mode & 0o777 == 0o700
+        write_database(tmp_path / "other", synth_raw, base=source, changed=[], stamp=READ_AT)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "other").stat().st_mode & 0o777 == 0o750
+    assert catalog_mod.load(tmp_path / "other").releases
 
 
 def test_fetch_error_names_the_url() -> None:

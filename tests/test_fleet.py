@@ -128,8 +128,31 @@ def test_spec_loads(shipped: Catalog, tmp_path: Path) -> None:
         ),
         (("hosts/laptop.json", "hosts/missing.json"), "targets[1].detect: no such file"),
         (('pip: ["numpy>=2"]', 'pip: ["torch==2.4.0"]'), "packages.pip[0]: torch is resolved"),
+        (("  - name: a100", "  - name: ../a100"), "targets[0].name: '../a100': letters"),
         (("    driver:", "    drver:"), "targets[0].drver: unknown key"),
         (("name: lab\n", "name: lab\n  bad: [\n"), "lab.yaml: line 2: invalid YAML"),
+        (("name: lab\n", 'name: "../../../tmp/x"\n'), "lab.yaml: name: '../../../tmp/x': use"),
+        (("name: lab\n", "name: ..\n"), "lab.yaml: name: '..': use letters, digits"),
+        (("name: lab\n", "name: a/b\n"), "lab.yaml: name: 'a/b': use letters"),
+        (("name: lab\n", "name: 5\n"), "lab.yaml: name: expected a string, got 5"),
+        (("name: lab\n", "name: [lab]\n"), "lab.yaml: name: expected a string, got ['lab']"),
+        (('torch: ">=2.4"', "torch: 2.4"), "lab.yaml: packages.torch: expected a string, got 2.4"),
+        (
+            ('    driver: "535.104.05"', "    driver: 535.104"),
+            "lab.yaml: targets[0].driver: write the version as a quoted string: '535.104'",
+        ),
+        (
+            ("    driver:", "    no_gpu: true\n    driver:"),
+            "lab.yaml: targets[0].no_gpu: cannot be combined with gpus or driver",
+        ),
+        (
+            ('    driver: "535.104.05"\n', "    no_gpu: true\n"),
+            "lab.yaml: targets[0].no_gpu: cannot be combined with gpus or driver",
+        ),
+        (
+            ("    driver:", "    no_gpu: yes please\n    driver:"),
+            "lab.yaml: targets[0].no_gpu: expected true or false",
+        ),
     ],
 )
 def test_bad_specs_name_file_and_key(

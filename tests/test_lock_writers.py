@@ -323,6 +323,34 @@ def test_writes_are_atomic(cat: Catalog, tmp_path: Path, monkeypatch: pytest.Mon
     assert sorted(p.name for p in tmp_path.iterdir()) == ["requirements.txt"]
 
 
+posix_modes = pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+
+
+@pytest.fixture
+def umask_022() -> Any:
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+@posix_modes
+def test_new_files_get_the_umask_mode(cat: Catalog, tmp_path: Path, umask_022: None) -> None:
+    """Not mkstemp's 0600: a lock file is for the whole team to read."""
+    atomic.write_files(tmp_path, render(cat, target()))
+    assert (tmp_path / "requirements.txt").stat().st_mode & 0o777 == 0o644
+    assert os.umask(0o022) == 0o022  # reading the umask left it as it was
+
+
+@posix_modes
+def test_a_replaced_file_keeps_its_mode(cat: Catalog, tmp_path: Path, umask_022: None) -> None:
+    path = tmp_path / "requirements.txt"
+    path.write_text("old\n", encoding="utf-8")
+    path.chmod(0o640)
+    atomic.write_files(tmp_path, render(cat, target()))
+    assert path.read_text(encoding="utf-8") != "old\n"
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
 def test_file_names() -> None:
     assert file_names(["requirements"]) == ("requirements.txt",)
     assert file_names(["conda"]) == ("environment.yml", "virtual-packages.yml")

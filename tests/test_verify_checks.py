@@ -62,16 +62,26 @@ def test_recorded_h100_run_passes(
     assert {"libcudnn.so.9", "libcudart.so.13", "libcublas.so.13", "libnccl.so.2"} <= set(paths)
     assert all(p.startswith(f"{SITE}/nvidia/") for p in paths.values())
     assert "cuDNN ran the convolution" in res["compute"].reason
-    assert [k for k in res if res[k].status == SKIP] == []
+    assert list(res) == list(checks.CHECKS)  # every check, in report order
+    assert [k for k in res if res[k].status == SKIP] == ["lock"]
+    assert res["lock"].reason == "no lock file given (--lock)"
 
 
 def test_recorded_verify_json_matches_a_replay(
     probe: dict[str, Any], host: HostProfile, shipped: Catalog
 ) -> None:
-    """The kept `verify --json` output is what the checks give on its probe today."""
+    """The kept `verify --json` output is what the checks give on its probe today.
+
+    It was recorded when checks that did not apply were left out: "probe" (a pass then) and
+    "lock" (no --lock) were not in it; every id is now, in the same order.
+    """
     report = json.loads((H100 / "verify.json").read_text(encoding="utf-8"))
     res = checks.evaluate(report["probe"], host, shipped)
-    assert [(r.id, r.status) for r in res] == [(c["id"], c["status"]) for c in report["checks"]]
+    recorded = [(c["id"], c["status"]) for c in report["checks"]]
+    added = {"probe": PASS, "lock": SKIP}
+    assert [(r.id, r.status) for r in res if r.id not in added] == recorded
+    assert {r.id: r.status for r in res if r.id in added} == added
+    assert [r.id for r in res] == list(checks.CHECKS)
     assert report["status"] == "pass" and report["torch"] == "2.11.0+cu130"
 
 
@@ -254,10 +264,11 @@ def test_missing_cudnn_library_at_import(
     assert res["import"].fix == (
         "install the package torch pins for it: pip install nvidia-cudnn-cu13==9.19.0.56"
     )
-    # Metadata still tells the rest of the story; torch-dependent checks are not run.
+    # Metadata still tells the rest of the story; torch-dependent checks are skipped.
     assert res["packages"].status == FAIL
     assert "nvidia-cudnn-cu13 is not installed" in res["packages"].reason
-    assert not {"build", "driver", "cudnn", "compute"} & set(res)
+    for key in ("build", "driver", "cudnn", "compute", "libraries"):
+        assert (res[key].status, res[key].reason) == (SKIP, "torch did not import")
 
 
 def test_missing_cublas_names_the_cuda_toolkit_extra(
@@ -347,8 +358,12 @@ def test_probe_failure_is_one_fail() -> None:
         probe_failure="the probe crashed with SIGSEGV during 'gpu-tests'",
         stderr_tail=["Segmentation fault"],
     )
-    assert [(r.id, r.status) for r in res] == [("probe", FAIL)]
+    assert [(r.id, r.status) for r in res] == [("probe", FAIL)] + [
+        (key, SKIP) for key in checks.CHECKS if key != "probe"
+    ]
     assert res[0].details == ("last stage: gpu-tests", "stderr: Segmentation fault")
+    assert {r.reason for r in res[1:]} == {"the probe did not finish: no facts to judge"}
+    assert checks.overall(res) == FAIL
 
 
 def test_gpu_from_the_host_when_torch_sees_none(shipped: Catalog) -> None:
@@ -372,3 +387,42 @@ def test_gpu_from_the_host_when_torch_sees_none(shipped: Catalog) -> None:
     )
     res = run(probe, host, shipped)
     assert res["arch"].status == FAIL and "no kernels for sm_120" in res["arch"].reason
+
+
+def cpu_build(p: dict[str, Any]) -> None:
+    """The recorded probe as a CPU build would report it, without torchvision or torchaudio."""
+    p["torch"].update(version="2.11.0+cpu", cuda=None, arch_list=[])
+    p["cuda"] = {"available": False, "devices": [], "warnings": []}
+    p["cudnn"] = {"compiled": False, "available": False}
+    p["nccl"] = {"available": False}
+    p["gpu_tests"] = []
+    p["libraries"]["loaded"] = []
+    p["companions"] = {}
+    p["dists"] = {"torch": {"version": "2.11.0+cpu", "requires": ["filelock"]}}
+
+
+def test_cpu_build_skips_what_does_not_apply(probe: dict[str, Any], shipped: Catalog) -> None:
+    """Every id is in the report; the checks that do not apply say SKIP and why."""
+    cpu_build(probe)
+    bare = HostProfile(platform="linux-x86_64", python="3.12", state=STATE_NO_DRIVER)
+    res = run(probe, bare, shipped)
+    assert list(res) == list(checks.CHECKS)
+    assert checks.overall(res.values()) == PASS  # SKIP does not change the outcome
+    skipped = {k: r.reason for k, r in res.items() if r.status == SKIP}
+    assert skipped == {
+        **{
+            k: "not a CUDA build (cpu)"
+            for k in ("driver", "cuda", "arch", "cudnn", "nccl", "compute")
+        },
+        "libraries": "CPU build: no CUDA libraries",
+        "companions": "neither torchvision nor torchaudio is installed",
+        "lock": "no lock file given (--lock)",
+    }
+    assert all(r.fix is None for r in res.values() if r.status == SKIP)
+    assert [k for k, r in res.items() if r.status == PASS] == [
+        "probe",
+        "environment",
+        "import",
+        "build",
+        "packages",
+    ]

@@ -114,7 +114,10 @@ def test_cpu_torch_on_a_gpu_less_host_passes(probe: dict[str, Any], shipped: Cat
     by_id = {r.id: r for r in results}
     assert by_id["build"].reason == "CPU build on a host without an NVIDIA GPU"
     assert by_id["import"].reason.startswith("torch 2.13.0+cpu from ")
-    assert "driver" not in by_id and "compute" not in by_id
+    assert list(by_id) == list(checks.CHECKS)
+    for key in ("driver", "cuda", "arch", "cudnn", "nccl", "compute"):
+        assert (by_id[key].status, by_id[key].reason) == (checks.SKIP, "not a CUDA build (cpu)")
+    assert by_id["lock"].status == checks.SKIP
 
 
 def test_cpu_torch_on_a_gpu_host_fails(probe: dict[str, Any], shipped: Catalog) -> None:
@@ -171,6 +174,8 @@ def test_cli_on_this_gpu_less_host(torch_venv: Path, tmp_path: Path) -> None:
     report = json.loads(done.stdout)
     assert (report["status"], report["torch"], report["variant"]) == ("pass", "2.13.0+cpu", "cpu")
     assert report["summary"]["fail"] == 0
+    assert [c["id"] for c in report["checks"]] == list(checks.CHECKS)
+    assert "SKIP  cuDNN" in _cli("--python", str(torch_venv)).stdout
     done = _cli("--python", str(torch_venv), "--lock", str(LOCK))
     assert done.returncode == 1
     assert "FAIL  lock" in done.stdout

@@ -13,8 +13,12 @@ import venv
 from pathlib import Path
 
 import pytest
+from cli_support import run_cli
+from test_verify_checks import H100, cpu_build
 
+from resolver.commands import verify as verify_cmd
 from resolver.errors import UserError
+from resolver.host.profile import STATE_NO_DRIVER, HostProfile
 from resolver.verify import checks
 from resolver.verify.run import PROBE_FILE, resolve_python, run_probe
 
@@ -53,11 +57,12 @@ def test_crash_is_a_fail_with_its_signal_and_stage(tmp_path: Path) -> None:
     run = run_probe(str(python), timeout_s=30)
     assert run.signal == "SIGSEGV" and run.stage == "import-torch"
     assert run.failure == "the probe crashed with SIGSEGV during 'import-torch'"
-    (result,) = checks.evaluate(
+    result, *others = checks.evaluate(
         run.data, None, None, probe_failure=run.failure, stderr_tail=run.stderr_tail
     )
     assert (result.id, result.status) == ("probe", checks.FAIL)
     assert "stderr: boom" in result.details
+    assert {r.status for r in others} == {checks.SKIP}
 
 
 @posix_only
@@ -69,6 +74,8 @@ def test_crash_through_the_cli_exits_1_without_a_traceback(tmp_path: Path) -> No
     report = json.loads(done.stdout)
     assert report["status"] == "fail"
     assert report["checks"][0]["reason"] == "the probe crashed with SIGSEGV during 'cuda-init'"
+    assert [c["id"] for c in report["checks"]] == list(checks.CHECKS)
+    assert {c["status"] for c in report["checks"][1:]} == {"skip"}
     assert report["probe_run"]["signal"] == "SIGSEGV"
 
 
@@ -89,7 +96,9 @@ def test_hang_through_the_cli(tmp_path: Path) -> None:
     python = fake_python(tmp_path, "sleep 300")
     done = cli("--python", str(python), "--timeout", "1")
     assert done.returncode == 1
-    assert "FAIL  probe ran  the probe did not finish within 1 s" in done.stdout
+    assert "FAIL  probe ran         the probe did not finish within 1 s" in done.stdout
+    assert "SKIP  GPU compute       the probe did not finish: no facts to judge" in done.stdout
+    assert "1 failed, 13 skipped" in done.stdout
 
 
 def test_missing_interpreter_exits_2(tmp_path: Path) -> None:
@@ -199,3 +208,34 @@ def test_virtual_env_is_the_default(bare_venv: Path) -> None:
     done = cli("--json", env=env)
     report = json.loads(done.stdout)
     assert report["python"] == str(bare_venv / "bin" / "python3")
+
+
+@posix_only
+def test_cpu_build_report_lists_every_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Text and --json name every check, SKIP where it does not apply; SKIP keeps exit 0."""
+    probe = json.loads((H100 / "probe.json").read_text(encoding="utf-8"))
+    cpu_build(probe)
+    (tmp_path / "probe.json").write_text(json.dumps(probe), encoding="utf-8")
+    python = fake_python(tmp_path, f"cat '{tmp_path / 'probe.json'}'")
+    bare = HostProfile(platform="linux-x86_64", python="3.12", state=STATE_NO_DRIVER)
+    monkeypatch.setattr(verify_cmd, "_detect", lambda catalog: bare)
+    code, out, _ = run_cli(capsys, "verify", "--python", str(python), "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert [c["id"] for c in report["checks"]] == list(checks.CHECKS)
+    by_id = {c["id"]: c for c in report["checks"]}
+    assert (by_id["cudnn"]["status"], by_id["cudnn"]["reason"]) == (
+        "skip",
+        "not a CUDA build (cpu)",
+    )
+    assert report["summary"] == {"pass": 5, "warn": 0, "fail": 0, "skip": 9}
+    code, out, _ = run_cli(capsys, "verify", "--python", str(python))
+    assert code == 0
+    lines = out.splitlines()
+    assert [ln[:4] for ln in lines[1:-1]] == [
+        "SKIP" if by_id[k]["status"] == "skip" else "PASS" for k in checks.CHECKS
+    ]
+    assert "SKIP  cuDNN             not a CUDA build (cpu)" in lines
+    assert lines[-1] == "result: PASS: 5 passed, 0 warning(s), 0 failed, 9 skipped"

@@ -110,12 +110,14 @@ def write_database(
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
     try:
-        os.chmod(tmp, replacement_mode(target, 0o777))  # not mkdtemp's 0700
+        mode = replacement_mode(target, 0o777)
         source_dir = Path(os.path.abspath(base))
         if target.is_dir():
             shutil.copytree(target, tmp, dirs_exist_ok=True, symlinks=True)
         if source_dir != target:  # the database it started from, all of it (not only FILES)
             shutil.copytree(source_dir, tmp, dirs_exist_ok=True, symlinks=True)
+        # The target's own mode (or mkdir's), not mkdtemp's 0700 nor base's that copytree copied.
+        os.chmod(tmp, mode)
         for name in catalog.FILES:
             if name in changed:
                 kept = [

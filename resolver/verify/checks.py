@@ -57,6 +57,24 @@ _LIB_PACKAGES = (
     ("libcufile", "cufile"),
     ("libnvtoolsext", "nvtx"),
 )
+# Every check, in report order: id (a stable key of `verify --json`) -> title. Every id is in
+# every report: SKIP, with its reason, where the check does not apply.
+CHECKS: dict[str, str] = {
+    "probe": "probe ran",
+    "environment": "environment",
+    "import": "torch imports",
+    "build": "build vs host",
+    "driver": "driver",
+    "cuda": "CUDA available",
+    "arch": "GPU kernels",
+    "cudnn": "cuDNN",
+    "nccl": "NCCL",
+    "packages": "CUDA packages",
+    "libraries": "loaded libraries",
+    "companions": "companions",
+    "lock": "lock",
+    "compute": "GPU compute",
+}
 _EMPTY_CATALOG = Catalog(
     sources={},
     toolkits={},
@@ -149,9 +167,14 @@ def evaluate(
     catalog_error: str | None = None,
     stderr_tail: Sequence[str] = (),
 ) -> list[CheckResult]:
-    """Every check, in the order a person reads them; a failed probe gives one FAIL."""
+    """Every check of ``CHECKS``, in its order; a failed probe is one FAIL, the others SKIP."""
     if probe is None or probe_failure:
-        return [_probe_failed(probe, probe_failure or "the probe gave no result", stderr_tail)]
+        failed = _probe_failed(probe, probe_failure or "the probe gave no result", stderr_tail)
+        return [failed] + [
+            CheckResult(key, title, SKIP, "the probe did not finish: no facts to judge")
+            for key, title in CHECKS.items()
+            if key != "probe"
+        ]
     ctx = Context(probe, host, catalog, catalog_error, lock, probe.get("torch") or {})
     version = public_version(ctx.torch.get("version"))
     if catalog is not None and version:
@@ -159,7 +182,8 @@ def evaluate(
         name = build_variant(ctx.torch)
         if ctx.release is not None and name:
             ctx.variant = next((v for v in ctx.release.variants if v.name == name), None)
-    checks: list[Callable[[Context], CheckResult | None]] = [
+    checks: list[Callable[[Context], CheckResult]] = [
+        check_probe,
         check_environment,
         check_import,
         check_build,
@@ -174,8 +198,7 @@ def evaluate(
         check_lock,
         check_gpu_compute,
     ]
-    results = [r for r in (c(ctx) for c in checks) if r is not None]
-    return results
+    return [c(ctx) for c in checks]
 
 
 def overall(results: Iterable[CheckResult]) -> str:
@@ -278,6 +301,16 @@ def _index_for(ctx: Context, variant: str | None) -> str:
     return f" --index-url {ctx.catalog.index_url(variant)}"
 
 
+def _skip(ctx: Context, key: str, *, cuda: bool = True) -> CheckResult | None:
+    """The SKIP of a check with nothing to judge: torch did not import or (``cuda``) is no CUDA
+    build; None when it applies."""
+    if not ctx.imported:
+        return CheckResult(key, CHECKS[key], SKIP, "torch did not import")
+    if cuda and not ctx.cuda_build:
+        return CheckResult(key, CHECKS[key], SKIP, f"not a CUDA build ({build_variant(ctx.torch)})")
+    return None
+
+
 # --- the checks ----------------------------------------------------------------------------------
 
 
@@ -300,7 +333,13 @@ def _probe_failed(
     details = tuple(f"stderr: {line}" for line in stderr_tail[-5:])
     if stage:
         details = (f"last stage: {stage}", *details)
-    return CheckResult("probe", "probe ran", FAIL, failure, fix, details)
+    return CheckResult("probe", CHECKS["probe"], FAIL, failure, fix, details)
+
+
+def check_probe(ctx: Context) -> CheckResult:
+    elapsed = ctx.probe.get("elapsed_s")
+    took = f" in {elapsed:.1f} s" if isinstance(elapsed, int | float) else ""
+    return CheckResult("probe", CHECKS["probe"], PASS, f"the probe finished{took}")
 
 
 def check_environment(ctx: Context) -> CheckResult:
@@ -311,12 +350,12 @@ def check_environment(ctx: Context) -> CheckResult:
     took = f", probe took {elapsed:.1f} s" if isinstance(elapsed, int | float) else ""
     reason = f"Python {py.get('version', '?')} at {where}{took}"
     details = (f"prefix: {prefix}",) if prefix else ()
-    return CheckResult("environment", "environment", PASS, reason, None, details)
+    return CheckResult("environment", CHECKS["environment"], PASS, reason, None, details)
 
 
 def check_import(ctx: Context) -> CheckResult:
     t = ctx.torch
-    title = "torch imports"
+    title = CHECKS["import"]
     if t.get("imported"):
         return CheckResult(
             "import", title, PASS, f"torch {t.get('version')} from {t.get('file')}", None
@@ -383,10 +422,11 @@ def _missing_lib_fix(ctx: Context, lib: str) -> str:
     )
 
 
-def check_build(ctx: Context) -> CheckResult | None:
-    if not ctx.imported:
-        return None
-    t, title = ctx.torch, "build vs host"
+def check_build(ctx: Context) -> CheckResult:
+    skip = _skip(ctx, "build", cuda=False)
+    if skip is not None:
+        return skip
+    t, title = ctx.torch, CHECKS["build"]
     variant = build_variant(t) or "?"
     gpus = _host_gpu_text(ctx.host)
     if t.get("hip"):
@@ -471,10 +511,11 @@ def _coverage(ctx: Context) -> tuple[list[str], list[str], bool]:
     return covered, missing, jit
 
 
-def check_driver(ctx: Context) -> CheckResult | None:
-    if not ctx.imported or not ctx.cuda_build:
-        return None
-    title = "driver"
+def check_driver(ctx: Context) -> CheckResult:
+    skip = _skip(ctx, "driver")
+    if skip is not None:
+        return skip
+    title = CHECKS["driver"]
     host = ctx.host
     cuda = str(ctx.torch["cuda"])
     if host is None or not host.driver:
@@ -505,10 +546,11 @@ def check_driver(ctx: Context) -> CheckResult | None:
     )
 
 
-def check_cuda_available(ctx: Context) -> CheckResult | None:
-    if not ctx.imported or not ctx.cuda_build:
-        return None
-    title = "CUDA available"
+def check_cuda_available(ctx: Context) -> CheckResult:
+    skip = _skip(ctx, "cuda")
+    if skip is not None:
+        return skip
+    title = CHECKS["cuda"]
     cuda = ctx.probe.get("cuda") or {}
     if cuda.get("available") and not cuda.get("error"):
         n = cuda.get("device_count", len(cuda.get("devices") or []))
@@ -528,10 +570,11 @@ def check_cuda_available(ctx: Context) -> CheckResult | None:
     return CheckResult("cuda", title, FAIL, reason, fix)
 
 
-def check_arch(ctx: Context) -> CheckResult | None:
-    if not ctx.imported or not ctx.cuda_build:
-        return None
-    title = "GPU kernels"
+def check_arch(ctx: Context) -> CheckResult:
+    skip = _skip(ctx, "arch")
+    if skip is not None:
+        return skip
+    title = CHECKS["arch"]
     gpus = _gpus(ctx)
     if not gpus:
         return CheckResult("arch", title, SKIP, "no GPU to check")
@@ -551,10 +594,11 @@ def check_arch(ctx: Context) -> CheckResult | None:
     return CheckResult("arch", title, PASS, "; ".join(covered), None, (f"build: {listed}",))
 
 
-def check_cudnn(ctx: Context) -> CheckResult | None:
-    if not ctx.imported or not ctx.cuda_build:
-        return None
-    title = "cuDNN"
+def check_cudnn(ctx: Context) -> CheckResult:
+    skip = _skip(ctx, "cudnn")
+    if skip is not None:
+        return skip
+    title = CHECKS["cudnn"]
     c = ctx.probe.get("cudnn") or {}
     pinned = _pinned_req(ctx, "cudnn")
     fix_pkg = (
@@ -611,10 +655,11 @@ def check_cudnn(ctx: Context) -> CheckResult | None:
     )
 
 
-def check_nccl(ctx: Context) -> CheckResult | None:
-    if not ctx.imported or not ctx.cuda_build:
-        return None
-    title = "NCCL"
+def check_nccl(ctx: Context) -> CheckResult:
+    skip = _skip(ctx, "nccl")
+    if skip is not None:
+        return skip
+    title = CHECKS["nccl"]
     n = ctx.probe.get("nccl") or {}
     have = n.get("version_text")
     if not n.get("available") or not have:
@@ -648,15 +693,15 @@ def _pinned_req(ctx: Context, word: str) -> Requirement | None:
     return None
 
 
-def check_packages(ctx: Context) -> CheckResult | None:
-    title = "CUDA packages"
+def check_packages(ctx: Context) -> CheckResult:
+    title = CHECKS["packages"]
     torch_dist = ctx.dists.get("torch")
     if not torch_dist:
         if ctx.imported:
             return CheckResult(
                 "packages", title, SKIP, "torch has no package metadata (a source or conda build?)"
             )
-        return None
+        return CheckResult("packages", title, SKIP, "torch is not installed")
     problems: list[str] = []
     fixes: list[str] = []
     ok: list[str] = []
@@ -714,10 +759,11 @@ def check_packages(ctx: Context) -> CheckResult | None:
     )
 
 
-def check_libraries(ctx: Context) -> CheckResult | None:
-    if not ctx.imported:
-        return None
-    title = "loaded libraries"
+def check_libraries(ctx: Context) -> CheckResult:
+    skip = _skip(ctx, "libraries", cuda=False)
+    if skip is not None:
+        return skip
+    title = CHECKS["libraries"]
     libs = ctx.probe.get("libraries") or {}
     if not libs.get("maps_readable"):
         return CheckResult("libraries", title, SKIP, "no /proc/self/maps on this system")
@@ -804,18 +850,20 @@ def _installed(ctx: Context, name: str) -> tuple[str | None, str | None]:
     return public_version(text), variant_of_local(local_tag(text))
 
 
-def check_companions(ctx: Context) -> CheckResult | None:
-    title = "companions"
+def check_companions(ctx: Context) -> CheckResult:
+    title = CHECKS["companions"]
     present = [(n, *_installed(ctx, n)) for n in _COMPANIONS]
     present = [p for p in present if p[1]]
     if not present:
-        return None
+        return CheckResult(
+            "companions", title, SKIP, "neither torchvision nor torchaudio is installed"
+        )
     torch_v = public_version(
         ctx.torch.get("version") or (ctx.dists.get("torch") or {}).get("version")
     )
     torch_var = build_variant(ctx.torch) if ctx.torch.get("version") else None
     if not torch_v:
-        return None
+        return CheckResult("companions", title, SKIP, "torch is not installed")
     fails: list[str] = []
     fixes: list[str] = []
     notes: list[str] = []
@@ -880,11 +928,11 @@ def _pin_matches(pin: Pin, version: str, variant: str | None) -> bool:
     return True
 
 
-def check_lock(ctx: Context) -> CheckResult | None:
+def check_lock(ctx: Context) -> CheckResult:
     lock = ctx.lock
+    title = CHECKS["lock"]
     if lock is None:
-        return None
-    title = "lock"
+        return CheckResult("lock", title, SKIP, "no lock file given (--lock)")
     bad: list[str] = []
     good: list[str] = []
     for pin in lock.pins:
@@ -932,10 +980,11 @@ def _lock_fix(lock: LockPins) -> str:
     return f"reinstall from the lock: pip install -r {path}"
 
 
-def check_gpu_compute(ctx: Context) -> CheckResult | None:
-    if not ctx.imported or not ctx.cuda_build:
-        return None
-    title = "GPU compute"
+def check_gpu_compute(ctx: Context) -> CheckResult:
+    skip = _skip(ctx, "compute")
+    if skip is not None:
+        return skip
+    title = CHECKS["compute"]
     tests = ctx.probe.get("gpu_tests")
     if not tests:
         cuda = ctx.probe.get("cuda") or {}

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from resolver.errors import UserError
 
-
 _UMASK_LOCK = threading.Lock()
 
 
