@@ -14,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from email.parser import BytesHeaderParser
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
+
+from resolver.markers import applicable, marker_env
 
 TAIL_BYTES = 64 * 1024  # one suffix read: the EOCD, usually the whole central directory too
 MAX_CENTRAL_DIRECTORY = 64 * 1024 * 1024
@@ -40,35 +41,8 @@ _PIN_NAMES = {
     "torch": re.compile(r"^torch$"),
 }
 
+
 # Marker environments of the platforms gpuresolve covers (the wheel's Python is added).
-_MARKER_ENV = {
-    "linux-x86_64": {
-        "sys_platform": "linux",
-        "platform_system": "Linux",
-        "platform_machine": "x86_64",
-        "os_name": "posix",
-    },
-    "linux-aarch64": {
-        "sys_platform": "linux",
-        "platform_system": "Linux",
-        "platform_machine": "aarch64",
-        "os_name": "posix",
-    },
-    "windows-x86_64": {
-        "sys_platform": "win32",
-        "platform_system": "Windows",
-        "platform_machine": "AMD64",
-        "os_name": "nt",
-    },
-    "macos-arm64": {
-        "sys_platform": "darwin",
-        "platform_system": "Darwin",
-        "platform_machine": "arm64",
-        "os_name": "posix",
-    },
-}
-
-
 class MetadataError(Exception):
     """Metadata that cannot be read or is not the wheel's (a broken zip, garbage, a mismatch)."""
 
@@ -85,25 +59,8 @@ class CoreMetadata:
         Keys: ``cuda_runtime``, ``cudnn``, ``nccl`` (torch) or ``torch`` (its companions);
         markers are evaluated for the wheel's own platform, never this machine's.
         """
-        env = dict(_MARKER_ENV[platform])
-        py = python.rstrip("t")
-        env.update(
-            python_version=py,
-            python_full_version=f"{py}.0",
-            implementation_name="cpython",
-            platform_python_implementation="CPython",
-            platform_release="",
-            platform_version="",
-            extra="",
-        )
         found: dict[str, str] = {}
-        for text in self.requires_dist:
-            try:
-                req = Requirement(text)
-            except InvalidRequirement:
-                continue
-            if req.marker is not None and not req.marker.evaluate(env):
-                continue
+        for req in applicable(self.requires_dist, marker_env(platform, python)):
             name = canonicalize_name(req.name)
             for key, pattern in _PIN_NAMES.items():
                 if pattern.match(name):

@@ -52,31 +52,6 @@ def pip_platforms(target: Target, glibc: str | None = None) -> list[str]:
     raise UserError(f"no pip platform tags for {plat}")
 
 
-def marker_env(target: Target) -> dict[str, str]:
-    """PEP 508 marker values of the target (not of this machine)."""
-    py = target.python.rstrip("t")
-    system, sys_platform, os_name, machine = {
-        "linux-x86_64": ("Linux", "linux", "posix", "x86_64"),
-        "linux-aarch64": ("Linux", "linux", "posix", "aarch64"),
-        "windows-x86_64": ("Windows", "win32", "nt", "AMD64"),
-        "macos-arm64": ("Darwin", "darwin", "posix", "arm64"),
-    }[target.platform]
-    return {
-        "implementation_name": "cpython",
-        "implementation_version": f"{py}.0",
-        "os_name": os_name,
-        "platform_machine": machine,
-        "platform_python_implementation": "CPython",
-        "platform_release": "",
-        "platform_system": system,
-        "platform_version": "",
-        "python_full_version": f"{py}.0",
-        "python_version": py,
-        "sys_platform": sys_platform,
-        "extra": "",
-    }
-
-
 def pip_command(
     requirements: Sequence[str],
     index_lines: Sequence[str],
@@ -143,10 +118,11 @@ def _pip_error(proc: subprocess.CompletedProcess[str]) -> str:
 
 def parse_report(data: Mapping[str, Any], target: Target) -> list[ResolvedDist]:
     """pip's installation report -> the resolved distributions (every one needs a sha256)."""
-    from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
-    env = marker_env(target)
+    from resolver.markers import applicable, marker_env
+
+    env = marker_env(target.platform, target.python)
     out: list[ResolvedDist] = []
     for item in data.get("install") or []:
         meta = item.get("metadata") or {}
@@ -160,13 +136,7 @@ def parse_report(data: Mapping[str, Any], target: Target) -> list[ResolvedDist]:
         if not sha256:
             raise UserError(f"the index gave no sha256 for {name} ({info.get('url')})")
         requires: dict[str, str] = {}
-        for text in meta.get("requires_dist") or []:
-            try:
-                req = Requirement(text)
-            except InvalidRequirement:
-                continue
-            if req.marker is not None and not req.marker.evaluate(env):
-                continue
+        for req in applicable(meta.get("requires_dist") or [], env):
             dep = str(canonicalize_name(req.name))
             spec = str(req.specifier)
             requires[dep] = ",".join(x for x in (requires.get(dep), spec) if x)
