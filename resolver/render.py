@@ -6,7 +6,7 @@ import shlex
 from typing import Any
 
 from resolver.catalog import Catalog
-from resolver.solve import Candidate, Decision, Target
+from resolver.solve import GPU_KINDS, Candidate, Decision, Target
 from resolver.versions import cc_str
 
 
@@ -168,11 +168,10 @@ def _closest_rejects(decision: Decision, n: int = 3) -> tuple[list[Candidate], b
     Builds that fail only on the target's GPU side first, then on the target at all (Python),
     newest first; where every build also fails the request (--torch, --cuda, --with), those.
     """
-    gpu_kinds = {"arch", "driver", "unknown"}
-    target_kinds = gpu_kinds | {"python", "cpu"}
+    target_kinds = GPU_KINDS | {"python", "cpu"}
     fitting = [c for c in decision.rejected if all(r.kind in target_kinds for r in c.reasons)]
     by_target = bool(fitting)
-    fitting = [c for c in fitting if all(r.kind in gpu_kinds for r in c.reasons)] or fitting
+    fitting = [c for c in fitting if all(r.kind in GPU_KINDS for r in c.reasons)] or fitting
     if not fitting:  # the request rules everything out: show why, fewest reasons first
         fitting = sorted(decision.rejected, key=lambda c: len(c.reasons))[:n]
         return sorted(fitting, key=lambda c: c.release.key, reverse=True), False

@@ -73,6 +73,11 @@ class Reason:
     text: str
 
 
+# Reason kinds by who is at fault: the request, or the target's GPU side (kernels, driver).
+REQUEST_KINDS = frozenset({"spec", "cuda", "variant", "companion"})
+GPU_KINDS = frozenset({"arch", "driver", "unknown"})
+
+
 @dataclass(frozen=True)
 class Candidate:
     release: Release
@@ -394,7 +399,7 @@ def _hints(
     by_release: dict[tuple[int, ...], list[Candidate]] = {}
     for c in newer:
         if c.variant.kind == "cuda" and not any(
-            r.kind in ("spec", "python", "cuda", "variant", "companion") for r in c.reasons
+            r.kind in REQUEST_KINDS or r.kind == "python" for r in c.reasons
         ):
             by_release.setdefault(c.release.key, []).append(c)
     ok_releases = {c.release.key for c in ok}
