@@ -80,22 +80,48 @@ def cli() -> None:
     """Pick the PyTorch + CUDA + cuDNN wheels that really run on this machine's GPUs."""
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point: a UserError becomes one line on stderr and exit code 2, never a traceback.
+EXIT_INTERNAL = 70  # sysexits.h EX_SOFTWARE: a bug of ours, never 1 ("no compatible build")
+DEBUG_ENV = "GPURESOLVE_DEBUG"
 
-    A reader that stops early (`| head -1`) ends it with 141, as a shell reports a writer killed
-    by SIGPIPE, never 1 (which means "no compatible build"), and without a traceback.
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: every way out is an exit code and at most one line on stderr.
+
+    - a UserError (bad input) is one line and exit 2, never a traceback;
+    - a reader that stops early (`| head -1`) ends it with 141, as a shell reports a writer killed
+      by SIGPIPE, never 1 (which means "no compatible build");
+    - output that cannot be written (`> /dev/full`, a read-only folder) is one line, exit 2;
+    - anything else is a bug: one line naming it and exit 70, with the traceback only when
+      GPURESOLVE_DEBUG=1 asks for it.
     """
     try:
         code = _run(argv)
-        sys.stdout.flush()  # here, not at exit, where a closed pipe cannot be handled
+        sys.stdout.flush()  # here, not at exit, where a failed write cannot be handled
     except (BrokenPipeError, _ReaderGone):
-        # Python's recipe (docs: "Note on SIGPIPE"): stdout to devnull, so that the flush at
-        # exit does not fail again.
-        with suppress(AttributeError, OSError, ValueError):  # not a file: nothing to flush
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         sys.exit(141)
+    except OSError as exc:
+        _silence_stdout()
+        click.echo(f"gpuresolve: error: {_os_error_text(exc)}", err=True)
+        sys.exit(2)
     sys.exit(code)
+
+
+def _silence_stdout() -> None:
+    """stdout to devnull, so that the flush at exit does not fail again.
+
+    Python's recipe (docs: "Note on SIGPIPE"); also after a write to a full disk.
+    """
+    with suppress(AttributeError, OSError, ValueError):  # not a file: nothing to flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _os_error_text(exc: OSError) -> str:
+    """``path: reason`` for an OSError, or where there is no path, what failed."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.filename is not None:
+        return f"{exc.filename}: {reason}"
+    return f"cannot write output: {reason}"
 
 
 def _run(argv: list[str] | None) -> int | str | None:
@@ -111,8 +137,33 @@ def _run(argv: list[str] | None) -> int | str | None:
         exc.show()
         return exc.exit_code
     except UserError as exc:
-        click.echo(f"gpuresolve: error: {exc}", err=True)
+        click.echo(f"gpuresolve: error: {_one_line(str(exc))}", err=True)
         return 2
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except (BrokenPipeError, _ReaderGone, OSError):
+        raise  # main() turns these into 141 or one line
+    except Exception as exc:
+        return _internal_error(exc)
     return 0
+
+
+def _one_line(text: str, limit: int = 1000) -> str:
+    """A message as one line of bounded length: newlines shown as spaces, the middle cut."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else f"{flat[: limit // 2]} … {flat[-limit // 2 :]}"
+
+
+def _internal_error(exc: Exception) -> int:
+    """A bug: one line (or the traceback with GPURESOLVE_DEBUG=1), and exit 70."""
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    detail = _one_line(f"{type(exc).__name__}: {exc}", 300)
+    click.echo(
+        f"gpuresolve: internal error: {detail}; run with {DEBUG_ENV}=1 for the traceback "
+        "and please report it",
+        err=True,
+    )
+    return EXIT_INTERNAL

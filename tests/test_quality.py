@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,10 +18,10 @@ def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("args", [["check"], ["format", "--check"]], ids=["lint", "format"])
 def test_ruff(args: list[str]) -> None:
-    ruff = shutil.which("ruff")
-    if ruff is None:
-        pytest.skip("ruff is not installed (pip install -e '.[test]')")
-    proc = _run(ruff, *args, "--no-cache", *PATHS)  # tests write nothing into the checkout
+    # the ruff of this interpreter's environment (the pinned one), not whatever is first on PATH;
+    # --no-cache: tests write nothing into the checkout
+    pytest.importorskip("ruff", reason="ruff is not installed (pip install -e '.[test]')")
+    proc = _run(sys.executable, "-m", "ruff", *args, "--no-cache", *PATHS)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -31,3 +30,25 @@ def test_mypy_strict(tmp_path: Path) -> None:
     # files and strictness come from pyproject.toml; the cache goes to a temporary directory
     proc = _run(sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ci_runs_the_readme_command_in_a_fresh_virtualenv() -> None:
+    """CI must see what a user's new machine sees: the README's command, in a new virtualenv."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Run the tests", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    command = section.strip()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert command in ci.splitlines()
+    lines = ci.splitlines()
+    venv_at = next(i for i, line in enumerate(lines) if "-m venv" in line)
+    activate_at = next(i for i, line in enumerate(lines) if "/bin/activate" in line)
+    assert venv_at < activate_at < lines.index(command)
+
+
+def test_lint_and_type_tools_are_pinned_exactly() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    test_extra = extras["optional-dependencies"]["test"]
+    for tool in ("ruff", "mypy"):
+        pins = [r for r in test_extra if r.split("=")[0].split(">")[0].strip() == tool]
+        assert pins and pins[0].startswith(f"{tool}=="), pins
