@@ -24,6 +24,13 @@ OPTIONAL_FILES = ("conda_forge.yaml",)  # read where present
 DATA_ENV = "GPURESOLVE_DATA_DIR"
 _NOISE_WORDS = frozenset({"nvidia", "tesla", "geforce"})
 _WORD_RE = re.compile(r"[a-z0-9]+")
+# What a described --gpu name may hold, and the words nvidia-smi adds after a model's name
+# (form factor, memory, variant of the board): "Tesla V100-SXM2-32GB", "H100 80GB HBM3".
+_GPU_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._()/+-]{0,99}$")
+_NAME_SUFFIX_RE = re.compile(
+    r"^(\d+gb|\d+g|sxm\d*|pcie|pci|e|nvl|hbm\d*e?|laptop|mobile|notebook|gpu|max|q|oem|dgx|lhr|\d+w"
+    r"|ti|super|generation)$"
+)
 _PYTHON_RE = re.compile(r"^3\.\d+t?$")  # "3.12", "3.13t" (free-threaded)
 
 
@@ -231,7 +238,20 @@ class Catalog:
                 known = ", ".join(cc_str(c) for c in sorted(self.architectures))
                 raise UserError(f"unknown compute capability {cc_str(cc)} (known: {known})")
             return cc, None
+        if not _GPU_NAME_RE.match(text):
+            raise UserError(
+                f"unknown GPU {text[:60]!r}: a model name has letters, digits, spaces and "
+                "- . _ ( ) / + only (or give its compute capability, e.g. 8.6)"
+            )
         gpu = self.gpu_by_name(text)
+        if gpu is not None:
+            extra = _name_words(text)[len(_name_words(gpu.name)) :]
+            junk = [w for w in extra if not _NAME_SUFFIX_RE.match(w)]
+            if junk:  # "RTX 4090 foo" is not an RTX 4090 with a form factor or memory size
+                raise UserError(
+                    f"unknown GPU {text!r}: {' '.join(junk)!r} is not part of the model name "
+                    f"{gpu.name!r} (form factors and memory sizes such as SXM4, PCIe, 80GB are)"
+                )
         if gpu is None:
             close = self.close_gpu_names(text)
             hint = f"; did you mean: {', '.join(close)}?" if close else ""

@@ -120,7 +120,8 @@ def _os_error_text(exc: OSError) -> str:
     """``path: reason`` for an OSError, or where there is no path, what failed."""
     reason = exc.strerror or str(exc) or type(exc).__name__
     if exc.filename is not None:
-        return f"{exc.filename}: {reason}"
+        name = str(exc.filename)
+        return f"{name if len(name) <= 200 else name[:197] + '...'}: {reason}"
     return f"cannot write output: {reason}"
 
 
@@ -133,8 +134,13 @@ def _run(argv: list[str] | None) -> int | str | None:
     except click.exceptions.Abort:
         click.echo("gpuresolve: aborted", err=True)
         return 130
+    except click.UsageError as exc:  # one line, as for every other bad input
+        where = exc.ctx.command_path if exc.ctx is not None else "gpuresolve"
+        message = _one_line(exc.format_message())
+        click.echo(f"gpuresolve: error: {message} (see `{where} --help`)", err=True)
+        return exc.exit_code
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"gpuresolve: error: {_one_line(exc.format_message())}", err=True)
         return exc.exit_code
     except UserError as exc:
         click.echo(f"gpuresolve: error: {_one_line(str(exc))}", err=True)

@@ -36,6 +36,7 @@ from typing import Any
 
 from resolver.catalog import PLATFORMS, Catalog
 from resolver.errors import UserError
+from resolver.readers.bounded import SPEC_LIMIT, load_yaml, read_text
 from resolver.solve import Request, Target
 
 TOP_KEYS = {
@@ -117,8 +118,6 @@ class _Spec:
 
 def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
     """Read and validate a spec; every problem is one UserError naming file and key."""
-    import yaml
-
     from resolver.inputs import (
         build_request,
         describe_target,
@@ -129,19 +128,8 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
 
     spec_path = Path(path)
     s = _Spec(spec_path)
-    try:
-        text = spec_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{spec_path}: no such environment spec") from None
-    except OSError as exc:
-        raise UserError(f"{spec_path}: cannot read: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "YAML"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserError(f"{spec_path}: {where}: invalid YAML: {problem}") from None
+    text = read_text(spec_path, limit=SPEC_LIMIT, what="an environment spec")
+    data = load_yaml(text, spec_path)
     top = s.mapping(data, "(top)", TOP_KEYS)
     for required in ("name", "python", "targets"):
         if required not in top:
@@ -255,7 +243,7 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
     return EnvSpec(
         path=spec_path,
         name=name,
-        description=str(top.get("description") or ""),
+        description=s.string(top["description"], "description") if top.get("description") else "",
         python=python,
         request=request,
         torch_spec=torch_spec,

@@ -7,3 +7,9 @@ class UserError(Exception):
 
 class DataError(UserError):
     """The compatibility database is malformed; the message names the file and the record."""
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """A user's value quoted for a one-line message, cut when long (a 5,000-digit "version")."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 4]}...{text[-1]}"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from resolver.catalog import PLATFORMS, Catalog
-from resolver.errors import UserError
+from resolver.errors import UserError, shown
 from resolver.host.profile import STATE_OK, HostProfile
 from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
 from resolver.versions import driver_key, parse_cc
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 _REQ_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*$")
 _PY_RE = re.compile(r"^3\.\d{1,2}t?$")
 _VARIANT_RE = re.compile(r"^(cpu|cu\d{3})$")
+_LONG_NUMBER = re.compile(r"\d{13}")
 
 
 def normalize_driver(value: str) -> str:
@@ -32,7 +33,7 @@ def normalize_driver(value: str) -> str:
     """
     text = value.strip()
     parts = text.split(".")
-    if len(parts) == 4 and all(p.isdigit() for p in parts) and int(parts[0]) < 100:
+    if len(parts) == 4 and all(p.isdigit() for p in parts) and len(parts[0]) <= 2:
         digits = (parts[2] + parts[3].zfill(4))[-5:]
         text = f"{int(digits[:3])}.{digits[3:]}"
     driver_key(text)  # validates, raising a UserError
@@ -47,8 +48,16 @@ def python_version(value: str) -> str:
     if re.match(r"^3\.\d{1,2}\.\d+$", v):
         return ".".join(v.split(".")[:2])
     path = Path(v)
-    if not (path.exists() or "/" in v or "\\" in v):
-        raise UserError(f"--python {value!r}: expected a version like 3.12 or an interpreter path")
+    try:
+        exists = path.exists()
+    except OSError:  # a name too long for the file system
+        exists = False
+    if not (exists or "/" in v or "\\" in v):
+        raise UserError(
+            f"--python {shown(value)}: expected a version like 3.12 or an interpreter path"
+        )
+    if exists:
+        v = str(path.absolute())  # a relative path is that file, never a name looked up on PATH
     import subprocess
 
     code = (
@@ -60,10 +69,14 @@ def python_version(value: str) -> str:
         out = subprocess.run(
             [v, "-c", code], capture_output=True, text=True, timeout=20, check=True
         ).stdout.strip()
+    except subprocess.TimeoutExpired:
+        raise UserError(
+            f"--python {shown(value)}: the interpreter did not answer in 20 s"
+        ) from None
     except (OSError, subprocess.SubprocessError):
-        raise UserError(f"--python {value!r}: cannot run that interpreter") from None
+        raise UserError(f"--python {shown(value)}: cannot run that interpreter") from None
     if not _PY_RE.match(out):
-        raise UserError(f"--python {value!r}: it reported an unexpected version {out!r}")
+        raise UserError(f"--python {shown(value)}: it reported an unexpected version {out[:40]!r}")
     return out
 
 
@@ -72,12 +85,16 @@ def _specifier(text: str, what: str) -> tuple[SpecifierSet, str | None]:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     text = text.strip()
+    if _LONG_NUMBER.search(text):  # int() of it would raise past Python's digit limit
+        raise UserError(f"{what}: {shown(text)}: a version number far too long to be real")
     if text and text[0].isdigit():
         text = "==" + text
     try:
         spec = SpecifierSet(text)
     except InvalidSpecifier:
-        raise UserError(f"{what}: not a version specifier: {text!r} (e.g. '>=2.4,<2.9')") from None
+        raise UserError(
+            f"{what}: not a version specifier: {shown(text)} (e.g. '>=2.4,<2.9')"
+        ) from None
     variants = {s.version.split("+", 1)[1] for s in spec if "+" in s.version}
     if len(variants) > 1:
         raise UserError(f"{what}: mixes builds {', '.join(sorted(variants))}")
@@ -222,19 +239,19 @@ def describe_target(
 
 
 def load_profile(path: str) -> HostProfile:
-    """A host recorded with `gpuresolve detect --json` (one clear error for a bad file)."""
-    import json
+    """A host recorded with `gpuresolve detect --json` (one clear error for a bad file).
 
+    Read with a size and nesting cap: a real one is a few KB.
+    """
+    from resolver.readers.bounded import HOST_FILE_LIMIT, load_json
+
+    what = "a `gpuresolve detect --json` file"
+    data = load_json(path, limit=HOST_FILE_LIMIT, what=what)
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
         return HostProfile.from_json(data)
-    except FileNotFoundError:
-        raise UserError(
-            f"{path}: no such file (expected `gpuresolve detect --json` output)"
-        ) from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UserError(f"{path}: not a `gpuresolve detect --json` file ({exc})") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        detail = " ".join(str(exc).split())[:200]
+        raise UserError(f"{path}: not {what} ({detail})") from None
 
 
 def resolve_target(
@@ -276,6 +293,14 @@ def resolve_target(
         python=python,
         platform=platform,
     )
+    if host_file and not no_gpu and target.platform == base.platform:
+        # A what-if on a recorded host replaces only the facts given: `--host h.json --driver X`
+        # keeps the recorded GPUs, `--gpu Y` the recorded driver.
+        if not gpus:
+            target = replace(target, gpus=base.gpus, unknown_gpus=base.unknown_gpus)
+        if driver is None:
+            target = replace(target, driver=base.driver, driver_os=base.driver_os)
+        target = replace(target, nvidia=target.nvidia or base.nvidia)
     return target, profile
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.errors import UserError
+from resolver.readers.bounded import LOCK_LIMIT, LOCK_MAX_NODES, load_yaml, read_text
 
 FORMAT_REQUIREMENTS = "requirements"
 FORMAT_ENVIRONMENT = "environment"
@@ -114,12 +115,7 @@ def read(path: str | Path, platform: str | None = None) -> LockPins:
     requirements.txt. Raises UserError (one line) when the file cannot be read or parsed.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such lock file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read the lock file ({exc})") from None
+    text = read_text(p, limit=LOCK_LIMIT, what="a lock file")
     if p.suffix.lower() in (".yml", ".yaml") or _looks_like_yaml_lock(text):
         doc = _yaml(text, path)
         if isinstance(doc, dict) and "package" in doc:
@@ -139,15 +135,7 @@ def _looks_like_yaml_lock(text: str) -> bool:
 
 
 def _yaml(text: str, path: str | Path) -> Any:
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        return yaml.load(text, Loader=loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise UserError(f"{path}:{line} invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    return load_yaml(text, path, max_nodes=LOCK_MAX_NODES)
 
 
 # --- requirements.txt ----------------------------------------------------------------------------
@@ -195,9 +183,9 @@ def _requirements(text: str, path: Path, depth: int) -> tuple[list[Pin], list[st
                     raise UserError(f"{where}: requirement files nested too deep")
                 inc = (path.parent / value).resolve()
                 try:
-                    inc_text = inc.read_text(encoding="utf-8")
-                except OSError as exc:
-                    raise UserError(f"{where}: cannot read {value} ({exc})") from None
+                    inc_text = read_text(inc, limit=LOCK_LIMIT, what="a requirements file")
+                except UserError as exc:
+                    raise UserError(f"{where}: {value}: {exc}") from None
                 more, more_urls = _requirements(inc_text, inc, depth + 1)
                 pins.extend(more)
                 urls.extend(more_urls)

@@ -6,8 +6,11 @@ import re
 
 from resolver.errors import UserError
 
-_DRIVER_RE = re.compile(r"^\d+(\.\d+){0,3}$")
-_CC_RE = re.compile(r"^(?:sm_|compute_)?(\d+)\.?(\d)?([af]?)$", re.IGNORECASE)
+# Bounded digit runs: NVIDIA's parts have at most 3-5 digits, and int() of a 5,000-digit string
+# raises instead of parsing (Python's int-conversion limit).
+_DRIVER_RE = re.compile(r"^\d{1,6}(\.\d{1,6}){0,3}$")
+_CC_RE = re.compile(r"^(?:sm_|compute_)?(\d{1,3})\.?(\d)?([af]?)$", re.IGNORECASE)
+_MAX_CC_DIGITS = 4
 
 DriverKey = tuple[int, ...]
 CC = tuple[int, int]
@@ -17,7 +20,8 @@ def driver_key(version: str) -> DriverKey:
     """Numeric key of a driver version: "580.65.06" -> (580, 65, 6); "580" sorts before it."""
     v = version.strip()
     if not _DRIVER_RE.match(v):
-        raise UserError(f"not a driver version: {version!r} (expected e.g. 570.124.06)")
+        shown = version if len(version) <= 40 else f"{version[:37]}..."
+        raise UserError(f"not a driver version: {shown!r} (expected e.g. 570.124.06)")
     return tuple(int(p) for p in v.split("."))
 
 
@@ -26,15 +30,15 @@ def parse_cc(spec: str) -> CC:
     s = spec.strip().lower()
     if "." in s and not s.startswith(("sm_", "compute_")):
         major, _, minor = s.partition(".")
-        if major.isdigit() and minor.isdigit() and len(minor) == 1:
+        if major.isdigit() and len(major) < _MAX_CC_DIGITS and minor.isdigit() and len(minor) == 1:
             return int(major), int(minor)
-        raise UserError(f"not a compute capability: {spec!r} (expected e.g. 8.6 or sm_86)")
+        raise UserError(f"not a compute capability: {spec[:40]!r} (expected e.g. 8.6 or sm_86)")
     m = _CC_RE.match(s)
     if not m or m.group(2) is None:
         digits = s.removeprefix("sm_").removeprefix("compute_").rstrip("af")
-        if digits.isdigit() and len(digits) >= 2:
+        if digits.isdigit() and 2 <= len(digits) <= _MAX_CC_DIGITS:
             return int(digits[:-1]), int(digits[-1])
-        raise UserError(f"not a compute capability: {spec!r} (expected e.g. 8.6 or sm_86)")
+        raise UserError(f"not a compute capability: {spec[:40]!r} (expected e.g. 8.6 or sm_86)")
     return int(m.group(1)), int(m.group(2))
 
 

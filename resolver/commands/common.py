@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from resolver.errors import UserError
+
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
     from resolver.host.profile import HostProfile
@@ -48,7 +50,7 @@ class TargetOptions:
         """The target: described by these options, or this machine probed (``python`` overrides)."""
         from resolver.inputs import resolve_target
 
-        return resolve_target(
+        target, profile = resolve_target(
             catalog,
             driver=self.driver,
             gpus=self.gpus,
@@ -57,6 +59,24 @@ class TargetOptions:
             platform=self.platform,
             host_file=self.host_file,
         )
+        if profile is not None and self.host_file:
+            profile.messages.extend(self.overrides(profile))
+        return target, profile
+
+    def overrides(self, recorded: HostProfile) -> list[str]:
+        """What-if notes: which facts of the --host file the other options replaced."""
+        where = self.host_file
+        gpus = ", ".join(g.name or f"GPU {g.index}" for g in recorded.gpus) or "none"
+        given = [
+            (self.driver and f"--driver {self.driver}", f"driver {recorded.driver or 'none'}"),
+            (self.gpus and f"--gpu {', '.join(self.gpus)}", f"GPUs ({gpus})"),
+            (self.no_gpu and "--no-gpu", f"GPUs ({gpus})"),
+            (self.python and f"--python {self.python}", f"Python {recorded.python}"),
+            (self.platform and f"--platform {self.platform}", f"platform {recorded.platform}"),
+        ]
+        return [
+            f"{option} replaces {where}'s {fact} (a what-if)" for option, fact in given if option
+        ]
 
 
 @dataclass(frozen=True)
@@ -77,16 +97,67 @@ class RequestOptions:
             f for f, v in zip(flags, (self.torch_spec, self.with_, self.cuda), strict=True) if v
         ]
 
-    def request(self) -> Request:
+    def request(self, target: TargetOptions | None = None) -> Request:
+        """The request; with ``target``, options that contradict the described machine are
+        an error (a CUDA build asked for a machine described without an NVIDIA GPU)."""
         from resolver.inputs import build_request
 
-        return build_request(
+        request = build_request(
             torch=self.torch_spec,
             with_=self.with_,
             cuda=self.cuda,
             policy="strict" if self.driver_policy == "strict" else "compat",
             allow_unconfirmed=self.allow_unconfirmed,
         )
+        if target is not None and request.variant not in (None, "cpu"):
+            no_cuda = "--no-gpu" if target.no_gpu else None
+            if (target.platform or "").strip().lower() == "macos-arm64":
+                no_cuda = "--platform macos-arm64"
+            if no_cuda:
+                asked = f"--cuda {self.cuda}" if self.cuda else f"a {request.variant} build"
+                raise UserError(
+                    f"{no_cuda} describes a machine without CUDA, but the request asks for "
+                    f"{asked}: drop one of them"
+                )
+        return request
+
+
+def _source_name(ctx: click.Context, param: click.Parameter) -> str:
+    """How the user gave a value: the option's flag, or the environment variable it came from."""
+    if ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.ENVIRONMENT:
+        envvar = param.envvar if isinstance(param.envvar, str) else None
+        if envvar:
+            return envvar
+    return param.opts[0] if param.opts else str(param.name)
+
+
+def check_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback: an index URL (http, https, or file: for a local mirror), validated."""
+    from resolver.readers.urls import index_url
+
+    return None if value is None else index_url(value, _source_name(ctx, param))
+
+
+def check_channel(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback: a conda channel name or URL, validated."""
+    from resolver.readers.urls import channel
+
+    return None if value is None else channel(value, _source_name(ctx, param))
+
+
+class Seconds(click.FloatRange):
+    """Seconds within [low, high]; ``nan`` (which every range comparison lets through) refused."""
+
+    def __init__(self, low: float, high: float) -> None:
+        super().__init__(min=low, max=high)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import math
+
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return number
 
 
 def _bundle(func: F, key: str, cls: type[Any], options: list[Callable[[Any], Any]]) -> F:
@@ -161,6 +232,7 @@ def request_options(func: F) -> F:
             "--pytorch-index",
             metavar="URL",
             envvar=PYTORCH_INDEX_ENV,
+            callback=check_url,
             help="A mirror of the PyTorch index (the variant name is appended) "
             f"[env: {PYTORCH_INDEX_ENV}].",
         ),

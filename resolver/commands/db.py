@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from resolver.commands.common import emit_json
+from resolver.commands.common import Seconds, check_url, emit_json
 from resolver.dbupdate import DEFAULT_PYTORCH_INDEX, PYTORCH_INDEX_ENV
 
 if TYPE_CHECKING:
@@ -72,11 +72,13 @@ def show(data_dir: str | None, as_json: bool) -> None:
     default=DEFAULT_PYTORCH_INDEX,
     show_default=True,
     metavar="URL",
+    callback=check_url,
     help=f"The PyTorch wheel index (or a mirror of it); env {PYTORCH_INDEX_ENV}.",
 )
 @click.option(
     "--pypi-index",
     metavar="URL",
+    callback=check_url,
     help="The default index to learn which build it carries (default: pip's index-url).",
 )
 @click.option("--no-pypi", is_flag=True, help="Do not read the default index at all.")
@@ -87,7 +89,7 @@ def show(data_dir: str | None, as_json: bool) -> None:
 )
 @click.option(
     "--timeout",
-    type=float,
+    type=Seconds(0.1, 600),
     default=20.0,
     show_default=True,
     metavar="SECONDS",
@@ -116,6 +118,10 @@ def update(
     target = Path(write_data) if write_data else catalog_mod.user_data_dir()
     base = target if write_data else catalog_mod.data_dir()
     pypi = None if no_pypi else (pypi_index or pip_index_url())
+    if pypi is not None and pypi_index is None:
+        from resolver.readers.urls import index_url
+
+        pypi = index_url(pypi, "pip's configured index-url")
     if pypi is None and not no_pypi:
         click.echo(
             "note: no default index is configured in pip (index-url, PIP_INDEX_URL or "

@@ -19,6 +19,7 @@ from resolver.commands.common import (
     target_options,
 )
 from resolver.errors import UserError
+from resolver.readers.bounded import LOCK_LIMIT, read_text
 
 if TYPE_CHECKING:
     from resolver.install.env import EnvInfo, Tools
@@ -77,7 +78,7 @@ def install(
             f"--python {python}: install takes the interpreter of the environment to install "
             "into (a path such as .venv/bin/python), not a version"
         )
-    interpreter = resolve_python(python)
+    interpreter = resolve_python(python) if python else env_mod.default_target(system)
     env = env_mod.inspect(interpreter)
     env_mod.require_managed(env, system)
     tools = env_mod.find_tools()
@@ -137,7 +138,7 @@ def _decision_plan(
 
     pytorch_index = request_opts.pytorch_index
     catalog = catalog_mod.load()
-    request = request_opts.request()
+    request = request_opts.request(target_opts)
     target, profile = target_opts.resolve(catalog, python=env.version)
     if target.platform != here:
         raise UserError(
@@ -190,7 +191,7 @@ def _lock_plan(
         from resolver import catalog as catalog_mod
 
         base = catalog_mod.load().index_url_template.split("{variant}")[0]
-        text = Path(lock_file).read_text(encoding="utf-8")
+        text = read_text(lock_file, limit=LOCK_LIMIT, what="a lock file")
         moved = plan_mod.mirror_text(text, base, pytorch_index)
         if lock.format == lockpins.FORMAT_REQUIREMENTS:
             moved = plan_mod.absolute_includes(moved, str(Path(lock_file).resolve().parent))

@@ -13,10 +13,11 @@ from resolver import render
 from resolver.commands.common import (
     RequestOptions,
     TargetOptions,
+    check_channel,
     request_options,
     target_options,
 )
-from resolver.errors import UserError
+from resolver.errors import UserError, shown
 from resolver.writers import lockfiles
 
 _GLIBC_RE = re.compile(r"^2\.\d{1,3}$")
@@ -71,6 +72,7 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
     "--channel",
     metavar="NAME|URL",
     envvar=CHANNEL_ENV,
+    callback=check_channel,
     help=f"The conda channel (default conda-forge), e.g. a mirror's URL [env: {CHANNEL_ENV}].",
 )
 @click.option("--glibc", metavar="X.Y", help="The target's glibc (default: detected, else 2.28).")
@@ -98,7 +100,7 @@ def lock(
     written) or --check finds a difference, 2 on bad input.
     """
     if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
-        raise UserError(f"--glibc {glibc!r}: expected a glibc version like 2.28")
+        raise UserError(f"--glibc {shown(glibc)}: expected a glibc version like 2.28")
     pytorch_index = request.pytorch_index
     options = lockfiles.LockOptions(
         formats=frozenset(formats),
@@ -120,7 +122,7 @@ def lock(
         _lock_team(catalog, spec, options, output, split, check, request.allow_unconfirmed)
     if split:
         raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
-    wanted = request.request()
+    wanted = request.request(target)
     machine, profile = target.resolve(catalog)
     if glibc is None and profile is not None and profile.platform == machine.platform:
         glibc = profile.glibc
@@ -200,29 +202,24 @@ def _lock_team(
         hint = "" if split else "; --split writes one set per group of targets"
         click.echo(f"nothing written{hint} (see the reasons above)", err=True)
         sys.exit(1)
-    stale = _stale_files(directory, team.files)
-    if stale and check:
-        click.echo(f"gpuresolve: {spec.name}: no longer generated: {', '.join(stale)}", err=True)
+    from resolver.writers import manifest
+
+    stale = manifest.stale(directory, team.files)
+    gone = [item.name for item in stale if item.removable]
+    for item in stale:
+        if not item.removable:
+            click.echo(
+                f"gpuresolve: kept {directory / item.name}: no longer generated, but "
+                f"{item.why_kept}; remove it yourself if it is not needed",
+                err=True,
+            )
+    if gone and check:
+        click.echo(f"gpuresolve: {spec.name}: no longer generated: {', '.join(gone)}", err=True)
         sys.exit(1)
-    for name in stale:  # a platform or group the spec no longer has
-        (directory / name).unlink()
-        click.echo(f"removed {directory / name}")
-        parent = (directory / name).parent
-        if parent != directory and not any(parent.iterdir()):
-            parent.rmdir()
+    if not check:
+        for name in gone:  # a platform or group the spec no longer has
+            for path in manifest.remove(directory, name):
+                click.echo(f"removed {path}")
     _write_or_check(directory, team.files, check, f" of {spec.name}")
+    manifest.write(directory, team.files)
     sys.exit(0)
-
-
-def _stale_files(directory: Path, files: dict[str, str]) -> list[str]:
-    """Files gpuresolve writes (by name) under the team's folder that this run would not write."""
-    generated = {*lockfiles.file_names(["all"]), "report.md"}
-    if not directory.is_dir():
-        return []
-    return sorted(
-        rel
-        for path in directory.rglob("*")
-        if path.is_file()
-        and path.name in generated
-        and (rel := path.relative_to(directory).as_posix()) not in files
-    )

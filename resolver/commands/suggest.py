@@ -37,7 +37,7 @@ def suggest(
     from resolver.solve import solve
 
     catalog = catalog_mod.load()
-    wanted = request.request()
+    wanted = request.request(target)
     machine, profile = target.resolve(catalog)
     decision = solve(catalog, machine, wanted)
     pytorch_index = request.pytorch_index

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from resolver.commands.common import emit_json
+from resolver.commands.common import Seconds, emit_json
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
@@ -40,7 +40,7 @@ _LABEL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=1),
+    type=Seconds(1, 3600),
     metavar="SECONDS",
     default=120,
     show_default=True,
@@ -73,7 +73,7 @@ def verify(
     host = _detect(catalog)
     run = proc.finish()
     if not run.started and not run.signal and not run.timed_out:
-        last = run.stderr_tail[-1] if run.stderr_tail else f"exit status {run.returncode}"
+        last = run.stderr_tail[-1][:200] if run.stderr_tail else f"exit status {run.returncode}"
         raise UserError(f"cannot run the probe with {interpreter} (Python 3.9+ needed): {last}")
     results = checks.evaluate(
         run.data,

@@ -115,6 +115,8 @@ class Fetcher:
     def _request(
         self, url: str, headers: dict[str, str], limit: int
     ) -> tuple[int, bytes, str, str, dict[str, str]]:
+        if url.lower().startswith("file:"):
+            return _read_local(url, headers, limit)
         import requests
 
         last = "no answer"
@@ -144,6 +146,55 @@ class Fetcher:
             except requests.RequestException as exc:
                 last = f"{type(exc).__name__}: {_root_cause(exc)}"
         raise FetchError(url, f"{last} ({self.tries} tries)")
+
+
+def _read_local(
+    url: str, headers: dict[str, str], limit: int
+) -> tuple[int, bytes, str, str, dict[str, str]]:
+    """A ``file:`` URL of a local mirror, answered as an HTTP server would (pip's rule: a
+    directory stands for its ``index.html``); a ``Range`` header gets a 206 slice."""
+    import os
+    from urllib.parse import urlsplit
+    from urllib.request import url2pathname
+
+    path = url2pathname(urlsplit(url).path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "index.html")
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            rng = _parse_range(headers.get("Range", ""), size)
+            if rng is None:
+                if size > limit:
+                    raise FetchError(url, f"file larger than {limit} bytes")
+                body = fh.read(limit + 1)
+                status, extra = 200, {}
+            else:
+                start, end = rng
+                fh.seek(start)
+                body = fh.read(min(end - start, limit))
+                status, extra = 206, {"Content-Range": f"bytes {start}-{end - 1}/{size}"}
+    except (FileNotFoundError, NotADirectoryError):
+        return 404, b"", url, "", {}
+    except OSError as exc:
+        raise FetchError(url, f"cannot read: {exc.strerror or exc}") from None
+    ctype = "text/html" if path.endswith((".html", ".htm")) else "application/octet-stream"
+    if path.endswith(".json"):
+        ctype = "application/json"
+    return status, body, url, ctype, {"Content-Type": ctype, **extra}
+
+
+def _parse_range(spec: str, size: int) -> tuple[int, int] | None:
+    """``bytes=a-b`` or ``bytes=-n`` as [start, end) within a file of ``size`` bytes."""
+    if not spec.startswith("bytes="):
+        return None
+    first, _, last = spec[len("bytes=") :].partition("-")
+    if not first and last.isdigit():
+        return max(0, size - int(last)), size
+    if first.isdigit():
+        end = int(last) + 1 if last.isdigit() else size
+        return int(first), min(end, size)
+    return None
 
 
 def _read_body(resp: Any, url: str, limit: int) -> bytes:

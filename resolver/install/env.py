@@ -143,6 +143,32 @@ def inspect(python: str, timeout_s: float = 120.0) -> EnvInfo:
     return EnvInfo.from_json(python, data)
 
 
+def default_target(system: bool, environ: Mapping[str, str] | None = None) -> str:
+    """The interpreter to install into when --python is not given.
+
+    The active virtualenv's or conda env's; with none active, never gpuresolve's own (after
+    `pipx install gpuresolve` that is pipx's private venv): an error naming --python, or with
+    --system the first ``python3`` on PATH.
+    """
+    from resolver.verify.run import default_python
+
+    env = os.environ if environ is None else environ
+    if env.get("VIRTUAL_ENV") or env.get("CONDA_PREFIX"):
+        return default_python(env)
+    if system:
+        found = shutil.which("python3", path=env.get("PATH")) or shutil.which(
+            "python", path=env.get("PATH")
+        )
+        if found is None:
+            raise UserError("--system: no python3 on PATH; name the interpreter with --python")
+        return found
+    raise UserError(
+        "no virtualenv or conda env is active: name the environment to install into with "
+        "--python PATH (e.g. .venv/bin/python), or add --system to install into the "
+        "python3 on PATH"
+    )
+
+
 def require_managed(env: EnvInfo, system: bool) -> None:
     """Refuse a system interpreter outside any virtualenv or conda env unless --system."""
     if env.is_venv or env.conda or system:

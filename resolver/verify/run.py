@@ -90,7 +90,7 @@ def resolve_python(python: str | None, environ: Mapping[str, str] | None = None)
     if path.is_file():
         if not os.access(path, os.X_OK):
             raise UserError(f"--python {python}: not executable")
-        return str(path)
+        return str(path.absolute())  # `--python py` is ./py, never a `py` found on PATH
     if os.sep not in python and "/" not in python:
         which = shutil.which(python)
         if which:
@@ -120,7 +120,8 @@ class ProbeProcess:
     ) -> None:
         self.python = python
         self.timeout_s = timeout_s
-        args = [python, "-I", "-c", PROBE_FILE.read_text(encoding="utf-8")]
+        self.source = PROBE_FILE.read_text(encoding="utf-8")
+        args = [python, "-I", "-c", self.source]
         for name in sorted(set(want)):
             args += ["--want", name]
         if benchmark:
@@ -165,7 +166,8 @@ class ProbeProcess:
                 run.signal = signal.Signals(-rc).name
             except ValueError:
                 run.signal = f"signal {-rc}"
-        _read_stderr(run, err.decode("utf-8", "replace"))
+        # Not a Python (`--python /bin/ls`) may echo its arguments: never the probe's source.
+        _read_stderr(run, err.decode("utf-8", "replace").replace(self.source, "<probe>"))
         if not timed_out and out.strip():
             try:
                 data = json.loads(out.decode("utf-8", "replace").strip().splitlines()[-1])
@@ -183,13 +185,17 @@ class ProbeProcess:
             self.proc.kill()
 
 
+_LINE_MAX = 300
+
+
 def _read_stderr(run: ProbeRun, text: str) -> None:
     lines: list[str] = []
     for line in text.splitlines():
         if line.startswith(STAGE_PREFIX):
             run.stage = line[len(STAGE_PREFIX) :].strip()
         elif line.strip():
-            lines.append(line.rstrip())
+            line = line.rstrip()
+            lines.append(line if len(line) <= _LINE_MAX else f"{line[: _LINE_MAX - 3]}...")
     run.stderr_tail = lines[-_TAIL_LINES:]
 
 

@@ -1,0 +1,1 @@
+"""Reading what comes from outside (host files, specs, locks): bounded in size and depth."""
