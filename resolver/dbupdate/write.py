@@ -155,16 +155,17 @@ def _keep_own_files(target: Path, tmp: Path, *, replaced: bool) -> None:
             shutil.copytree(target, tmp, dirs_exist_ok=True, symlinks=True)
             return
         for entry in sorted(target.iterdir()):
-            if entry.name in DB_FILES and not entry.is_dir():
+            if entry.name in DB_FILES:
+                if entry.is_dir() and not entry.is_symlink():
+                    raise UpdateError(f"{entry} is a directory, in the way of a database file")
                 continue
             if entry.is_dir() and not entry.is_symlink():
                 shutil.copytree(entry, tmp / entry.name, symlinks=True)
             else:
                 shutil.copy2(entry, tmp / entry.name, follow_symlinks=False)
     except OSError as exc:
-        raise UpdateError(
-            f"cannot carry over the files in {target} ({exc}); nothing was written"
-        ) from None
+        detail = " ".join(str(exc).split())[:200]
+        raise UpdateError(f"cannot carry over the files in {target} ({detail})") from None
 
 
 def _swap(new: Path, target: Path) -> None:
