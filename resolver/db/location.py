@@ -117,6 +117,8 @@ def read_version(directory: Path) -> Version:
         m = _TOP_KEY.match(line)
         if m and m[1] not in found:
             found[m[1]] = m[2].strip("'\"")
+            if len(found) == 2:
+                break
     schema = LEGACY_SCHEMA
     if "schema" in found:
         raw = found["schema"]
