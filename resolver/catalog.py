@@ -462,7 +462,10 @@ def _load_dir(directory: Path) -> Catalog:
         cached = _read_cache(cache)
         if cached is not None:
             return cached
-    bounded = directory.resolve() != shipped_data_dir()
+    try:
+        bounded = directory.resolve() != shipped_data_dir()
+    except (OSError, RuntimeError):  # a symlink loop: certainly not the shipped database
+        bounded = True
     raw: dict[str, Any] = {}
     for name in FILES:
         raw[name] = _read_yaml(directory / name, bounded=bounded)
