@@ -7,21 +7,25 @@ typed records, never raw YAML.
 
 from __future__ import annotations
 
-import os
+import contextlib
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from resolver.db import cache as _cache
+from resolver.db import location as _location
+from resolver.db import yamlfile as _yamlfile
 from resolver.errors import DataError, UserError
 from resolver.versions import CC, cc_str, cuda_key, driver_key, parse_cc
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
 FILES = ("sources.yaml", "cuda.yaml", "gpus.yaml", "torch.yaml")
 OPTIONAL_FILES = ("conda_forge.yaml",)  # read where present
-DATA_ENV = "GPURESOLVE_DATA_DIR"
+DATA_ENV = _location.DATA_ENV
 _NOISE_WORDS = frozenset({"nvidia", "tesla", "geforce"})
 _WORD_RE = re.compile(r"[a-z0-9]+")
 # What a described --gpu name may hold, and the words nvidia-smi adds after a model's name
@@ -421,147 +425,100 @@ class Catalog:
 # --- loading -------------------------------------------------------------------------------------
 
 
-def shipped_data_dir() -> Path:
-    """`data/` inside the installed wheel (resolver/data), else the checkout's top-level `data/`."""
-    here = Path(__file__).resolve().parent
-    inside = here / "data"
-    return inside if (inside / "torch.yaml").is_file() else here.parent / "data"
-
-
-def user_data_dir() -> Path:
-    """Where `gpuresolve db update` writes: the user's data directory (XDG on Linux)."""
-    if os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "gpuresolve" / "data"
-
-
-def data_dir() -> Path:
-    """The database to use: $GPURESOLVE_DATA_DIR, else the newer of the user's and the shipped."""
-    forced = os.environ.get(DATA_ENV)
-    if forced:
-        return Path(forced)
-    shipped = shipped_data_dir()
-    user = user_data_dir()
-    if (user / "torch.yaml").is_file() and _updated(user) > _updated(shipped):
-        return user
-    return shipped
+# Choosing the database and the cache live in resolver/db/; these names stay for callers.
+shipped_data_dir = _location.shipped_data_dir
+user_data_dir = _location.user_data_dir
+data_dir = _location.data_dir
+cache_dir = _location.cache_dir
+CACHE_ENV = _location.CACHE_ENV
+_warned: set[str] = set()  # user databases already warned about in this process
 
 
 def _updated(directory: Path) -> str:
-    """The database's date (``updated:`` in torch.yaml), read without parsing the whole file."""
+    """The database's version as text ("" when unreadable); kept for older callers."""
     try:
-        with open(directory / "torch.yaml", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("updated:"):
-                    return line.split(":", 1)[1].strip().strip("'\"")
-    except OSError:
-        pass
-    return ""
+        return str(_location.read_version(directory))
+    except DataError:
+        return ""
 
 
 def load(directory: Path | None = None) -> Catalog:
-    """Read and validate the database in ``directory`` (default: ``data_dir()``).
+    """Read and validate the database in ``directory``, else the one in use.
 
-    The validated catalog is cached (pickled, keyed on the files' size and mtime and on the
-    gpuresolve version) because parsing the YAML costs more than the rest of `suggest` together.
+    The one in use is ``$GPURESOLVE_DATA_DIR`` (errors are the user's: exit 2), else the newer
+    of the user's and the shipped database; a user database that fails to load is passed
+    over with one warning line on stderr, so that a damaged download never bricks the tool.
     """
-    directory = directory or data_dir()
+    if directory is not None:
+        return _load_dir(directory)
+    choice = _location.choose()
+    if choice.kind == "forced":
+        try:
+            return _load_dir(choice.directory)
+        except DataError as exc:
+            raise DataError(f"{DATA_ENV}={choice.directory}: {exc}") from None
+    if choice.kind == "user":
+        try:
+            return _load_dir(choice.directory)
+        except DataError as exc:
+            choice = _location.Choice(shipped_data_dir(), "shipped", (choice.directory, str(exc)))
+    if choice.ignored is not None:
+        _warn_ignored(*choice.ignored)
+    return _load_dir(choice.directory)
+
+
+def _warn_ignored(directory: Path, reason: str) -> None:
+    if str(directory) in _warned:
+        return
+    _warned.add(str(directory))
+    with contextlib.suppress(OSError, ValueError):  # stderr closed or full: still fall back
+        print(_location.ignored_warning(directory, reason), file=sys.stderr, flush=True)
+
+
+def _load_dir(directory: Path) -> Catalog:
+    """One directory's catalog, through the pickled cache (a damaged cache is only a miss)."""
     cache = _cache_file(directory)
     if cache is not None:
         cached = _read_cache(cache)
         if cached is not None:
             return cached
+    try:
+        bounded = directory.resolve() != shipped_data_dir()
+    except (OSError, RuntimeError):  # a symlink loop: certainly not the shipped database
+        bounded = True
     raw: dict[str, Any] = {}
     for name in FILES:
-        raw[name] = _read_yaml(directory / name)
+        raw[name] = _read_yaml(directory / name, bounded=bounded)
     for name in OPTIONAL_FILES:
         if (directory / name).is_file():
-            raw[name] = _read_yaml(directory / name)
-    catalog = from_raw(raw, origin=str(directory))
+            raw[name] = _read_yaml(directory / name, bounded=bounded)
+    try:
+        catalog = from_raw(raw, origin=str(directory))
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        # from_raw names the record for what it checks; anything else is malformed all the same
+        detail = " ".join(str(exc).split())[:200]
+        raise DataError(
+            f"{directory}: malformed database ({type(exc).__name__}: {detail})"
+        ) from None
     if cache is not None:
         _write_cache(cache, catalog)
     return catalog
 
 
-CACHE_ENV = "GPURESOLVE_CACHE_DIR"
-
-
-def cache_dir() -> Path:
-    forced = os.environ.get(CACHE_ENV)
-    if forced:
-        return Path(forced)
-    if os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-        return base / "gpuresolve" / "cache"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuresolve"
-
-
 def _cache_file(directory: Path) -> Path | None:
-    import zlib  # a checksum names the file; hashlib would cost more start-up than it saves
-
-    from resolver import __version__
-
-    parts = [__version__, str(Path(__file__).stat().st_mtime_ns), str(directory.resolve())]
-    try:
-        for name in FILES:
-            st = (directory / name).stat()
-            parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
-        for name in OPTIONAL_FILES:
-            path = directory / name
-            if path.is_file():
-                ost = path.stat()
-                parts.append(f"{name}:{ost.st_size}:{ost.st_mtime_ns}")
-            else:
-                parts.append(f"{name}:absent")
-    except OSError:
-        return None  # a missing file: let the loader say so
-    key = "|".join(parts).encode()
-    digest = f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}"
-    return cache_dir() / f"catalog-{digest}.pickle"
+    return _location.cache_file(directory, FILES, OPTIONAL_FILES, Path(__file__))
 
 
 def _read_cache(path: Path) -> Catalog | None:
-    import pickle
-
-    try:
-        with open(path, "rb") as fh:
-            catalog = pickle.load(fh)  # our own file, in the user's cache
-    except Exception:  # a stale or broken cache is only a miss
-        return None
-    return catalog if isinstance(catalog, Catalog) else None
+    return _cache.read(path, Catalog)
 
 
 def _write_cache(path: Path, catalog: Catalog) -> None:
-    import pickle
-    import tempfile
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for old in path.parent.glob("catalog-*.pickle"):
-            old.unlink(missing_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(catalog, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only home: go on without a cache
+    _cache.write(path, catalog)
 
 
-def _read_yaml(path: Path) -> Any:
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return yaml.load(fh, Loader=loader)
-    except FileNotFoundError:
-        raise DataError(f"{path}: database file missing") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise DataError(f"{path}:{line} invalid YAML: {getattr(exc, 'problem', exc)}") from None
+def _read_yaml(path: Path, *, bounded: bool = True) -> Any:
+    return _yamlfile.read_yaml(path, bounded=bounded)
 
 
 class _Reader:

@@ -116,7 +116,8 @@ def update(
     from resolver.dbupdate.run import run_update
 
     target = Path(write_data) if write_data else catalog_mod.user_data_dir()
-    base = target if write_data else catalog_mod.data_dir()
+    # The database in use, after any fallback: a damaged user database is not read, only replaced.
+    base = target if write_data else Path(catalog_mod.load().origin)
     pypi = None if no_pypi else (pypi_index or pip_index_url())
     if pypi is not None and pypi_index is None:
         from resolver.readers.urls import index_url
@@ -155,6 +156,45 @@ def update(
         forced = os.environ.get(catalog_mod.DATA_ENV)
         if forced and not write_data:
             click.echo(f"note: {catalog_mod.DATA_ENV}={forced} still overrides it", err=True)
+
+
+@db.command()
+@click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
+@click.option("--json", "as_json", is_flag=True, help="The outcome as JSON.")
+def reset(dry_run: bool, as_json: bool) -> None:
+    """Remove the user database (written by `db update`) and the catalog cache.
+
+    Only files gpuresolve writes there are removed; anything else is named and left in place.
+    Afterwards the shipped database is used.
+    """
+    from resolver.db import location
+    from resolver.db import reset as reset_mod
+    from resolver.errors import UserError
+
+    try:
+        plan = reset_mod.plan()
+    except OSError as exc:
+        raise UserError(
+            f"cannot read {getattr(exc, 'filename', '') or exc}: {exc.strerror}"
+        ) from None
+    failed = [] if dry_run else reset_mod.apply(plan)
+    if as_json:
+        emit_json(plan.to_json(dry_run=dry_run, failed=failed))
+    else:
+        verb = "would remove" if dry_run else "removed"
+        for path in plan.remove:
+            click.echo(f"{verb} {path}")
+        for path in plan.keep:
+            click.echo(f"kept {path} (not written by gpuresolve)")
+        if not plan.remove:
+            click.echo(f"nothing to remove (user database: {plan.data_dir})")
+    for line in failed:
+        click.echo(f"gpuresolve: cannot remove {line}", err=True)
+    forced = os.environ.get(location.DATA_ENV)
+    if forced:
+        click.echo(f"note: {location.DATA_ENV}={forced} is still the database in use", err=True)
+    if failed:
+        sys.exit(2)
 
 
 @contextmanager

@@ -225,18 +225,22 @@ class _Merger:
             }
 
     def _stamp(self) -> None:
-        """Set ``updated:`` (a timestamp: a same-day update still sorts after a plain date)."""
+        """Set ``schema:`` (this gpuresolve's: it validated the result) and ``updated:`` (a
+        timestamp: a same-day update still sorts after a plain date), after ``index_url``."""
+        from resolver.db.location import SCHEMA
+
         doc = self.torch
-        if "updated" in doc:
-            doc["updated"] = self.facts.read_at
+        stamps = {"schema": SCHEMA, "updated": self.facts.read_at}
+        if all(k in doc for k in stamps):
+            doc.update(stamps)
             return
-        items = list(doc.items())
+        items = [(k, v) for k, v in doc.items() if k not in stamps]
         doc.clear()
         for k, v in items:
             doc[k] = v
             if k == "index_url":
-                doc["updated"] = self.facts.read_at
-        doc.setdefault("updated", self.facts.read_at)
+                doc.update(stamps)
+        doc.update(stamps)
 
     # --- series and releases -----------------------------------------------------------------
     def _series(self, minor: str) -> dict[str, Any] | None:

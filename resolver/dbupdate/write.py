@@ -113,7 +113,7 @@ def write_database(
         mode = replacement_mode(target, 0o777)
         source_dir = Path(os.path.abspath(base))
         if target.is_dir():
-            shutil.copytree(target, tmp, dirs_exist_ok=True, symlinks=True)
+            _keep_own_files(target, tmp, replaced=source_dir != target)
         if source_dir != target:  # the database it started from, all of it (not only FILES)
             shutil.copytree(source_dir, tmp, dirs_exist_ok=True, symlinks=True)
         # The target's own mode (or mkdir's), not mkdtemp's 0700 nor base's that copytree copied.
@@ -139,6 +139,33 @@ def write_database(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _keep_own_files(target: Path, tmp: Path, *, replaced: bool) -> None:
+    """Copy what ``target`` holds into ``tmp``; when the update starts from another database
+    (``replaced``), the database files there are not read at all (they may be what is damaged:
+    this is how `db update` repairs them), only the user's other files are kept.
+
+    A file that cannot be copied stops the update (the swap would lose it).
+    """
+    from resolver.db.location import DB_FILES
+
+    try:
+        if not replaced:
+            shutil.copytree(target, tmp, dirs_exist_ok=True, symlinks=True)
+            return
+        for entry in sorted(target.iterdir()):
+            if entry.name in DB_FILES:
+                if entry.is_dir() and not entry.is_symlink():
+                    raise UpdateError(f"{entry} is a directory, in the way of a database file")
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.copytree(entry, tmp / entry.name, symlinks=True)
+            else:
+                shutil.copy2(entry, tmp / entry.name, follow_symlinks=False)
+    except OSError as exc:
+        detail = " ".join(str(exc).split())[:200]
+        raise UpdateError(f"cannot carry over the files in {target} ({detail})") from None
 
 
 def _swap(new: Path, target: Path) -> None:
