@@ -225,6 +225,8 @@ CASES = [
     Case("spec-alias-bomb", spec(BOMB)),
     Case("spec-billion-laughs", spec(LAUGHS), says="expands to more than"),
     Case("spec-deep", spec(_deep_yaml(200)), says="nested"),
+    Case("spec-deep-100k", spec(_deep_yaml(100_000)), says="nested"),  # crashed libyaml
+    Case("spec-deep-maps", spec(GOOD_SPEC + "description: " + "{a: " * 50_000 + "}" * 50_000)),
     Case("spec-duplicate-key", spec(GOOD_SPEC + "name: again\n"), says="given twice"),
     Case(
         "spec-duplicate-nested",
@@ -252,6 +254,7 @@ CASES = [
     Case("verify-lock-missing", args("verify", "--lock", "{tmp}/in/none.txt")),
     Case("verify-lock-bomb", lockfile(LAUGHS.replace("description", "dependencies"))),
     Case("verify-lock-binary", lockfile(bytes(range(256)) * 4)),
+    Case("verify-lock-deep", lockfile("dependencies: " + "[" * 100_000 + "]" * 100_000)),
     Case("verify-lock-duplicate", lockfile("dependencies: [a]\ndependencies: [b]\n")),
     Case("install-lock-missing", args("install", "--lock", "{tmp}/in/none.txt", "--dry-run")),
     Case("install-lock-binary", lockfile(bytes(range(256)) * 4, command="install")),

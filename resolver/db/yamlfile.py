@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from resolver.errors import DataError
+from resolver.readers.bounded import yaml_depth
 
 MAX_BYTES = 16 * 1024 * 1024  # the shipped files are well under 1 MiB together
 MAX_DEPTH = 64  # the shipped files nest 8 deep
@@ -63,15 +64,9 @@ def _expanded_size(root: yaml.Node) -> int:
 
 
 def _check_depth(text: str, path: Path) -> None:
-    """Refuse nesting deeper than MAX_DEPTH, from the event stream (libyaml's parser loops)."""
-    depth = 0
-    for event in yaml.parse(text, Loader=_BASE):
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise DataError(f"{path}: nested deeper than {MAX_DEPTH} levels")
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            depth -= 1
+    """Refuse nesting deeper than MAX_DEPTH before composing (libyaml's composer recurses)."""
+    if yaml_depth(text, MAX_DEPTH) > MAX_DEPTH:
+        raise DataError(f"{path}: nested deeper than {MAX_DEPTH} levels")
 
 
 def read_yaml(path: Path, *, bounded: bool = True) -> Any:

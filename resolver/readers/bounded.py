@@ -93,6 +93,9 @@ def load_yaml(text: str, origin: str | Path, *, max_nodes: int = MAX_NODES) -> A
     """
     import yaml
 
+    deepest = yaml_depth(text, MAX_DEPTH)  # before composing: libyaml's composer recurses
+    if deepest > MAX_DEPTH:
+        raise UserError(f"{origin}: nested more than {MAX_DEPTH} levels deep: refused")
     loader = _loader_class()(text)
     try:
         node = loader.get_single_node()
@@ -113,6 +116,31 @@ def load_yaml(text: str, origin: str | Path, *, max_nodes: int = MAX_NODES) -> A
         raise UserError(f"{origin}: nested too deeply") from None
     finally:
         loader.dispose()
+
+
+def yaml_depth(text: str, limit: int) -> int:
+    """How deeply YAML collections nest, from the event stream, stopping past ``limit``.
+
+    Composing nodes recurses in libyaml's C code: a document nested 100,000 deep crashes the
+    interpreter (a segmentation fault, no exception), so depth is measured from the parser's
+    events, which come one at a time. Invalid YAML counts as shallow: the load reports it.
+    """
+    import yaml
+
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth = deepest = 0
+    try:
+        for event in yaml.parse(text, Loader=base):
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                deepest = max(deepest, depth)
+                if deepest > limit:
+                    break
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        pass
+    return deepest
 
 
 class _DuplicateKey(Exception):
