@@ -114,7 +114,8 @@ def test_missing_interpreter_exits_2(tmp_path: Path) -> None:
 def test_unreadable_lock_exits_2(tmp_path: Path) -> None:
     done = cli("--lock", str(tmp_path / "missing.txt"))
     assert done.returncode == 2
-    assert "no such lock file" in done.stderr and "Traceback" not in done.stderr
+    assert "no such file (expected a lock file)" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @posix_only
