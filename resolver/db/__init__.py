@@ -1,0 +1,1 @@
+"""The database's own jobs beyond loading: evidence grades, the observations overlay."""
