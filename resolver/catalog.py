@@ -962,9 +962,7 @@ def _series(r: _Reader) -> Iterable[Release]:
             minor=minor,
             date=str(item["date"]) if item.get("date") is not None else None,
             python=_python_map(rr, item["python"]) if item.get("python") else python,
-            python_prov=(
-                _python_prov(rr, item["python"]) if item.get("python") else python_prov
-            ),
+            python_prov=(_python_prov(rr, item["python"]) if item.get("python") else python_prov),
             torchvision=tv,
             torchaudio=ta,
             variants=chosen,

@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from resolver.catalog import PLATFORMS, ArchList, Catalog, Pinned, Release, Variant
+from resolver.catalog import PLATFORMS, ArchList, Catalog, Pinned, Release
 from resolver.db.evidence import Contradiction, Provenance
 from resolver.errors import DataError
 from resolver.versions import CC, cc_str, parse_cc
@@ -124,15 +124,15 @@ def _arch(curated: ArchList | None, obs: dict[str, Any], seen: Provenance, key: 
     sass_prov = seen if "sass" in obs else (curated.prov if curated else seen)
     ptx_prov = seen if "ptx" in obs else (curated.ptx_provenance if curated else seen)
     if curated is not None:
-        sass_prov = _lost(sass_prov, curated.sass, sass, curated.prov) if "sass" in obs else sass_prov
+        sass_prov = (
+            _lost(sass_prov, curated.sass, sass, curated.prov) if "sass" in obs else sass_prov
+        )
         if "ptx" in obs:
             ptx_prov = _lost(ptx_prov, curated.ptx, ptx, curated.ptx_provenance)
     return ArchList(sass=sass, ptx=ptx, prov=sass_prov, ptx_prov=ptx_prov)
 
 
-def _lost(
-    winner: Provenance, old: Any, new: Any, loser: Provenance
-) -> Provenance:
+def _lost(winner: Provenance, old: Any, new: Any, loser: Provenance) -> Provenance:
     """The winner's provenance, carrying the curated value as a contradiction where it differs."""
     carried = loser.contradicts if winner is not loser else ()
     if old is not None and old != new:
