@@ -620,8 +620,9 @@ class _Reader:
         declared = self.data.get("grade")
         if declared is not None and declared not in GRADES:
             raise self.fail(f"'grade' must be one of {', '.join(GRADES)}, got {declared!r}")
-        if declared is None and not confirmed:
-            declared = "inferred"
+        if declared is None and not confirmed:  # the old flag: not documented for this fact
+            best = make_provenance(src, None, self.kinds).supported
+            declared = best if best in ("transcription", "inferred") else "inferred"
         contradicts: list[Contradiction] = []
         for i, item in enumerate(self.list("contradicts")):
             c = _Reader(self.file, f"{self.where} contradicts[{i}]", item)

@@ -203,3 +203,19 @@ def test_observation_overlays_a_curated_fact(shipped: catalog_mod.Catalog) -> No
 def test_provenance_keeps_the_old_confirmed_meaning() -> None:
     assert Provenance(("A",), "build-config").confirmed
     assert not Provenance(("A",), "transcription").confirmed
+
+
+def test_db_show_reports_grades(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _err = run_cli(capsys, "db", "show")
+    assert code == 0 and "evidence grades" in out
+    assert all(g in out for g in ("observed", "build-config", "official", "transcription"))
+    code, out, _err = run_cli(capsys, "db", "show", "--json")
+    data = json.loads(out)
+    grades = {g["grade"]: g["facts"] for g in data["grades"]}
+    assert list(grades) == ["observed", "build-config", "official", "transcription", "inferred"]
+    assert sum(grades.values()) == data["counts"]["facts"]
+    assert data["counts"]["contradictions"] >= 1
+    rel = next(r for r in data["releases"] if r["version"] == "2.11.0")
+    cu128 = next(v for v in rel["variants"] if v["name"] == "cu128")
+    assert cu128["platforms"]["linux-x86_64"]["grade"] == "observed"
+    assert cu128["cudnn_grade"] == "transcription"
