@@ -219,3 +219,26 @@ def test_db_show_reports_grades(capsys: pytest.CaptureFixture[str]) -> None:
     cu128 = next(v for v in rel["variants"] if v["name"] == "cu128")
     assert cu128["platforms"]["linux-x86_64"]["grade"] == "observed"
     assert cu128["cudnn_grade"] == "transcription"
+
+
+def test_explain_names_every_check_with_its_evidence(capsys: pytest.CaptureFixture[str]) -> None:
+    args = (*LINUX, "--gpu", "NVIDIA GeForce GTX 1080 Ti", "--driver", "580.65.06")
+    code, out, _err = run_cli(capsys, "suggest", *args, "--explain", "torch==2.15.0+cu132")
+    assert code == 1
+    assert "torch 2.15.0+cu132 on linux-x86_64: does not fit" in out
+    assert "FAIL kernels: no kernels for sm_61" in out
+    assert "ok   driver: needs >= 580" in out
+    assert "sass: SASS sm_75" in out and "[observed: PYPI_BIN_2.15.0]" in out
+    code, out, _err = run_cli(capsys, "suggest", *args, "--explain", "2.14.1")
+    assert code == 0 and "torch 2.14.1+cu126 on linux-x86_64: fits" in out
+    assert "ranking: selected" in out
+    code, _out, err = run_cli(capsys, "suggest", *args, "--explain", "torch>=2")
+    assert code == 2 and "--explain" in err
+
+
+def test_explain_says_why_not_the_newest(capsys: pytest.CaptureFixture[str]) -> None:
+    args = (*LINUX, "--gpu", "NVIDIA GeForce RTX 5090", "--driver", "570.124.06")
+    code, out, _err = run_cli(capsys, "suggest", *args, "--explain", "torch==2.11.0+cu128")
+    assert code == 0
+    assert "weak evidence: transcription" in out and "cudnn: cuDNN 9.17.1.4 [transcription" in out
+    assert "documented evidence before transcription" in out
