@@ -242,3 +242,23 @@ def test_explain_says_why_not_the_newest(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0
     assert "weak evidence: transcription" in out and "cudnn: cuDNN 9.17.1.4 [transcription" in out
     assert "documented evidence before transcription" in out
+
+
+def test_detect_names_a_gpu_the_driver_ignores(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pathlib import Path
+
+    import resolver.host as host
+    from resolver.host.profile import HostProfile
+
+    here = Path(__file__).parent / "fixtures" / "host" / "h100_driver580_cli" / "detect.json"
+    doc = json.loads(here.read_text())
+    doc["driver"] = "590.48.01"
+    doc["gpus"][0].update(name="NVIDIA GeForce GTX 1080 Ti", cc="6.1", mig=None)
+    monkeypatch.setattr(host, "detect", lambda **_kw: HostProfile.from_json(doc))
+    code, out, _err = run_cli(capsys, "detect")
+    assert code == 0 and "state: gpu-outside-driver-window" in out
+    assert "no longer supports Pascal GPUs" in out and "R580" in out
+    code, out, _err = run_cli(capsys, "detect", "--json")
+    assert any("R580" in m for m in json.loads(out)["messages"])

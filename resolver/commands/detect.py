@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from resolver.commands.common import emit_json
@@ -25,6 +27,8 @@ def detect(as_json: bool) -> None:
         profile.driver_cuda = catalog.driver_max_cuda(profile.driver, profile.driver_os)
         if profile.driver_cuda:
             profile.sources.setdefault("driver_cuda", "database")
+    ignored = _outside_window(catalog, profile)
+    profile.messages.extend(ignored)
     if as_json:
         emit_json(profile.to_json())
         return
@@ -39,7 +43,8 @@ def detect(as_json: bool) -> None:
         click.echo(f"driver: {profile.driver}{cuda} [{origin}]")
     else:
         click.echo("driver: none")
-    click.echo(f"state: {profile.state}")
+    state = "gpu-outside-driver-window" if ignored else profile.state
+    click.echo(f"state: {state}")
     for gpu in profile.gpus:
         parts = [f"GPU {gpu.index}: {gpu.name or 'unknown model'}"]
         if gpu.cc:
@@ -53,3 +58,33 @@ def detect(as_json: bool) -> None:
         click.echo(", ".join(parts))
     for message in profile.messages:
         click.echo(f"note: {message}")
+
+
+def _outside_window(catalog: Any, profile: Any) -> list[str]:
+    """A note per GPU the driver sees but does not drive (outside its architecture's window)."""
+    from resolver.versions import driver_key, parse_cc
+
+    notes: list[str] = []
+    if not profile.driver:
+        return notes
+    major = driver_key(profile.driver)[0]
+    for gpu in profile.gpus:
+        if not gpu.cc:
+            continue
+        arch = catalog.architectures.get(parse_cc(gpu.cc))
+        win = arch.drivers if arch is not None else None
+        if win is None:
+            continue
+        label = f"GPU {gpu.index} ({gpu.name or gpu.cc})"
+        if win.last is not None and major > win.last:
+            notes.append(
+                f"driver {profile.driver} no longer supports {arch.name} GPUs: {label} gets no "
+                f"CUDA device; R{win.last} is the last branch that does (install an "
+                f"R{win.last}-branch driver)"
+            )
+        elif win.first is not None and major < win.first:
+            notes.append(
+                f"driver {profile.driver} predates {arch.name} GPUs: {label} needs "
+                f"R{win.first} or newer"
+            )
+    return notes
