@@ -71,10 +71,12 @@ def evidence_line(cand: Candidate) -> str | None:
     """'evidence: official (SASS ... from ...)' when the build is not fully observed."""
     if cand.evidence == "observed":
         return None
-    from resolver.db.evidence import describe_grade
+    from resolver.db.evidence import GRADE_TEXT
 
     weak = [f for f in cand.facts if f.grade == cand.evidence]
-    return f"evidence: {cand.evidence}: " + "; ".join(describe_grade(f) for f in weak)
+    what = ", ".join(f.what.split(" for ")[0] if f.name == "sass" else f.what for f in weak)
+    tail = "; no wheel read yet" if any(f.name in ("sass", "ptx") for f in weak) else ""
+    return f"evidence: {cand.evidence} ({what}: {GRADE_TEXT.get(cand.evidence, '')}){tail}"
 
 
 def decision_json(
@@ -157,7 +159,13 @@ def decision_text(
             lines.append(f"runner-up: {describe_build(decision.alternatives[0])}")
     else:
         newest, by_target = _closest_rejects(decision)
-        if by_target:
+        window = sorted(
+            {r.text for c in decision.rejected for r in c.reasons if r.kind == "window"}
+        )
+        if window:  # the driver does not drive the GPU: no build can help
+            lines += [f"no compatible build: {w}" for w in window]
+            newest = []
+        elif by_target:
             lines.append("no compatible build: nothing in the database runs on this target")
         elif newest:
             lines.append("no compatible build: nothing in the database matches the request")

@@ -16,6 +16,7 @@ Rules (see README "How gpuresolve decides"):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
@@ -369,8 +370,8 @@ def window_reasons(catalog: Catalog, target: Target) -> list[tuple[Reason, Fact]
                 (
                     Reason(
                         "window",
-                        f"driver {target.driver} no longer supports {arch.name} GPUs "
-                        f"({gpu.label}); R{win.last} is the last branch that does",
+                        f"{gpu.label}: driver {target.driver} no longer supports {arch.name} "
+                        f"GPUs; R{win.last} is the last branch that does",
                     ),
                     fact,
                 )
@@ -380,7 +381,7 @@ def window_reasons(catalog: Catalog, target: Target) -> list[tuple[Reason, Fact]
                 (
                     Reason(
                         "window",
-                        f"driver {target.driver} predates {arch.name} GPUs ({gpu.label}); "
+                        f"{gpu.label}: driver {target.driver} predates {arch.name} GPUs; "
                         f"they need R{win.first} or newer",
                     ),
                     fact,
@@ -552,13 +553,15 @@ def _hints(
     window = sorted({r.text for c in rejected for r in c.reasons if r.kind == "window"})
     if selection is None and window:  # the driver itself is the blocker: say so first
         for text in reversed(window):
-            branch = text.rsplit("; ", 1)[-1]
-            fix = (
-                f"install an {branch.split()[0]}-branch driver"
-                if "last branch" in branch
-                else f"install an {branch.split()[2]} (or newer) driver"
-            )
-            hints.insert(0, f"{text}: {fix}")
+            m = re.search(r"supports (.+) GPUs; R(\d+) is the last", text)
+            n = re.search(r"predates (.+) GPUs; they need R(\d+)", text)
+            if m:
+                hints.insert(
+                    0,
+                    f"install an R{m[2]}-branch driver: later branches ignore {m[1]} GPUs",
+                )
+            elif n:
+                hints.insert(0, f"install an R{n[2]} (or newer) driver: {n[1]} GPUs need it")
     if allow != "any":
         weaker = [
             c
