@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 GRADES: tuple[str, ...] = ("observed", "build-config", "official", "transcription", "inferred")
 DOCUMENTED = frozenset(GRADES[:3])
@@ -97,9 +97,11 @@ def make_provenance(
     return Provenance(source, grade, declared, supported, contradicts)
 
 
-@dataclass(frozen=True)
-class Fact:
-    """One graded fact a build rests on, for `evidence_detail` and --explain."""
+class Fact(NamedTuple):
+    """One graded fact a build rests on, for `evidence_detail` and --explain.
+
+    A NamedTuple, not a dataclass: the solver makes a few per candidate, for every build.
+    """
 
     name: str  # "existence", "sass", "ptx", "cudnn", "nccl", "python", "torchvision", ...
     grade: str
