@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
 from resolver.errors import DataError, UserError
@@ -31,8 +31,7 @@ _PYTHON_RE = re.compile(r"^3\.\d+t?$")  # "3.12", "3.13t" (free-threaded)
 __all__ = ["Contradiction", "Provenance"]  # re-exported: they live in resolver.db.evidence
 
 
-@dataclass(frozen=True)
-class DriverWindow:
+class DriverWindow(NamedTuple):
     """Which driver branches drive GPUs of an architecture at all (major numbers, inclusive)."""
 
     first: int | None  # None: no edge known

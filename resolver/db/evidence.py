@@ -8,7 +8,6 @@ record every fact carries, and the grading of one build (the weakest of its own 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 GRADES: tuple[str, ...] = ("observed", "build-config", "official", "transcription", "inferred")
@@ -57,8 +56,7 @@ def source_kind(src: Mapping[str, Any]) -> str:
     return "inferred"
 
 
-@dataclass(frozen=True)
-class Contradiction:
+class Contradiction(NamedTuple):
     """A value another source gives for the same fact, which lost (kept, never hidden)."""
 
     value: str
@@ -66,12 +64,12 @@ class Contradiction:
     note: str | None = None
 
 
-@dataclass(frozen=True)
-class Provenance:
+class Provenance(NamedTuple):
     """Where a fact comes from and how strongly it is known.
 
     ``grade`` is the effective grade: the stated one, but never above what the best source
     supports (``supported``); ``declared`` is what the file states (None: from the sources).
+    A NamedTuple: thousands are unpickled at every start, and class creation costs import time.
     """
 
     source: tuple[str, ...]

@@ -139,7 +139,7 @@ def _lost(winner: Provenance, old: Any, new: Any, loser: Provenance) -> Provenan
         carried = (*carried, Contradiction(_text(old), loser.source, f"curated ({loser.grade})"))
     if winner.source == loser.source:
         return winner
-    return replace(winner, contradicts=(*winner.contradicts, *carried))
+    return winner._replace(contradicts=(*winner.contradicts, *carried))
 
 
 def _pinned(curated: Pinned | None, value: str | None, seen: Provenance) -> Pinned | None:
