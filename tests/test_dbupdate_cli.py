@@ -125,7 +125,7 @@ def test_update_adds_a_release_a_variant_and_pins(
     old = cat.release("2.12.0")
     assert old is not None and "cu128" in [v.name for v in old.variants]
     keys = [k for k in cat.sources if k.startswith("PYTORCH_INDEX_")]
-    assert len(keys) == 1 and cat.sources[keys[0]]["primary"] is True
+    assert len(keys) == 1 and cat.sources[keys[0]]["kind"] == "observed"
     assert index.url + "/whl" in cat.sources[keys[0]]["cite"]
     assert cat.updated is not None and cat.updated > "2026-01-01"
     assert (synth_dir / "SCHEMA.md").read_text() == "the schema\n"
