@@ -109,7 +109,9 @@ def solve_fleet(catalog: Catalog, targets: Sequence[Target], request: Request) -
         tuple(members),
         (),
         tuple(
-            v if _all_confirmed(common, v, request) else f"{v} (an arch list is unconfirmed)"
+            v
+            if _all_confirmed(common, v, request)
+            else f"{v} (weakly evidenced: a fact rests on a transcription or is inferred)"
             for v in ranked[1:6]
         ),
         _fleet_hints(members),
