@@ -14,17 +14,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from resolver.db import cache as _cache
 from resolver.db import location as _location
 from resolver.db import yamlfile as _yamlfile
+from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
 from resolver.errors import DataError, UserError
 from resolver.versions import CC, cc_str, cuda_key, driver_key, parse_cc
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
 FILES = ("sources.yaml", "cuda.yaml", "gpus.yaml", "torch.yaml")
-OPTIONAL_FILES = ("conda_forge.yaml",)  # read where present
+OPTIONAL_FILES = ("conda_forge.yaml", "observations.yaml")  # read where present
 DATA_ENV = _location.DATA_ENV
 _NOISE_WORDS = frozenset({"nvidia", "tesla", "geforce"})
 _WORD_RE = re.compile(r"[a-z0-9]+")
@@ -38,12 +39,15 @@ _NAME_SUFFIX_RE = re.compile(
 _PYTHON_RE = re.compile(r"^3\.\d+t?$")  # "3.12", "3.13t" (free-threaded)
 
 
-@dataclass(frozen=True)
-class Provenance:
-    """Where a fact comes from, and whether a primary source confirms it."""
+__all__ = ["Contradiction", "Provenance"]  # re-exported: they live in resolver.db.evidence
 
-    source: tuple[str, ...]
-    confirmed: bool = True
+
+class DriverWindow(NamedTuple):
+    """Which driver branches drive GPUs of an architecture at all (major numbers, inclusive)."""
+
+    first: int | None  # None: no edge known
+    last: int | None  # None: still supported
+    prov: Provenance
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class Architecture:
     name: str
     tegra: bool
     prov: Provenance
+    drivers: DriverWindow | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,11 @@ class ArchList:
     sass: tuple[CC, ...]
     ptx: tuple[CC, ...]
     prov: Provenance
+    ptx_prov: Provenance | None = None  # None: the same as the SASS list's
+
+    @property
+    def ptx_provenance(self) -> Provenance:
+        return self.ptx_prov or self.prov
 
 
 @dataclass(frozen=True)
@@ -129,6 +139,7 @@ class Release:
         default_factory=dict
     )  # where not the release's
     companion_untagged: frozenset[str] = frozenset()  # py3-none wheels: no +cuXYZ tag
+    python_prov: Provenance | None = None  # the Python tags' own sources (None: the release's)
 
     @cached_property
     def key(self) -> tuple[int, ...]:
@@ -309,20 +320,35 @@ class Catalog:
             missing = [s for s in prov.source if s not in self.sources]
             if missing:
                 problems.append(f"{where}: unknown source key(s) {', '.join(missing)}")
-            elif prov.confirmed and not any(self.sources[s].get("primary") for s in prov.source):
-                problems.append(f"{where}: marked confirmed but every source is secondary")
+            elif prov.declared is not None and prov.declared != prov.grade:
+                problems.append(
+                    f"{where}: grade {prov.declared} but its best source supports only "
+                    f"{prov.supported}"
+                )
+            for c in prov.contradicts:
+                unknown = [s for s in c.source if s not in self.sources]
+                if not c.source or unknown:
+                    problems.append(
+                        f"{where}: contradiction {c.value!r} needs known source keys"
+                        + (f" (unknown: {', '.join(unknown)})" if unknown else "")
+                    )
 
         for src_key, src in self.sources.items():
             if not str(src.get("cite") or "").strip():
                 problems.append(f"sources.yaml {src_key}: no cite")
-            if not isinstance(src.get("primary"), bool):
-                problems.append(f"sources.yaml {src_key}: 'primary' must be true or false")
+            kind = src.get("kind")
+            if kind is None and not isinstance(src.get("primary"), bool):
+                problems.append(f"sources.yaml {src_key}: no kind ({', '.join(GRADES)})")
+            elif kind is not None and kind not in GRADES:
+                problems.append(f"sources.yaml {src_key}: kind {kind!r} is not one of the grades")
         for v, tk in self.toolkits.items():
             prov_ok(f"cuda.yaml toolkit {v}", tk.prov)
         for m, fl in self.compat_floors.items():
             prov_ok(f"cuda.yaml minor_version_compat {m}", fl.prov)
         for arch in self.architectures.values():
             prov_ok(f"gpus.yaml architecture {cc_str(arch.cc)}", arch.prov)
+            if arch.drivers is not None:
+                prov_ok(f"gpus.yaml architecture {cc_str(arch.cc)} drivers", arch.drivers.prov)
         seen: set[str] = set()
         for gpu in self.gpus:
             prov_ok(f"gpus.yaml gpu {gpu.name!r}", gpu.prov)
@@ -340,6 +366,8 @@ class Catalog:
                 problems.append(f"{where}: listed twice")
             versions.add(rel.version)
             prov_ok(where, rel.prov)
+            if rel.python_prov is not None:
+                prov_ok(f"{where} python", rel.python_prov)
             for comp, cprov in rel.companion_prov.items():
                 prov_ok(f"{where} {comp}", cprov)
             if rel.torchvision is None:
@@ -414,6 +442,8 @@ class Catalog:
             if arch is None or var.kind != "cuda":
                 continue
             prov_ok(f"{where} {plat} arch list", arch.prov)
+            if arch.ptx_prov is not None:
+                prov_ok(f"{where} {plat} PTX list", arch.ptx_prov)
             for cc in (*arch.sass, *arch.ptx):
                 if cc not in self.architectures:
                     problems.append(f"{where} {plat}: CC {cc_str(cc)} not in architectures")
@@ -555,16 +585,41 @@ class _Reader:
             raise self.fail(f"{key!r} must be a list")
         return value
 
+    kinds: Mapping[str, str] = {}  # source key -> kind, set by from_raw for one load
+
     def prov(self) -> Provenance:
-        src = self.data.get("source")
-        if isinstance(src, str):
-            src = [src]
-        if not isinstance(src, list) or not all(isinstance(s, str) for s in src):
-            raise self.fail("'source' must be a source key or a list of them")
+        """The record's sources, stated grade (or old `confirmed: false`) and contradictions."""
+        src = self._keys(self.data.get("source"), "'source'")
         confirmed = self.data.get("confirmed", True)
         if not isinstance(confirmed, bool):
             raise self.fail("'confirmed' must be true or false")
-        return Provenance(tuple(src), confirmed)
+        declared = self.data.get("grade")
+        if declared is not None and declared not in GRADES:
+            raise self.fail(f"'grade' must be one of {', '.join(GRADES)}, got {declared!r}")
+        if declared is None and not confirmed:  # the old flag: not documented for this fact
+            best = make_provenance(src, None, self.kinds).supported
+            declared = best if best in ("transcription", "inferred") else "inferred"
+        contradicts: list[Contradiction] = []
+        for i, item in enumerate(self.list("contradicts")):
+            c = _Reader(self.file, f"{self.where} contradicts[{i}]", item)
+            value = item.get("value")
+            if value is None or isinstance(value, (dict, list)):
+                raise c.fail("'value' must be the losing value as text")
+            contradicts.append(
+                Contradiction(
+                    str(value),
+                    self._keys(item.get("source"), "contradicts[].source"),
+                    c.text("note", optional=True),
+                )
+            )
+        return make_provenance(src, declared, self.kinds, tuple(contradicts))
+
+    def _keys(self, src: Any, what: str) -> tuple[str, ...]:
+        if isinstance(src, str):
+            src = [src]
+        if not isinstance(src, list) or not all(isinstance(s, str) for s in src):
+            raise self.fail(f"{what} must be a source key or a list of them")
+        return tuple(src)
 
     def drivers(self, key: str) -> dict[str, str | None]:
         value = self.data.get(key)
@@ -600,7 +655,26 @@ def from_raw(raw: Mapping[str, Any], origin: str = "<memory>") -> Catalog:
         raise src_doc.fail("'sources' must map keys to {cite, primary}")
     for key, value in sources.items():
         _Reader("sources.yaml", f"source {key}", value)
+    cf_doc = None
+    if raw.get("conda_forge.yaml") is not None:
+        cf_doc = _Reader("conda_forge.yaml", "top level", raw["conda_forge.yaml"])
+        sources = _merge_sources(sources, cf_doc)
+    _Reader.kinds = {k: source_kind(v) for k, v in sources.items()}
+    try:
+        catalog = _records(raw, sources, cf_doc, origin)
+    finally:
+        _Reader.kinds = {}
+    if raw.get("observations.yaml") is not None:
+        from resolver.db.observations import apply_observations
 
+        catalog = apply_observations(catalog, raw["observations.yaml"])
+    return catalog
+
+
+def _records(
+    raw: Mapping[str, Any], sources: dict[str, Any], cf_doc: _Reader | None, origin: str
+) -> Catalog:
+    """Every record of the database, graded against ``_Reader.kinds``."""
     cuda_doc = _Reader("cuda.yaml", "top level", raw["cuda.yaml"])
     toolkits: dict[str, Toolkit] = {}
     for i, item in enumerate(cuda_doc.list("toolkits", optional=False)):
@@ -621,7 +695,9 @@ def from_raw(raw: Mapping[str, Any], origin: str = "<memory>") -> Catalog:
     for i, item in enumerate(gpu_doc.list("architectures", optional=False)):
         r = _Reader("gpus.yaml", f"architectures[{i}]", item)
         cc = r.cc(item.get("cc"))
-        archs[cc] = Architecture(cc, r.req("name"), bool(item.get("tegra", False)), r.prov())
+        archs[cc] = Architecture(
+            cc, r.req("name"), bool(item.get("tegra", False)), r.prov(), _window(r)
+        )
     gpus: list[GpuModel] = []
     for i, item in enumerate(gpu_doc.list("gpus", optional=False)):
         r = _Reader("gpus.yaml", f"gpus[{i}]", item)
@@ -643,11 +719,7 @@ def from_raw(raw: Mapping[str, Any], origin: str = "<memory>") -> Catalog:
     for i, item in enumerate(torch_doc.list("series", optional=False)):
         releases.extend(_series(_Reader("torch.yaml", f"series[{i}]", item)))
     releases.sort(key=lambda rel: rel.key, reverse=True)
-    conda_forge = None
-    if raw.get("conda_forge.yaml") is not None:
-        cf_doc = _Reader("conda_forge.yaml", "top level", raw["conda_forge.yaml"])
-        sources = _merge_sources(sources, cf_doc)
-        conda_forge = _conda_forge(cf_doc)
+    conda_forge = _conda_forge(cf_doc) if cf_doc is not None else None
     return Catalog(
         sources=sources,
         toolkits=toolkits,
@@ -753,7 +825,7 @@ def _python_map(r: _Reader, value: Any) -> dict[str, tuple[str, ...]]:
         raise r.fail("'python' must map platforms to lists of versions")
     out: dict[str, tuple[str, ...]] = {}
     for plat, versions in value.items():
-        if plat in ("source", "confirmed", "note"):
+        if plat in ("source", "confirmed", "note", "grade", "contradicts"):
             continue
         if plat not in PLATFORMS:
             raise r.fail(f"python: unknown platform {plat!r}")
@@ -763,13 +835,35 @@ def _python_map(r: _Reader, value: Any) -> dict[str, tuple[str, ...]]:
     return out
 
 
+def _python_prov(r: _Reader, value: Any) -> Provenance | None:
+    """The Python tags' own provenance, where the map names sources."""
+    if isinstance(value, dict) and value.get("source") is not None:
+        return _Reader(r.file, f"{r.where} python", value).prov()
+    return None
+
+
+def _window(r: _Reader) -> DriverWindow | None:
+    """An architecture's `drivers: {first, last, source}`: the branches that drive it."""
+    value = r.data.get("drivers")
+    if value is None:
+        return None
+    w = _Reader(r.file, f"{r.where} drivers", value)
+    edges: list[int | None] = []
+    for key in ("first", "last"):
+        edge = w.text(key, optional=True)
+        if edge is not None and not re.fullmatch(r"\d{2,4}", edge):
+            raise w.fail(f"{key!r} must be a driver branch (its major number), got {edge!r}")
+        edges.append(int(edge) if edge is not None else None)
+    return DriverWindow(edges[0], edges[1], w.prov())
+
+
 def _pinned(r: _Reader, key: str) -> Pinned | None:
     value = r.data.get(key)
     if value is None:
         return None
     sub = _Reader(r.file, f"{r.where} {key}", value)
     version = sub.text("version", optional=True)
-    return Pinned(version, sub.prov() if version is not None else Provenance((), False))
+    return Pinned(version, sub.prov() if version is not None else Provenance((), "inferred"))
 
 
 def _variant(r: _Reader) -> Variant:
@@ -786,10 +880,17 @@ def _variant(r: _Reader) -> Variant:
             platforms[plat] = None
             continue
         a = _Reader(r.file, f"{r.where} {plat}", arch)
+        ptx_prov = None
+        if isinstance(arch.get("ptx"), dict):  # PTX graded apart: {ccs, source, grade}
+            p = _Reader(r.file, f"{r.where} {plat} ptx", arch["ptx"])
+            ptx, ptx_prov = p.list("ccs"), p.prov()
+        else:
+            ptx = a.list("ptx")
         platforms[plat] = ArchList(
             sass=tuple(sorted(a.cc(c) for c in a.list("sass"))),
-            ptx=tuple(sorted(a.cc(c) for c in a.list("ptx"))),
+            ptx=tuple(sorted(a.cc(c) for c in ptx)),
             prov=a.prov(),
+            ptx_prov=ptx_prov,
         )
     pypi = r.list("pypi")
     return Variant(
@@ -807,6 +908,7 @@ def _series(r: _Reader) -> Iterable[Release]:
     minor = r.req("minor")
     r.where = f"series {minor}"
     python = _python_map(r, r.data.get("python"))
+    python_prov = _python_prov(r, r.data.get("python"))
     variants = [
         _variant(_Reader(r.file, f"series {minor}", v)) for v in r.list("variants", optional=False)
     ]
@@ -837,6 +939,7 @@ def _series(r: _Reader) -> Iterable[Release]:
             minor=minor,
             date=str(item["date"]) if item.get("date") is not None else None,
             python=_python_map(rr, item["python"]) if item.get("python") else python,
+            python_prov=(_python_prov(rr, item["python"]) if item.get("python") else python_prov),
             torchvision=tv,
             torchaudio=ta,
             variants=chosen,

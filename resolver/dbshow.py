@@ -5,21 +5,31 @@ from __future__ import annotations
 from typing import Any
 
 from resolver.catalog import PLATFORMS, Catalog, Provenance, Release, Variant
+from resolver.db.evidence import GRADE_TEXT, GRADES
 from resolver.versions import cc_str
 
 PYPI_MARK = "*"  # the build the Python Package Index carries for that platform
-UNCONFIRMED_MARK = "?"  # its architecture list (or the variant) rests on no primary source
+UNCONFIRMED_MARK = "?"  # its architecture list (or the variant) is not documented (weaker grade)
 UNKNOWN_MARK = "!"  # its architecture list is unknown: never used for a described GPU
 
 
-def fact_counts(cat: Catalog) -> dict[str, int]:
-    """Records with provenance: how many, how many sourced, unconfirmed, and unknown arch lists."""
+def _provenances(cat: Catalog) -> tuple[list[Provenance], int]:
+    """Every graded fact once (shared records counted once), and the unknown arch lists."""
     provs: list[Provenance] = []
     provs += [t.prov for t in cat.toolkits.values()]
     provs += [f.prov for f in cat.compat_floors.values()]
-    provs += [a.prov for a in cat.architectures.values()]
+    for a in cat.architectures.values():
+        provs.append(a.prov)
+        if a.drivers is not None:
+            provs.append(a.drivers.prov)
     provs += [g.prov for g in cat.gpus]
-    provs += [r.prov for r in cat.releases]
+    seen_python: set[int] = set()
+    for r in cat.releases:
+        provs.append(r.prov)
+        provs += list(r.companion_prov.values())
+        if r.python_prov is not None and id(r.python_prov) not in seen_python:
+            seen_python.add(id(r.python_prov))
+            provs.append(r.python_prov)
     unknown = 0
     for var in _unique_variants(cat):
         provs.append(var.prov)
@@ -29,8 +39,22 @@ def fact_counts(cat: Catalog) -> dict[str, int]:
         for arch in var.platforms.values():
             if arch is not None:
                 provs.append(arch.prov)
+                if arch.ptx_prov is not None:
+                    provs.append(arch.ptx_prov)
             elif var.kind == "cuda":
                 unknown += 1
+    return provs, unknown
+
+
+def grade_counts(cat: Catalog) -> dict[str, int]:
+    """How many facts stand at each evidence grade, strongest first."""
+    provs, _ = _provenances(cat)
+    return {g: sum(1 for p in provs if p.grade == g) for g in GRADES}
+
+
+def fact_counts(cat: Catalog) -> dict[str, int]:
+    """Records with provenance: how many, how many sourced, unconfirmed, and unknown arch lists."""
+    provs, unknown = _provenances(cat)
     return {
         "releases": len(cat.releases),
         "variants": sum(len(r.variants) for r in cat.releases),
@@ -42,6 +66,7 @@ def fact_counts(cat: Catalog) -> dict[str, int]:
         "sourced": sum(1 for p in provs if p.source),
         "unconfirmed": sum(1 for p in provs if not p.confirmed),
         "unknown_arch": unknown,
+        "contradictions": sum(len(p.contradicts) for p in provs),
     }
 
 
@@ -112,8 +137,13 @@ def show_text(cat: Catalog) -> str:
     )
     lines.append(
         f"{counts['facts']} facts: {counts['sourced']} sourced, {counts['unconfirmed']} "
-        f"unconfirmed, {counts['unknown_arch']} architecture lists unknown"
+        f"unconfirmed, {counts['unknown_arch']} architecture lists unknown, "
+        f"{counts['contradictions']} contradictions recorded"
     )
+    grades = grade_counts(cat)
+    lines.append("evidence grades (strongest first; the solver trusts the first three by default):")
+    width = max(len(g) for g in GRADES)
+    lines += [f"  {g.ljust(width)}  {grades[g]:5d}  {GRADE_TEXT[g]}" for g in GRADES]
     return "\n".join(lines)
 
 
@@ -133,6 +163,9 @@ def show_json(cat: Catalog) -> dict[str, Any]:
                     "ptx": [cc_str(c) for c in arch.ptx],
                     "confirmed": arch.prov.confirmed,
                     "source": list(arch.prov.source),
+                    "grade": arch.prov.grade,
+                    "ptx_grade": arch.ptx_provenance.grade,
+                    "contradicts": _contradicts(arch.prov) + _contradicts(arch.ptx_prov),
                 }
         return {
             "name": var.name,
@@ -142,6 +175,9 @@ def show_json(cat: Catalog) -> dict[str, Any]:
             "pypi": [p for p in PLATFORMS if p in var.pypi],
             "confirmed": var.prov.confirmed,
             "source": list(var.prov.source),
+            "grade": var.prov.grade,
+            "cudnn_grade": var.cudnn.prov.grade if var.cudnn and var.cudnn.version else None,
+            "nccl_grade": var.nccl.prov.grade if var.nccl and var.nccl.version else None,
             "platforms": platforms,
         }
 
@@ -150,6 +186,9 @@ def show_json(cat: Catalog) -> dict[str, Any]:
         "updated": cat.updated,
         "index_url": cat.index_url_template,
         "counts": fact_counts(cat),
+        "grades": [
+            {"grade": g, "meaning": GRADE_TEXT[g], "facts": n} for g, n in grade_counts(cat).items()
+        ],
         "releases": [
             {
                 "version": rel.version,
@@ -159,8 +198,15 @@ def show_json(cat: Catalog) -> dict[str, Any]:
                 "python": {p: list(v) for p, v in rel.python.items()},
                 "confirmed": rel.prov.confirmed,
                 "source": list(rel.prov.source),
+                "grade": rel.prov.grade,
                 "variants": [variant_json(v) for v in rel.variants],
             }
             for rel in cat.releases
         ],
     }
+
+
+def _contradicts(prov: Provenance | None) -> list[dict[str, Any]]:
+    if prov is None:
+        return []
+    return [{"value": c.value, "source": list(c.source), "note": c.note} for c in prov.contradicts]

@@ -12,7 +12,7 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
     cuda: "12.8"                     # only builds for this CUDA version
     driver_policy: compat            # or strict
     conda_source: pip                # or conda-forge
-    allow_unconfirmed: false
+    evidence: documented             # documented | observed | any (allow_unconfirmed: true = any)
     targets:
       - name: a100-servers
         count: 12                    # how many such machines (for the report)
@@ -48,6 +48,7 @@ TOP_KEYS = {
     "driver_policy",
     "conda_source",
     "allow_unconfirmed",
+    "evidence",
     "targets",
 }
 PACKAGE_KEYS = {"torch", "with", "pip"}
@@ -166,6 +167,9 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
     allow = top.get("allow_unconfirmed", False)
     if not isinstance(allow, bool):
         raise s.fail("allow_unconfirmed", "expected true or false")
+    evidence = top.get("evidence", "documented")
+    if evidence not in ("documented", "observed", "any"):
+        raise s.fail("evidence", f"{evidence!r}: expected documented, observed or any")
     cuda = s.string(top["cuda"], "cuda", version=True) if "cuda" in top else None
     try:
         request = build_request(
@@ -174,6 +178,7 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
             cuda=cuda,
             policy="strict" if policy == "strict" else "compat",
             allow_unconfirmed=allow,
+            evidence=str(evidence),
         )
     except UserError as exc:
         raise s.fail("packages", str(exc)) from None

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from resolver.catalog import Catalog
+from resolver.db.evidence import trusted, weakest
 from resolver.solve import Candidate, Decision, Request, Target, solve
 
 BuildKey = tuple[str, str]  # (torch version, variant)
@@ -23,7 +24,8 @@ class PlatformChoice:
     platform: str
     candidate: Candidate  # as evaluated for the first member of the platform
     members: tuple[str, ...]
-    confirmed: bool  # the arch list is confirmed for every member
+    confirmed: bool  # trusted at the request's evidence level for every member
+    evidence: str = "observed"  # the weakest evidence grade among the members' builds
 
 
 @dataclass(frozen=True)
@@ -92,14 +94,24 @@ def solve_fleet(catalog: Catalog, targets: Sequence[Target], request: Request) -
     for plat in sorted(common):
         options = [(k, cands) for k, cands in common[plat].items() if k[0] == best]
         _, cands = max(options, key=lambda kc: _variant_rank(kc[1], request))
-        choices.append(PlatformChoice(plat, cands[0], names[plat], all(c.confirmed for c in cands)))
+        choices.append(
+            PlatformChoice(
+                plat,
+                cands[0],
+                names[plat],
+                all(trusted(c.evidence, request.level) for c in cands),
+                weakest(c.evidence for c in cands),
+            )
+        )
     return FleetDecision(
         best,
         tuple(choices),
         tuple(members),
         (),
         tuple(
-            v if _all_confirmed(common, v, request) else f"{v} (an arch list is unconfirmed)"
+            v
+            if _all_confirmed(common, v, request)
+            else f"{v} (weakly evidenced: a fact rests on a transcription or is inferred)"
             for v in ranked[1:6]
         ),
         _fleet_hints(members),
@@ -119,17 +131,21 @@ def _unique(group: list[tuple[Target, Decision]]) -> list[tuple[Target, Decision
 def _all_confirmed(
     common: dict[str, dict[BuildKey, list[Candidate]]], version: str, req: Request
 ) -> bool:
-    if req.allow_unconfirmed:
+    if req.level == "any":
         return True
     return all(
-        any(all(c.confirmed for c in cands) for k, cands in builds.items() if k[0] == version)
+        any(
+            all(trusted(c.evidence, req.level) for c in cands)
+            for k, cands in builds.items()
+            if k[0] == version
+        )
         for builds in common.values()
     )
 
 
 def _variant_rank(cands: list[Candidate], req: Request) -> tuple[object, ...]:
     first = cands[0]
-    confirmed = all(c.confirmed for c in cands) or req.allow_unconfirmed
+    confirmed = all(trusted(c.evidence, req.level) for c in cands)
     return (confirmed, *first.rank_key(True)[1:])
 
 

@@ -114,6 +114,7 @@ def build_request(
     cuda: str | None,
     policy: Policy,
     allow_unconfirmed: bool = False,
+    evidence: str = "documented",
 ) -> Request:
     """The request; any two parts that name different CUDA variants are an error."""
     torch_spec, variant = _specifier(torch, "--torch") if torch else (None, None)
@@ -151,6 +152,7 @@ def build_request(
         variant=next(iter(named.values()), None) if named else None,
         policy=policy,
         allow_unconfirmed=allow_unconfirmed,
+        evidence=evidence,
     )
 
 

@@ -51,10 +51,32 @@ def candidate_json(
         "min_driver": cand.min_driver,
         "min_driver_reason": cand.min_driver_why,
         "confirmed": cand.confirmed,
+        "evidence": cand.evidence,
+        "evidence_detail": evidence_detail(cand),
         "coverage": list(cand.coverage),
         "warnings": list(cand.warnings),
         "pip": pip_command(catalog, cand, pytorch_index),
     }
+
+
+def evidence_detail(cand: Candidate) -> list[dict[str, Any]]:
+    """fact -> grade -> source keys, for the build's own facts and, apart, its driver facts."""
+    return [
+        {"fact": f.name, "grade": f.grade, "source": list(f.source), "what": f.what}
+        for f in (*cand.facts, *cand.driver_facts)
+    ]
+
+
+def evidence_line(cand: Candidate) -> str | None:
+    """'evidence: official (SASS ... from ...)' when the build is not fully observed."""
+    if cand.evidence == "observed":
+        return None
+    from resolver.db.evidence import GRADE_TEXT
+
+    weak = [f for f in cand.facts if f.grade == cand.evidence]
+    what = ", ".join(f.what.split(" for ")[0] if f.name == "sass" else f.what for f in weak)
+    tail = "; no wheel read yet" if any(f.name in ("sass", "ptx") for f in weak) else ""
+    return f"evidence: {cand.evidence} ({what}: {GRADE_TEXT.get(cand.evidence, '')}){tail}"
 
 
 def decision_json(
@@ -129,12 +151,21 @@ def decision_text(
         lines.append(f"install: {describe_build(sel)}")
         lines.append(f"  {pip_command(catalog, sel, pytorch_index)}")
         lines.append(f"why: {why_text(decision, sel)}")
+        ev = evidence_line(sel)
+        if ev:
+            lines.append(ev)
         lines.extend(f"warning: {w}" for w in sel.warnings)
         if decision.alternatives:
             lines.append(f"runner-up: {describe_build(decision.alternatives[0])}")
     else:
         newest, by_target = _closest_rejects(decision)
-        if by_target:
+        window = sorted(
+            {r.text for c in decision.rejected for r in c.reasons if r.kind == "window"}
+        )
+        if window:  # the driver does not drive the GPU: no build can help
+            lines += [f"no compatible build: {w}" for w in window]
+            newest = []
+        elif by_target:
             lines.append("no compatible build: nothing in the database runs on this target")
         elif newest:
             lines.append("no compatible build: nothing in the database matches the request")
@@ -152,8 +183,8 @@ def decision_text(
             lines.append(f"  {pip_command(catalog, fb, pytorch_index)}")
     lines.extend(f"hint: {h}" for h in decision.hints)
     if detail:
-        for c in decision.alternatives[1:]:
-            lines.append(f"also fits: {describe_build(c)}")
+        for c in decision.alternatives[1:]:  # already in ranking order
+            lines.append(f"also fits: {describe_build(c)} [{c.evidence}]")
         for c in decision.rejected:
             lines.append(
                 f"rejected {c.release.version} {c.variant.name}: "

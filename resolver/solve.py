@@ -16,11 +16,13 @@ Rules (see README "How gpuresolve decides"):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from resolver.catalog import ArchList, Catalog, Release, Variant
+from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, trusted
 from resolver.versions import CC, cc_sm, cc_str, cuda_key, driver_key
 
 if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given --torch needs them
@@ -63,8 +65,13 @@ class Request:
     cuda: str | None = None  # "12.8"
     variant: str | None = None  # "cu126": from a local version in a pin (torch==2.8.0+cu126)
     policy: Policy = "compat"
-    allow_unconfirmed: bool = False
+    allow_unconfirmed: bool = False  # the old flag: --evidence any
     cuda_on_gpu_less: bool = False  # a fleet's GPU-less members run its CUDA build on the CPU
+    evidence: str = "documented"  # documented | observed | any: which builds rank first
+
+    @property
+    def level(self) -> str:
+        return "any" if self.allow_unconfirmed else self.evidence
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,7 @@ class Reason:
 
 # Reason kinds by who is at fault: the request, or the target's GPU side (kernels, driver).
 REQUEST_KINDS = frozenset({"spec", "cuda", "variant", "companion"})
-GPU_KINDS = frozenset({"arch", "driver", "unknown"})
+GPU_KINDS = frozenset({"arch", "driver", "unknown", "window"})
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,9 @@ class Candidate:
     packages: tuple[tuple[str, str], ...] = ()  # (name, version with local tag)
     jit: bool = False  # some GPU is reached only through PTX, JIT-compiled on first use
     doubt: str | None = None  # which of its facts rests on a secondary source, if any
+    evidence: str = "observed"  # the weakest grade among the build's own facts
+    facts: tuple[Fact, ...] = ()  # every graded fact it rests on (evidence_detail, --explain)
+    driver_facts: tuple[Fact, ...] = ()  # driver floors and windows, graded on their own
 
     @property
     def ok(self) -> bool:
@@ -101,12 +111,15 @@ class Candidate:
     def pypi(self) -> bool:
         return self.platform in self.variant.pypi
 
-    def rank_key(self, allow_unconfirmed: bool) -> tuple[object, ...]:
+    def rank_key(self, level: bool | str) -> tuple[object, ...]:
         """Native kernels before PTX JIT (the JIT compiles every kernel on first use, and an
-        older toolkit's libraries lack the newer GPU); confirmed facts before secondary ones;
-        then the newest torch, the build the Python Package Index carries, the newest CUDA."""
+        older toolkit's libraries lack the newer GPU); builds trusted at the evidence level
+        (``documented`` by default; True is the old --allow-unconfirmed, ``any``) before the
+        rest; then the newest torch, the build the Python Package Index carries, the newest CUDA."""
+        if isinstance(level, bool):
+            level = "any" if level else "documented"
         cuda = cuda_key(self.variant.cuda) if self.variant.cuda else (0, 0)
-        tier = 0 if (self.confirmed or allow_unconfirmed) else -1
+        tier = 0 if trusted(self.evidence, level) else -1
         return (not self.jit, tier, self.release.key, self.pypi, cuda)
 
 
@@ -132,16 +145,16 @@ def solve(catalog: Catalog, target: Target, request: Request) -> Decision:
     ]
     ok = sorted(
         (c for c in evaluated if c.ok),
-        key=lambda c: c.rank_key(request.allow_unconfirmed),
+        key=lambda c: c.rank_key(request.level),
         reverse=True,
     )
     rejected = tuple(c for c in evaluated if not c.ok)
     selection = ok[0] if ok else None
     if selection is not None:
         notes = list(selection.warnings)
-        if not selection.confirmed and not request.allow_unconfirmed:
+        if not trusted(selection.evidence, request.level):
             notes.append(
-                f"nothing fully confirmed fits: {selection.doubt} rests on a secondary source"
+                f"nothing documented fits: {selection.doubt} (evidence: {selection.evidence})"
             )
         if selection.variant.kind == "cpu" and cuda_wanted:
             notes.append("a CPU build, as asked: this target's NVIDIA GPU stays unused")
@@ -225,15 +238,9 @@ def _evaluate(
 
     min_driver = why = None
     needs_jit = False
-    confirmed = rel.prov.confirmed and var.prov.confirmed
     coverage: list[str] = []
-    doubt = (
-        "the release record"
-        if not rel.prov.confirmed
-        else None
-        if var.prov.confirmed
-        else f"the {var.name} build record"
-    )
+    facts = _build_facts(rel, var, target, request)
+    driver_facts: list[Fact] = []
     if var.kind == "cpu":
         if cuda_wanted and request.variant != "cpu":  # by name (+cpu), it is no silent fallback
             reasons.append(Reason("cpu", "CPU build: this target has an NVIDIA GPU"))
@@ -246,9 +253,15 @@ def _evaluate(
                 Reason("unknown", f"which GPUs {var.name} supports on {target.platform} is unknown")
             )
         elif arch is not None and target.gpus:
-            confirmed = confirmed and arch.prov.confirmed  # it matters only where GPUs are checked
-            if not arch.prov.confirmed and doubt is None:
-                doubt = f"its architecture list for {target.platform}"
+            sass_text = " ".join(cc_sm(c) for c in arch.sass) or "none"
+            facts.append(
+                Fact(
+                    "sass",
+                    arch.prov.grade,
+                    arch.prov.source,
+                    f"SASS {sass_text} for {target.platform}",
+                )
+            )
             for gpu in target.gpus:
                 how = kernel_coverage(catalog, arch, gpu.cc)
                 if how is None:
@@ -258,7 +271,16 @@ def _evaluate(
                 else:
                     needs_jit = needs_jit or is_jit(how)
                     coverage.append(f"{gpu.label}: {how}")
+            if needs_jit:  # PTX decides only where a GPU is reached through it
+                ptx = arch.ptx_provenance
+                ptx_text = " ".join(cc_sm(c) for c in arch.ptx) or "none"
+                facts.append(Fact("ptx", ptx.grade, ptx.source, f"PTX {ptx_text}"))
         min_driver, why = _driver_need(catalog, target, request, var, needs_jit)
+        tk = catalog.toolkits.get(var.cuda or "")
+        if tk is not None:
+            driver_facts.append(
+                Fact("driver floor", tk.prov.grade, tk.prov.source, f"CUDA {var.cuda} drivers")
+            )
         if min_driver is None:
             reasons.append(
                 Reason(
@@ -273,6 +295,16 @@ def _evaluate(
                     f"needs driver >= {min_driver} ({why}); this host has {target.driver}",
                 )
             )
+    if var.kind == "cuda" and target.gpus:
+        for reason, fact in window_reasons(catalog, target):
+            reasons.append(reason)
+            driver_facts.append(fact)
+    evidence, worst = facts_grade(facts)
+    doubt = describe_fact(worst) if worst is not None and evidence not in DOCUMENTED else None
+    if request.level == "observed" and evidence != "observed" and worst is not None:
+        reasons.append(
+            Reason("evidence", f"--evidence observed: {describe_fact(worst)} is {evidence}")
+        )
     return Candidate(
         release=rel,
         variant=var,
@@ -280,13 +312,82 @@ def _evaluate(
         reasons=tuple(reasons),
         min_driver=min_driver,
         min_driver_why=why,
-        confirmed=confirmed,
+        confirmed=evidence in DOCUMENTED,
         warnings=tuple(warnings),
         coverage=tuple(coverage),
         packages=tuple(packages),
         jit=var.kind == "cuda" and needs_jit,
         doubt=doubt,
+        evidence=evidence,
+        facts=tuple(facts),
+        driver_facts=tuple(driver_facts),
     )
+
+
+def _build_facts(rel: Release, var: Variant, target: Target, request: Request) -> list[Fact]:
+    """The build's own graded facts: existence, Python tags, companions asked for, cuDNN, NCCL
+    (architectures are added where GPUs are checked)."""
+    facts = [
+        Fact("release", rel.prov.grade, rel.prov.source, f"torch {rel.version} exists"),
+        Fact("build", var.prov.grade, var.prov.source, f"its {var.name} build exists"),
+    ]
+    py = rel.python_prov or rel.prov
+    facts.append(Fact("python", py.grade, py.source, f"Python tags on {target.platform}"))
+    for name, _spec in request.companions:
+        cprov = rel.companion_prov.get(name, rel.prov)
+        facts.append(Fact(name, cprov.grade, cprov.source, f"the {name} pairing"))
+    for label, pinned in (("cudnn", var.cudnn), ("nccl", var.nccl)):
+        if pinned is not None and pinned.version is not None:
+            facts.append(
+                Fact(
+                    label,
+                    pinned.prov.grade,
+                    pinned.prov.source,
+                    f"{'cuDNN' if label == 'cudnn' else 'NCCL'} {pinned.version}",
+                )
+            )
+    return facts
+
+
+def describe_fact(fact: Fact) -> str:
+    return fact.what
+
+
+def window_reasons(catalog: Catalog, target: Target) -> list[tuple[Reason, Fact]]:
+    """GPUs the target's driver does not drive at all (outside their architecture's window)."""
+    out: list[tuple[Reason, Fact]] = []
+    if target.driver is None:
+        return out
+    major = driver_key(target.driver)[0]
+    for gpu in target.gpus:
+        arch = catalog.architectures.get(gpu.cc)
+        win = arch.drivers if arch is not None else None
+        if win is None or arch is None:
+            continue
+        fact = Fact("driver window", win.prov.grade, win.prov.source, f"{arch.name} drivers")
+        if win.last is not None and major > win.last:
+            out.append(
+                (
+                    Reason(
+                        "window",
+                        f"{gpu.label}: driver {target.driver} no longer supports {arch.name} "
+                        f"GPUs; R{win.last} is the last branch that does",
+                    ),
+                    fact,
+                )
+            )
+        elif win.first is not None and major < win.first:
+            out.append(
+                (
+                    Reason(
+                        "window",
+                        f"{gpu.label}: driver {target.driver} predates {arch.name} GPUs; "
+                        f"they need R{win.first} or newer",
+                    ),
+                    fact,
+                )
+            )
+    return out
 
 
 def kernel_coverage(catalog: Catalog, arch: ArchList, cc: CC) -> str | None:
@@ -372,7 +473,7 @@ def _hints(
     rejected: Sequence[Candidate],
 ) -> tuple[str, ...]:
     hints: list[str] = []
-    allow = request.allow_unconfirmed
+    allow = request.level
     floor = selection.release.key if selection else ()
     newer = [c for c in rejected if c.release.key > floor]
 
@@ -449,13 +550,30 @@ def _hints(
             f"torch {newest.release.version} is held back by the companions asked for: "
             + "; ".join(r.text for r in newest.reasons)
         )
-    if not allow:
-        unconfirmed = [c for c in ok if not c.confirmed and c.release.key > floor]
-        if selection is not None and selection.confirmed and unconfirmed:
-            best = max(unconfirmed, key=lambda c: c.rank_key(True))
+    window = sorted({r.text for c in rejected for r in c.reasons if r.kind == "window"})
+    if selection is None and window:  # the driver itself is the blocker: say so first
+        for text in reversed(window):
+            m = re.search(r"supports (.+) GPUs; R(\d+) is the last", text)
+            n = re.search(r"predates (.+) GPUs; they need R(\d+)", text)
+            if m:
+                hints.insert(
+                    0,
+                    f"install an R{m[2]}-branch driver: later branches ignore {m[1]} GPUs",
+                )
+            elif n:
+                hints.insert(0, f"install an R{n[2]} (or newer) driver: {n[1]} GPUs need it")
+    if allow != "any":
+        weaker = [
+            c
+            for c in ok
+            if not trusted(c.evidence, allow) and c.release.key > floor and c is not selection
+        ]
+        if selection is not None and trusted(selection.evidence, allow) and weaker:
+            best = max(weaker, key=lambda c: c.rank_key("any"))
             hints.append(
                 f"torch {best.release.version} {best.variant.name} probably runs too, but "
-                f"{best.doubt} rests on a secondary source (--allow-unconfirmed considers it)"
+                f"{best.doubt or 'one of its facts'} rests on {best.evidence} evidence "
+                "(--evidence any considers it)"
             )
     if selection is not None and selection.variant.kind == "cuda":
         if target.driver is None and selection.min_driver:

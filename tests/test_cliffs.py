@@ -80,15 +80,13 @@ def test_volta_dropped_by_cuda_13(shipped: Catalog) -> None:
     assert any("no kernels for sm_70" in h for h in dec.hints)
 
 
-def test_pascal_confirmed_and_unconfirmed(shipped: Catalog) -> None:
+def test_pascal_gets_the_newest_documented_cu126(shipped: Catalog) -> None:
     t = target(shipped, "NVIDIA GeForce GTX 1080 Ti", driver="560.35.03", python="3.11")
     dec = solve(shipped, t, Request())
-    # cu128 dropped sm_50/sm_60: a confirmed Pascal build is the 2.7 PyPI cu126 wheel...
-    assert chosen(dec) == ("2.7.1", "cu126")
-    assert any("--allow-unconfirmed" in h for h in dec.hints)
-    # ...and cu126 kept them (by secondary sources) up to 2.14.
-    dec = solve(shipped, t, Request(allow_unconfirmed=True))
+    # cu128+ dropped sm_50/sm_60; cu126 kept sm_60 SASS (which runs on sm_61) up to 2.14,
+    # documented by PyTorch's build config and the 2.14 RFC: no last resort needed.
     assert chosen(dec) == ("2.14.1", "cu126")
+    assert dec.selection is not None and dec.selection.evidence in ("build-config", "official")
 
 
 def test_maxwell_without_driver_states_the_need(shipped: Catalog) -> None:

@@ -125,7 +125,7 @@ def test_update_adds_a_release_a_variant_and_pins(
     old = cat.release("2.12.0")
     assert old is not None and "cu128" in [v.name for v in old.variants]
     keys = [k for k in cat.sources if k.startswith("PYTORCH_INDEX_")]
-    assert len(keys) == 1 and cat.sources[keys[0]]["primary"] is True
+    assert len(keys) == 1 and cat.sources[keys[0]]["kind"] == "observed"
     assert index.url + "/whl" in cat.sources[keys[0]]["cite"]
     assert cat.updated is not None and cat.updated > "2026-01-01"
     assert (synth_dir / "SCHEMA.md").read_text() == "the schema\n"
@@ -163,7 +163,7 @@ def test_unconfirmed_builds_are_a_last_resort_with_a_warning(
     dec = solve(cat, Target("linux-x86_64", "3.13", "580.65.06", "linux", gpu, True), Request())
     assert dec.selection is not None
     assert (dec.selection.release.version, dec.selection.confirmed) == ("2.16.0", False)
-    assert dec.selection.warnings and "secondary source" in dec.selection.warnings[0]
+    assert dec.selection.warnings and "nothing documented fits" in dec.selection.warnings[0]
     cu136 = [c for c in dec.rejected if c.variant.name == "cu136"]
     assert cu136 and [r.kind for r in cu136[0].reasons] == ["unknown"]
     # Python 3.12: the confirmed 2.12.0 build wins over the newer unconfirmed one.

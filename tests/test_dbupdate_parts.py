@@ -383,7 +383,7 @@ def test_merge_adds_a_new_series_with_sources(synth_raw: dict[str, Any]) -> None
     assert cu136.platforms == {"linux-x86_64": None}
     assert cat.toolkits["13.6"].min_driver == {"linux": None, "windows": None}
     assert not cat.toolkits["13.6"].prov.confirmed
-    assert cat.sources[KEY]["primary"] is True
+    assert cat.sources[KEY]["kind"] == "observed"
     assert cat.updated == READ_AT
     assert summary.changed and any("2.16.0" in line for line in summary.releases)
     assert any("cu136" in line and "unknown" in line for line in summary.variants)

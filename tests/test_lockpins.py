@@ -72,7 +72,7 @@ def test_requirements_includes_and_wheel_urls(tmp_path: Path) -> None:
 
 
 def test_requirements_errors_are_one_line(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="no such file .expected a lock file"):
+    with pytest.raises(UserError, match=r"no such file \(expected a lock file\)"):
         lockpins.read(tmp_path / "missing.txt")
     bad = write(tmp_path, "bad.txt", "torch==2.8.0\n!!! not a requirement\n")
     with pytest.raises(UserError, match=r"bad\.txt:2: not a requirement"):

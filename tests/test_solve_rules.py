@@ -88,7 +88,7 @@ def test_windows_driver_floor_and_unconfirmed_last_resort(synth: Catalog) -> Non
     # 2.8.0 cu126 on Windows is unconfirmed: the confirmed 2.1.0 cu118 is chosen, with a hint.
     assert dec.selection is not None
     assert (dec.selection.release.version, dec.selection.variant.name) == ("2.1.0", "cu118")
-    assert any("--allow-unconfirmed" in h for h in dec.hints)
+    assert any("--evidence any" in h for h in dec.hints)
     dec = solve(synth, t, Request(allow_unconfirmed=True))
     assert dec.selection is not None and dec.selection.release.version == "2.8.0"
     # Windows floors: 528.33 for 12.x; a 527 Windows driver cannot run cu126.

@@ -56,11 +56,11 @@ def test_check_fails_after_any_edit(tmp_path: Path, capsys: pytest.CaptureFixtur
     envs = copy_examples(tmp_path)
     req = envs / "research-lab" / "pascal-laptop" / "requirements.txt"
     text = req.read_text()
-    req.write_text(text.replace("torch==2.7.1+cu126", "torch==2.7.0+cu126"))
+    req.write_text(text.replace("torch==2.14.1+cu126", "torch==2.14.0+cu126"))
     before = tree(envs)
     code, out, err = run(capsys, "lock", str(envs / "research-lab.yaml"), "--split", "--check")
     assert code == 1
-    assert "-torch==2.7.0+cu126" in out and "+torch==2.7.1+cu126" in out
+    assert "-torch==2.14.0+cu126" in out and "+torch==2.14.1+cu126" in out
     assert "pascal-laptop/requirements.txt" in err
     assert tree(envs) == before  # --check writes nothing
     # A one-byte drift in the report is caught too.

@@ -88,6 +88,7 @@ class RequestOptions:
     cuda: str | None
     driver_policy: str
     allow_unconfirmed: bool
+    evidence: str
     pytorch_index: str | None
 
     def given(self) -> list[str]:
@@ -108,6 +109,7 @@ class RequestOptions:
             cuda=self.cuda,
             policy="strict" if self.driver_policy == "strict" else "compat",
             allow_unconfirmed=self.allow_unconfirmed,
+            evidence=self.evidence,
         )
         if target is not None and request.variant not in (None, "cpu"):
             no_cuda = "--no-gpu" if target.no_gpu else None
@@ -226,7 +228,16 @@ def request_options(func: F) -> F:
         click.option(
             "--allow-unconfirmed",
             is_flag=True,
-            help="Rank builds whose arch list rests on secondary sources with the rest.",
+            help="Alias of --evidence any.",
+        ),
+        click.option(
+            "--evidence",
+            type=click.Choice(["documented", "observed", "any"]),
+            default="documented",
+            show_default=True,
+            help="Which builds rank first: documented (observed, build-config or official "
+            "facts; weaker ones only when nothing documented fits), observed (only builds "
+            "read from the binary), any (all alike).",
         ),
         click.option(
             "--pytorch-index",

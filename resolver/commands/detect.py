@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -54,6 +54,11 @@ def detect(as_json: bool) -> None:
             profile.driver_cuda = catalog.driver_max_cuda(profile.driver, profile.driver_os)
         if profile.driver_cuda:
             profile.sources.setdefault("driver_cuda", "database")
+    ignored: list[str] = []
+    if profile.gpus and profile.driver:
+        catalog = db.get()
+        ignored = _outside_window(catalog, profile) if catalog is not None else []
+        profile.messages.extend(ignored)
     if db.error:
         profile.messages.append(
             f"the database could not be read ({db.error}): only what the probes report is shown"
@@ -72,7 +77,8 @@ def detect(as_json: bool) -> None:
         click.echo(f"driver: {profile.driver}{cuda} [{origin}]")
     else:
         click.echo("driver: none")
-    click.echo(f"state: {profile.state}")
+    state = "gpu-outside-driver-window" if ignored else profile.state
+    click.echo(f"state: {state}")
     for gpu in profile.gpus:
         parts = [f"GPU {gpu.index}: {gpu.name or 'unknown model'}"]
         if gpu.cc:
@@ -86,3 +92,33 @@ def detect(as_json: bool) -> None:
         click.echo(", ".join(parts))
     for message in profile.messages:
         click.echo(f"note: {message}")
+
+
+def _outside_window(catalog: Catalog, profile: Any) -> list[str]:
+    """A note per GPU the driver sees but does not drive (outside its architecture's window)."""
+    from resolver.versions import driver_key, parse_cc
+
+    notes: list[str] = []
+    if not profile.driver:
+        return notes
+    major = driver_key(profile.driver)[0]
+    for gpu in profile.gpus:
+        if not gpu.cc:
+            continue
+        arch = catalog.architectures.get(parse_cc(gpu.cc))
+        if arch is None or arch.drivers is None:
+            continue
+        win = arch.drivers
+        label = f"GPU {gpu.index} ({gpu.name or gpu.cc})"
+        if win.last is not None and major > win.last:
+            notes.append(
+                f"driver {profile.driver} no longer supports {arch.name} GPUs: {label} gets no "
+                f"CUDA device; R{win.last} is the last branch that does (install an "
+                f"R{win.last}-branch driver)"
+            )
+        elif win.first is not None and major < win.first:
+            notes.append(
+                f"driver {profile.driver} predates {arch.name} GPUs: {label} needs "
+                f"R{win.first} or newer"
+            )
+    return notes

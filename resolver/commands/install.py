@@ -90,6 +90,7 @@ def install(
             used = [f for f in (*target.given(), *request.given()) if f != "--python"]
             used += ["--driver-policy"] if request.driver_policy != "compat" else []
             used += ["--allow-unconfirmed"] if request.allow_unconfirmed else []
+            used += ["--evidence"] if request.evidence != "documented" else []
             if used:
                 raise UserError(f"--lock installs the lock as written: drop {', '.join(used)}")
             plan, staged = _lock_plan(lock_file, here, env, tools, installer, pytorch_index, say)

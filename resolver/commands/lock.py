@@ -119,7 +119,8 @@ def lock(
             given.append("--conda-source")
         if given:
             raise UserError(f"{spec}: {given[0]} belongs in the spec, not on the command line")
-        _lock_team(catalog, spec, options, output, split, check, request.allow_unconfirmed)
+        evidence = "any" if request.allow_unconfirmed else request.evidence
+        _lock_team(catalog, spec, options, output, split, check, evidence)
     if split:
         raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
     wanted = request.request(target)
@@ -173,7 +174,7 @@ def _lock_team(
     output: str | None,
     split: bool,
     check: bool,
-    allow_unconfirmed: bool,
+    evidence: str,
 ) -> None:
     """`gpuresolve lock SPEC`: every platform's files and report.md; exits."""
     from dataclasses import replace
@@ -182,8 +183,8 @@ def _lock_team(
     from resolver.teamlock import default_output, lock_team
 
     spec = load_spec(spec_path, catalog)
-    if allow_unconfirmed:
-        spec = replace(spec, request=replace(spec.request, allow_unconfirmed=True))
+    if evidence != "documented":  # given on the command line: overrides the spec's
+        spec = replace(spec, request=replace(spec.request, evidence=evidence))
     options = replace(options, conda_source=spec.conda_source)
     team = lock_team(catalog, spec, options, split)
     directory = Path(output) if output else default_output(spec)

@@ -21,16 +21,29 @@ from resolver.commands.common import (
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the decision as JSON (a stable contract)."
 )
-@click.option("-v", "--verbose", is_flag=True, help="Also list every alternative and every reject.")
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Also list every alternative (with its evidence grade, in ranking order) and reject.",
+)
+@click.option(
+    "--explain",
+    "explain_build",
+    metavar="BUILD",
+    help="Every check one build (torch==2.15.0+cu132, or 2.15.0) passes or fails here.",
+)
 def suggest(
     target: TargetOptions,
     request: RequestOptions,
     as_json: bool,
     verbose: bool,
+    explain_build: str | None,
 ) -> None:
     """Say what to install: the pip command, why, and the runner-up.
 
     Exit 0 with a selection, 1 when no build runs on the target, 2 on bad input.
+    With --explain: 0 when that build fits the target, 1 when it does not.
     """
     from resolver import catalog as catalog_mod
     from resolver import render
@@ -41,6 +54,12 @@ def suggest(
     machine, profile = target.resolve(catalog)
     decision = solve(catalog, machine, wanted)
     pytorch_index = request.pytorch_index
+    if explain_build is not None:
+        from resolver.explain import explain
+
+        text, fits = explain(catalog, decision, explain_build)
+        click.echo(text)
+        sys.exit(0 if fits else 1)
     if as_json:
         data = render.decision_json(catalog, decision, pytorch_index)
         data["messages"] = list(profile.messages) if profile is not None else []

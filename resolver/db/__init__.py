@@ -1,1 +1,2 @@
-"""The compatibility database on disk: which one is used, how it is read, how it is reset."""
+"""The compatibility database: which one is used, how it is read and reset, evidence grades,
+the observations overlay."""

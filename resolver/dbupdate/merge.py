@@ -4,7 +4,7 @@ Rules, in order of caution:
 - Nothing is ever deleted, and a curated value is never overwritten: where the index disagrees
   with the database, the summary says so and the database keeps its value.
 - New releases, new builds (variants) of a release, missing companions and pins are added, each
-  record citing the read (``PYTORCH_INDEX_<date>``, primary: the wheels' own metadata).
+  record citing the read (``PYTORCH_INDEX_<date>``, kind observed: the wheels' own metadata).
 - What an index cannot tell comes from the curated records: a build of a variant the database
   already knows from an earlier series gets that series' architecture list, marked
   ``confirmed: false``; a variant never seen before gets none (``null``: unknown) and the variant
@@ -215,13 +215,13 @@ class _Merger:
             sources[self.key] = {
                 "cite": f"PyTorch wheel index {self.facts.index_url}/<variant>/<package>/: "
                 f"wheel file names and their core metadata (Requires-Dist), read {date}",
-                "primary": True,
+                "kind": "observed",
             }
         if self.pip_key in self.used:
             sources[self.pip_key] = {
                 "cite": "the default package index configured in pip, project torch: "
                 f"wheel file names and their core metadata (Requires-Dist), read {date}",
-                "primary": True,
+                "kind": "observed",
             }
 
     def _stamp(self) -> None:

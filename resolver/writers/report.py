@@ -57,12 +57,15 @@ def render_report(
     ]
     if fleet.ok:
         lines += [f"## Selected: torch {fleet.torch}", ""]
-        lines += ["| platform | build | index | members |", "|---|---|---|---|"]
+        lines += [
+            "| platform | build | evidence | index | members |",
+            "|---|---|---|---|---|",
+        ]
         for choice in fleet.choices:
             cand = choice.candidate
-            flag = "" if choice.confirmed else " (arch list unconfirmed)"
+            flag = "" if choice.confirmed else " (weakly evidenced: nothing documented fits)"
             lines.append(
-                f"| {choice.platform} | {describe_build(cand)}{flag} | "
+                f"| {choice.platform} | {describe_build(cand)}{flag} | {choice.evidence} | "
                 f"{index_url(catalog, cand.variant.name, pytorch_index)} | "
                 f"{', '.join(choice.members)} |"
             )

@@ -1,0 +1,124 @@
+"""Evidence grades: how strongly each fact in the database is known (see data/SCHEMA.md).
+
+A fact's grade is its best source's kind, never above it; the solver trusts `documented` facts
+(observed, build-config, official) by default. This module holds the vocabulary, the provenance
+record every fact carries, and the grading of one build (the weakest of its own facts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, NamedTuple
+
+GRADES: tuple[str, ...] = ("observed", "build-config", "official", "transcription", "inferred")
+DOCUMENTED = frozenset(GRADES[:3])
+GRADE_TEXT = {
+    "observed": "read from the wheel itself or its printed get_arch_list()",
+    "build-config": "PyTorch's build scripts/config of that release",
+    "official": "RELEASE.md, an RFC, a maintainer's PR or NVIDIA's documents",
+    "transcription": "a third-party copy",
+    "inferred": "carried over or reasoned; no source states it",
+}
+Level = Literal["documented", "observed", "any"]
+LEVELS: tuple[str, ...] = ("documented", "observed", "any")
+_RANK = {g: i for i, g in enumerate(GRADES)}
+
+
+def rank(grade: str) -> int:
+    """0 for `observed` ... 4 for `inferred` (smaller is stronger)."""
+    return _RANK.get(grade, len(GRADES) - 1)
+
+
+def weakest(grades: Iterable[str]) -> str:
+    return max(grades, key=rank, default="observed")
+
+
+def strongest(grades: Iterable[str]) -> str:
+    return min(grades, key=rank, default="inferred")
+
+
+def trusted(grade: str, level: str) -> bool:
+    """Whether a build of this grade ranks with the rest under --evidence LEVEL."""
+    if level == "any":
+        return True
+    if level == "observed":
+        return grade == "observed"
+    return grade in DOCUMENTED
+
+
+def source_kind(src: Mapping[str, Any]) -> str:
+    """A sources.yaml entry's kind: `kind:`, else the old `primary:` flag."""
+    kind = src.get("kind")
+    if isinstance(kind, str) and kind in _RANK:
+        return kind
+    if kind is None and isinstance(src.get("primary"), bool):
+        return "official" if src["primary"] else "transcription"
+    return "inferred"
+
+
+class Contradiction(NamedTuple):
+    """A value another source gives for the same fact, which lost (kept, never hidden)."""
+
+    value: str
+    source: tuple[str, ...]
+    note: str | None = None
+
+
+class Provenance(NamedTuple):
+    """Where a fact comes from and how strongly it is known.
+
+    ``grade`` is the effective grade: the stated one, but never above what the best source
+    supports (``supported``); ``declared`` is what the file states (None: from the sources).
+    A NamedTuple: thousands are unpickled at every start, and class creation costs import time.
+    """
+
+    source: tuple[str, ...]
+    grade: str = "official"
+    declared: str | None = None
+    supported: str = "official"
+    contradicts: tuple[Contradiction, ...] = ()
+
+    @property
+    def confirmed(self) -> bool:
+        """The old yes/no: documented (observed, build-config or official)."""
+        return self.grade in DOCUMENTED
+
+
+def make_provenance(
+    source: tuple[str, ...],
+    declared: str | None,
+    kinds: Mapping[str, str],
+    contradicts: tuple[Contradiction, ...] = (),
+) -> Provenance:
+    supported = strongest(kinds.get(s, "inferred") for s in source) if source else "inferred"
+    grade = supported if declared is None else weakest((declared, supported))
+    return Provenance(source, grade, declared, supported, contradicts)
+
+
+class Fact(NamedTuple):
+    """One graded fact a build rests on, for `evidence_detail` and --explain.
+
+    A NamedTuple, not a dataclass: the solver makes a few per candidate, for every build.
+    """
+
+    name: str  # "existence", "sass", "ptx", "cudnn", "nccl", "python", "torchvision", ...
+    grade: str
+    source: tuple[str, ...]
+    what: str  # a short human text: "SASS sm_50 ... sm_90 for linux-x86_64"
+
+
+def facts_grade(facts: Iterable[Fact]) -> tuple[str, Fact | None]:
+    """The weakest grade among the facts, and the fact that sets it."""
+    worst: Fact | None = None
+    for f in facts:
+        if worst is None or rank(f.grade) > rank(worst.grade):
+            worst = f
+    return (worst.grade if worst else "observed"), worst
+
+
+def describe_grade(fact: Fact) -> str:
+    """'architectures from PyTorch's build config; no wheel read yet' style text."""
+    if fact.grade == "observed":
+        return f"{fact.what}: observed"
+    tail = "; no wheel read yet" if fact.name in ("sass", "ptx", "existence") else ""
+    return f"{fact.what}: {fact.grade} ({GRADE_TEXT.get(fact.grade, fact.grade)}){tail}"

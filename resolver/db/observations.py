@@ -1,0 +1,156 @@
+"""The observations overlay: facts read from wheels, layered over the curated database.
+
+A wheel reader (ours or another tool) writes ``observations.yaml`` (format in data/SCHEMA.md);
+each entry names one wheel by file name and sha256. Its facts replace the curated ones for that
+release at grade ``observed``, and the curated value stays on the fact as a contradiction when it
+differs, so nothing is hidden and nothing in the curated files is edited.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from resolver.catalog import PLATFORMS, ArchList, Catalog, Pinned, Release
+from resolver.db.evidence import Contradiction, Provenance
+from resolver.errors import DataError
+from resolver.versions import CC, cc_str, parse_cc
+
+FILE = "observations.yaml"
+_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+_WHEEL_RE = re.compile(
+    r"^torch-(?P<version>\d+\.\d+\.\d+)(?:\+(?P<local>[a-z0-9.]+))?-[^-]+-[^-]+-(?P<plat>[^-]+)\.whl$"
+)
+_PLAT_TAGS = (
+    ("manylinux", "x86_64", "linux-x86_64"),
+    ("manylinux", "aarch64", "linux-aarch64"),
+    ("win", "amd64", "windows-x86_64"),
+    ("macosx", "arm64", "macos-arm64"),
+)
+
+
+def source_key(sha256: str) -> str:
+    return f"WHEEL_{sha256[:16]}"
+
+
+def apply_observations(catalog: Catalog, doc: Any) -> Catalog:
+    """The catalog with every observation of ``doc`` (observations.yaml, parsed) applied."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("observations"), list):
+        raise DataError(f"{FILE}: expected 'observations:' with a list of wheels")
+    sources = dict(catalog.sources)
+    releases = list(catalog.releases)
+    for i, entry in enumerate(doc["observations"]):
+        where = f"{FILE} observations[{i}]"
+        if not isinstance(entry, dict):
+            raise DataError(f"{where}: expected a mapping")
+        obs = _parse(entry, where)
+        key = source_key(obs["sha256"])
+        sources[key] = {
+            "cite": f"{obs['wheel']} sha256 {obs['sha256']}, read {obs['read']}"
+            + (f" by {obs['tool']}" if obs.get("tool") else ""),
+            "kind": "observed",
+        }
+        idx = next((n for n, r in enumerate(releases) if r.version == obs["torch"]), None)
+        if idx is None:
+            raise DataError(f"{where}: torch {obs['torch']} is not in the database")
+        releases[idx] = _apply(releases[idx], obs, key, where)
+    return replace(catalog, sources=sources, releases=tuple(releases), _name_index={})
+
+
+def _parse(entry: dict[str, Any], where: str) -> dict[str, Any]:
+    wheel = entry.get("wheel")
+    sha = entry.get("sha256")
+    if not isinstance(wheel, str) or not wheel.endswith(".whl"):
+        raise DataError(f"{where}: 'wheel' must be the wheel's file name")
+    if not isinstance(sha, str) or not _SHA_RE.match(sha):
+        raise DataError(f"{where}: 'sha256' must be 64 lower-case hex digits")
+    m = _WHEEL_RE.match(wheel)
+    if m is None:
+        raise DataError(f"{where}: not a torch wheel file name: {wheel!r}")
+    plat = entry.get("platform") or next(
+        (p for start, arch, p in _PLAT_TAGS if m["plat"].startswith(start) and arch in m["plat"]),
+        None,
+    )
+    if plat not in PLATFORMS:
+        raise DataError(f"{where}: unknown platform for {wheel!r}")
+    out = {
+        "wheel": wheel,
+        "sha256": sha,
+        "read": str(entry.get("read") or "unknown date"),
+        "tool": entry.get("tool"),
+        "torch": str(entry.get("torch") or m["version"]),
+        "variant": entry.get("variant") or m["local"],
+        "platform": plat,
+    }
+    for key in ("sass", "ptx"):
+        if entry.get(key) is not None:
+            ccs = entry[key]
+            if not isinstance(ccs, list) or not all(isinstance(c, str) for c in ccs):
+                raise DataError(f"{where}: {key!r} must be a list of quoted compute capabilities")
+            out[key] = tuple(sorted(parse_cc(c) for c in ccs))
+    for key in ("cudnn", "nccl"):
+        if entry.get(key) is not None:
+            out[key] = str(entry[key])
+    return out
+
+
+def _apply(rel: Release, obs: dict[str, Any], key: str, where: str) -> Release:
+    plat = obs["platform"]
+    name = obs["variant"]
+    if name is None:  # an untagged wheel: the build the Python Package Index carries there
+        name = next((v.name for v in rel.variants if plat in v.pypi), None)
+    var = next((v for v in rel.variants if v.name == name), None)
+    if var is None:
+        raise DataError(f"{where}: torch {rel.version} has no {name} build in the database")
+    seen = Provenance((key,), "observed", None, "observed")
+    curated = var.platforms.get(plat)
+    platforms = dict(var.platforms)
+    if "sass" in obs or "ptx" in obs:
+        platforms[plat] = _arch(curated, obs, seen, key)
+    new = replace(
+        var,
+        platforms=platforms,
+        prov=_lost(seen, None, None, var.prov),
+        cudnn=_pinned(var.cudnn, obs.get("cudnn"), seen),
+        nccl=_pinned(var.nccl, obs.get("nccl"), seen),
+    )
+    return replace(rel, variants=tuple(new if v is var else v for v in rel.variants))
+
+
+def _arch(curated: ArchList | None, obs: dict[str, Any], seen: Provenance, key: str) -> ArchList:
+    sass: tuple[CC, ...] = obs.get("sass", curated.sass if curated else ())
+    ptx: tuple[CC, ...] = obs.get("ptx", curated.ptx if curated else ())
+    sass_prov = seen if "sass" in obs else (curated.prov if curated else seen)
+    ptx_prov = seen if "ptx" in obs else (curated.ptx_provenance if curated else seen)
+    if curated is not None:
+        sass_prov = (
+            _lost(sass_prov, curated.sass, sass, curated.prov) if "sass" in obs else sass_prov
+        )
+        if "ptx" in obs:
+            ptx_prov = _lost(ptx_prov, curated.ptx, ptx, curated.ptx_provenance)
+    return ArchList(sass=sass, ptx=ptx, prov=sass_prov, ptx_prov=ptx_prov)
+
+
+def _lost(winner: Provenance, old: Any, new: Any, loser: Provenance) -> Provenance:
+    """The winner's provenance, carrying the curated value as a contradiction where it differs."""
+    carried = loser.contradicts if winner is not loser else ()
+    if old is not None and old != new:
+        carried = (*carried, Contradiction(_text(old), loser.source, f"curated ({loser.grade})"))
+    if winner.source == loser.source:
+        return winner
+    return winner._replace(contradicts=(*winner.contradicts, *carried))
+
+
+def _pinned(curated: Pinned | None, value: str | None, seen: Provenance) -> Pinned | None:
+    if value is None:
+        return curated
+    if curated is None or curated.version is None:
+        return Pinned(value, seen)
+    return Pinned(value, _lost(seen, curated.version, value, curated.prov))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ";".join(cc_str(c) for c in value) or "none"
+    return str(value)
