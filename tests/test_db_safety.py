@@ -82,13 +82,14 @@ def test_a_newer_user_database_of_the_same_schema_wins(user_db: Path) -> None:
         ("2", "2000-01-01T00:00:00Z", False),  # older
         (None, "2099-01-01", False),  # made by a gpuresolve before schema numbers
         ("1", "2099-01-01T00:00:00Z", False),  # an older schema, however recent
-        ("2", "2026-11-22T00:00:01Z", True),  # same day as the shipped date, later in it
-        ("2", "2026-11-22", False),  # exactly as old: the shipped one is kept
-        ("2", "2026-11-22T06:00:00+08:00", False),  # 2026-11-21T22:00Z
+        ("2", "{shipped}T00:00:01Z", True),  # same day as the shipped date, later in it
+        ("2", "{shipped}", False),  # exactly as old: the shipped one is kept
+        ("2", "{shipped}T06:00:00+08:00", False),  # the day before, 22:00 UTC
     ],
 )
 def test_version_decides(user_db: Path, schema: str | None, updated: str, wins: bool) -> None:
-    _set_version(user_db, schema, updated)
+    shipped = location.read_version(location.shipped_data_dir()).updated.date().isoformat()
+    _set_version(user_db, schema, updated.format(shipped=shipped))
     assert (location.data_dir() == user_db) is wins
 
 
