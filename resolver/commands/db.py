@@ -155,3 +155,13 @@ def update(
 def _progress(label: str, length: int) -> Iterator[ProgressBar]:
     with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
         yield bar
+
+
+def _wheel_commands() -> None:
+    """`db inspect-wheel` and the observation commands live in their own module."""
+    from resolver.commands.db_wheels import inspect_wheel
+
+    db.add_command(inspect_wheel)
+
+
+_wheel_commands()

@@ -1,0 +1,108 @@
+"""`gpuresolve db inspect-wheel`: what one torch wheel really carries, read from its bytes."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+import click
+
+from resolver.commands.common import emit_json
+
+MIB = 1024 * 1024
+
+
+def byte_progress(label: str) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
+    """A bytes counter on stderr when it is a terminal (else nothing), and its finisher."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    last = [0.0]
+
+    def show(n: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.1:
+            last[0] = now
+            sys.stderr.write(f"\r{label}: {n / MIB:.1f} MiB read")
+            sys.stderr.flush()
+
+    def done() -> None:
+        if last[0]:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+    return show, done
+
+
+@click.command("inspect-wheel")
+@click.argument("where", metavar="URL|PATH")
+@click.option("--json", "as_json", is_flag=True, help="As JSON (a stable contract).")
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=0.1),
+    default=64.0,
+    show_default=True,
+    metavar="MB",
+    help="Read at most this many MiB of the wheel.",
+)
+@click.option(
+    "--sha256",
+    metavar="HEX",
+    help="The wheel's expected sha256 (an index's); reported, and checked when the whole "
+    "file is read.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Per request: to connect, and between bytes of an answer.",
+)
+def inspect_wheel(
+    where: str, as_json: bool, budget: float, sha256: str | None, timeout: float
+) -> None:
+    """Read a torch wheel (a URL, with HTTP range requests, or a file): its version, CUDA,
+    and the GPU architectures compiled into it (SASS and PTX).
+
+    Only the zip directory, torch/version.py, the metadata and the library holding the
+    arch list are read (about 9 MB of an 888 MB wheel); nothing of torch is run. Exit 2
+    when the file is not a readable torch wheel.
+    """
+    from resolver.errors import UserError
+    from resolver.wheels.torchwheel import inspect_wheel as inspect
+
+    if sha256 is not None and not _is_sha256(sha256):
+        raise UserError(f"--sha256 {sha256!r}: not 64 hexadecimal digits")
+    show, done = byte_progress(where.rsplit("/", 1)[-1][:60])
+    try:
+        report = inspect(
+            where, budget=int(budget * MIB), progress=show, timeout=timeout, sha256=sha256
+        )
+    finally:
+        done()
+    if as_json:
+        emit_json(report.as_json())
+        return
+    click.echo(report.file)
+    git = f" (git {report.git_version[:12]})" if report.git_version else ""
+    click.echo(f"  version  {report.version}{git}")
+    click.echo(f"  CUDA     {report.cuda or 'none (a CPU build)'}")
+    if report.cuda is not None:
+        click.echo(f"  SASS     {' '.join(report.sass) or 'none'}")
+        click.echo(f"  PTX      {' '.join(report.ptx) or 'none'}")
+        click.echo(f"           (from {report.arch_member})")
+    if report.cudnn or report.nccl:
+        click.echo(
+            f"  pins     cuDNN {report.cudnn or '-'}, NCCL {report.nccl or '-'} "
+            "(the wheel's Requires-Dist)"
+        )
+    click.echo(f"  sha256   {report.sha256 or 'unknown (not given, whole file not read)'}")
+    share = f" ({report.bytes_read / report.size:.1%})" if report.size else ""
+    click.echo(f"  read     {report.bytes_read} of {report.size} bytes{share}")
+    for note in report.notes:
+        click.echo(f"  note: {note}", err=True)
+
+
+def _is_sha256(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
