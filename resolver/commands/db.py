@@ -94,6 +94,20 @@ def show(data_dir: str | None, as_json: bool) -> None:
     help="Per request: to connect, and between bytes of an answer.",
 )
 @click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+@click.option(
+    "--read-wheels",
+    is_flag=True,
+    help="Instead: read one wheel of every build not yet observed (its arch list, CUDA, "
+    "cuDNN, NCCL) and record it in observations.yaml.",
+)
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=1),
+    default=512.0,
+    show_default=True,
+    metavar="MB",
+    help="With --read-wheels: read at most this many MiB in all.",
+)
 def update(
     pytorch_index: str,
     pypi_index: str | None,
@@ -101,6 +115,8 @@ def update(
     write_data: str | None,
     timeout: float,
     dry_run: bool,
+    read_wheels: bool,
+    budget: float,
 ) -> None:
     """Refresh the database from the PyTorch wheel index (into your data directory).
 
@@ -108,6 +124,15 @@ def update(
     is left as it was).
     """
     from resolver import catalog as catalog_mod
+
+    if read_wheels:
+        from resolver.commands.db_wheels import update_read_wheels
+
+        update_read_wheels(
+            pytorch_index, None if no_pypi else pypi_index, no_pypi, write_data, timeout,
+            dry_run, budget,
+        )  # fmt: skip
+        return
     from resolver.dbupdate import UpdateError
     from resolver.dbupdate.collect import pip_index_url
     from resolver.dbupdate.fetch import Fetcher

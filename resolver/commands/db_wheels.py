@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -106,3 +108,95 @@ def inspect_wheel(
 
 def _is_sha256(text: str) -> bool:
     return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def observations_file(write_data: str | None) -> Path:
+    """Where observations are recorded: --write-data DIR, else the user's data directory."""
+    from resolver import catalog as catalog_mod
+    from resolver.observe.store import FILE
+
+    return (Path(write_data) if write_data else catalog_mod.user_data_dir()) / FILE
+
+
+def observed_builds(*files: Path) -> set[tuple[str, str, str]]:
+    """(torch, variant, platform) observed in any of ``files`` (the shipped one included)."""
+    from resolver.observe import store
+
+    seen: set[tuple[str, str, str]] = set()
+    for path in dict.fromkeys(files):
+        seen |= store.load(path).observed_builds()
+    return seen
+
+
+def update_read_wheels(
+    pytorch_index: str,
+    pypi_index: str | None,
+    no_pypi: bool,
+    write_data: str | None,
+    timeout: float,
+    dry_run: bool,
+    budget: float,
+) -> None:
+    """`db update --read-wheels`: the wheel-reading run, its progress and its summary."""
+    from resolver import catalog as catalog_mod
+    from resolver.dbupdate.fetch import Fetcher
+    from resolver.observe import compare, readwheels, store
+    from resolver.wheels.index import pip_default_index
+
+    target = observations_file(write_data)
+    base = Path(write_data) if write_data else catalog_mod.data_dir()
+    doc = compare.read_torch_doc(base)
+    shipped = catalog_mod.shipped_data_dir() / store.FILE
+    observed = observed_builds(shipped, target)
+    pypi = None if no_pypi else (pypi_index or pip_default_index())
+    if dry_run:
+        todo, already = readwheels.plan(doc, observed)
+        click.echo(f"{len(todo)} build(s) without an observation ({already} observed):")
+        for build in todo:
+            where = "default index" if build.pypi and pypi else "PyTorch index"
+            click.echo(f"  {build.label} ({where})")
+        click.echo(f"dry run: nothing read or written (would record into {target})")
+        return
+    click.echo(f"reading wheels for {base} (recording into {target})", err=True)
+    tty = sys.stderr.isatty()
+    state: dict[str, Any] = {"label": "", "n": 0, "total": 0, "bytes": 0}
+    last = [0.0]
+
+    def draw(force: bool = False) -> None:
+        now = time.monotonic()
+        if tty and (force or now - last[0] >= 0.1):
+            last[0] = now
+            sys.stderr.write(
+                f"\r\033[K[{state['n']}/{state['total']}] {state['bytes'] / MIB:.1f} MiB  "
+                f"{state['label']}"[:120]
+            )
+            sys.stderr.flush()
+
+    def on_build(n: int, total: int, label: str) -> None:
+        state.update(n=n + 1, total=total, label=label)
+        draw(force=True)
+
+    def on_bytes(n: int) -> None:
+        state["bytes"] = n
+        draw()
+
+    with Fetcher(timeout=timeout) as fetcher:
+        summary = readwheels.read_wheels(
+            doc=doc,
+            observed=observed,
+            target=target,
+            pytorch_index=pytorch_index,
+            pypi_index=pypi,
+            fetcher=fetcher,
+            budget=int(budget * MIB),
+            timeout=timeout,
+            on_build=on_build,
+            on_bytes=on_bytes,
+        )
+    if tty and last[0]:
+        sys.stderr.write("\r\033[K")
+    for line in summary.lines():
+        click.echo(line)
+    if summary.planned and not summary.read_any and summary.unreachable:
+        click.echo("no wheel could be read: the indexes are unreachable", err=True)
+        sys.exit(1)

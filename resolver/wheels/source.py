@@ -32,6 +32,10 @@ _CONTENT_RANGE = re.compile(r"^bytes\s+(\d+)-(\d+)/(\d+|\*)$")
 Progress = Callable[[int], None]  # called with the source's bytes_read so far
 
 
+class BudgetError(WheelError):
+    """Reading on would pass the read budget."""
+
+
 class Source:
     """A wheel's bytes, read by offset. Subclasses implement ``_stream`` and set ``size``."""
 
@@ -56,7 +60,7 @@ class Source:
     def _account(self, n: int) -> None:
         self.bytes_read += n
         if self.bytes_read > self.budget:
-            raise WheelError(
+            raise BudgetError(
                 f"{self.name}: read budget of {_mb(self.budget)} exceeded "
                 f"({self.bytes_read} bytes read)"
             )
@@ -76,7 +80,7 @@ class Source:
         if length == 0:
             return
         if self.bytes_read + length > self.budget:
-            raise WheelError(
+            raise BudgetError(
                 f"{self.name}: reading {length} more bytes would pass the read budget of "
                 f"{_mb(self.budget)} ({self.bytes_read} bytes read so far)"
             )
@@ -257,7 +261,7 @@ class HttpSource(Source):
         total = int(declared) if declared and declared.isdigit() else None
         if total is not None and total > self.budget:
             resp.close()
-            raise WheelError(
+            raise BudgetError(
                 f"{self.name}: the server ignores range requests and the whole file "
                 f"({_mb(total)}) is over the read budget of {_mb(self.budget)}"
             )
