@@ -184,9 +184,11 @@ def _progress(label: str, length: int) -> Iterator[ProgressBar]:
 
 def _wheel_commands() -> None:
     """`db inspect-wheel` and the observation commands live in their own module."""
-    from resolver.commands.db_wheels import inspect_wheel
+    from resolver.commands.db_wheels import export_observations, import_observations, inspect_wheel
 
     db.add_command(inspect_wheel)
+    db.add_command(export_observations)
+    db.add_command(import_observations)
 
 
 _wheel_commands()

@@ -200,3 +200,70 @@ def update_read_wheels(
     if summary.planned and not summary.read_any and summary.unreachable:
         click.echo("no wheel could be read: the indexes are unreachable", err=True)
         sys.exit(1)
+
+
+@click.command("export-observations")
+@click.argument("file", metavar="FILE")
+def export_observations(file: str) -> None:
+    """Write your observations (wheels read, builds verified) as a YAML file to share.
+
+    FILE "-" writes to stdout. An existing FILE is replaced only when gpuresolve wrote it.
+    """
+    from resolver.errors import UserError
+    from resolver.observe import store
+
+    doc = store.load(observations_file(None))
+    if file == "-":
+        click.echo(doc.to_yaml(), nl=False)
+        return
+    path = Path(file)
+    if path.exists() and not store.written_by_us(path):
+        raise UserError(f"{path}: exists and was not written by gpuresolve; not replacing it")
+    store.save(path, doc)
+    click.echo(
+        f"wrote {len(doc.wheels)} wheel and {len(doc.runtime)} runtime observation(s) to {path}"
+    )
+
+
+@click.command("import")
+@click.argument("file", metavar="FILE")
+@click.option("--dry-run", is_flag=True, help="Check and compare; record nothing.")
+def import_observations(file: str, dry_run: bool) -> None:
+    """Merge an observations file (from `db export-observations`) into your database.
+
+    Every entry is validated; each is compared with the curated facts and contradictions are
+    reported and kept on the entry. A wheel observation of a build the database lacks is
+    refused (run `gpuresolve db update` first). Exit 2 on an invalid file.
+    """
+    from resolver import catalog as catalog_mod
+    from resolver.observe import compare, store
+
+    incoming = store.load_required(Path(file))
+    target = observations_file(None)
+    doc = compare.read_torch_doc(catalog_mod.data_dir())
+    mine = store.load(target)
+    counts = {"added": 0, "same": 0, "differs": 0, "refused": 0}
+    lines: list[str] = []
+    for kind, entries in (("observations", incoming.wheels), ("runtime", incoming.runtime)):
+        for entry in entries:
+            curated = compare.find(doc, entry["torch"], entry["variant"], entry["platform"])
+            found = compare.contradictions(entry, curated)
+            if curated is None and kind == "observations":
+                counts["refused"] += 1
+                lines += [f"refused: {line}" for line in compare.describe(entry, found)]
+                continue
+            if found:
+                entry = {**entry, "contradicts": found}
+                lines += [f"contradiction: {line}" for line in compare.describe(entry, found)]
+            status, _old = mine.add(store.validate_entry(entry, kind, file), kind)
+            counts[status] += 1
+    if not dry_run and (counts["added"] or counts["differs"]):
+        store.save(target, mine)
+    for line in lines:
+        click.echo(line)
+    verb = "would import" if dry_run else "imported"
+    click.echo(
+        f"{verb} {counts['added']} new observation(s) from {file} ({counts['same']} known, "
+        f"{counts['differs']} differing from one already recorded (both kept), "
+        f"{counts['refused']} refused) into {target}"
+    )

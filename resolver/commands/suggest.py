@@ -13,6 +13,7 @@ from resolver.commands.common import (
     request_options,
     target_options,
 )
+from resolver.commands.confirm_flag import CONFIRM_OPTION
 
 
 @click.command()
@@ -22,11 +23,13 @@ from resolver.commands.common import (
     "--json", "as_json", is_flag=True, help="Print the decision as JSON (a stable contract)."
 )
 @click.option("-v", "--verbose", is_flag=True, help="Also list every alternative and every reject.")
+@CONFIRM_OPTION
 def suggest(
     target: TargetOptions,
     request: RequestOptions,
     as_json: bool,
     verbose: bool,
+    confirm: bool,
 ) -> None:
     """Say what to install: the pip command, why, and the runner-up.
 
@@ -41,9 +44,18 @@ def suggest(
     machine, profile = target.resolve(catalog)
     decision = solve(catalog, machine, wanted)
     pytorch_index = request.pytorch_index
+    confirmation = None
+    if confirm:
+        from resolver.commands.confirm_flag import confirm_and_resolve
+
+        catalog, decision, confirmation = confirm_and_resolve(
+            catalog, decision, machine, wanted, pytorch_index
+        )
     if as_json:
         data = render.decision_json(catalog, decision, pytorch_index)
         data["messages"] = list(profile.messages) if profile is not None else []
+        if confirm:
+            data["confirm"] = confirmation.to_json() if confirmation else None
         emit_json(data)
     else:
         if profile is not None:

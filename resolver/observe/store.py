@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from resolver import __version__
+from resolver.dbupdate.write import dump_yaml
 from resolver.errors import UserError
 from resolver.writers.atomic import atomic_write
 
@@ -49,7 +50,7 @@ _VERSION = re.compile(r"^\d{1,4}(\.\d{1,6}){0,4}$")
 _TORCH_VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}([a-z0-9.]{0,20})?(\+[a-z0-9.]{1,30})?$")
 _PYTHON = re.compile(r"^3\.\d{1,2}t?$")
 _WHEEL = re.compile(
-    r"^torch-\d{1,3}\.\d{1,3}\.\d{1,3}(\+[a-z0-9.]{1,30})?-[A-Za-z0-9_.]{1,40}-"
+    r"^torch-\d{1,3}\.\d{1,3}\.\d{1,3}(\+[a-z0-9.]{1,30})?(-\d[A-Za-z0-9_]{0,20})?-[A-Za-z0-9_.]{1,40}-"
     r"[A-Za-z0-9_.]{1,40}-[A-Za-z0-9_.]{1,80}\.whl$"
 )
 _ARCH_FLAGS = re.compile(r"^(?:(?:sm|compute)_\d{2,3}[af]?)(?: (?:sm|compute)_\d{2,3}[af]?){0,40}$")
@@ -205,9 +206,7 @@ class Observations:
         doc: dict[str, Any] = {"observations": self.wheels}
         if self.runtime:
             doc["runtime"] = self.runtime
-        return HEADER + yaml.dump(
-            doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100
-        )
+        return HEADER + dump_yaml(doc)
 
     def observed_builds(self) -> set[tuple[str, str, str]]:
         """(torch, variant, platform) of every build whose arch list a wheel showed."""
@@ -250,23 +249,6 @@ def _facts(entry: dict[str, Any]) -> tuple[Any, ...]:
 def _sort_key(entry: dict[str, Any], kind: str) -> tuple[Any, ...]:
     release = tuple(int(p) for p in entry["torch"].split("."))
     return (release, entry["variant"], entry["platform"], entry.get("wheel") or "")
-
-
-class _Dumper(yaml.SafeDumper):
-    """Short lists of scalars in flow style, strings quoted: the database's own look."""
-
-
-def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
-    flow = all(not isinstance(v, (dict, list)) for v in value)
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=flow)
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
-
-
-_Dumper.add_representer(list, _represent_list)
-_Dumper.add_representer(str, _represent_str)
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -329,6 +311,13 @@ def load(path: Path) -> Observations:
     except OSError as exc:
         raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     return parse(text, str(path))
+
+
+def load_required(path: Path) -> Observations:
+    """Like ``load``, but a missing file is an error (a file the user named)."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    return load(path)
 
 
 def save(path: Path, doc: Observations) -> None:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from collections.abc import Iterable
 
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
 from resolver.dbupdate.collect import pip_index_url
 from resolver.dbupdate.fetch import Fetcher
 from resolver.dbupdate.index import ACCEPT, Wheel, parse_page, parse_wheel, python_key
@@ -59,7 +61,9 @@ def pick_wheel(
     """The wheel of ``version`` (public part) for ``platform`` with the smallest Python tag.
 
     ``local``: the variant tag the file name must carry ("cu128"); None also accepts untagged
-    names (the default index's). Free-threaded builds come after the regular ones.
+    names (the default index's). Free-threaded builds come after the regular ones. Among
+    files of one Python tag the highest build tag wins, as pip installs it (the default
+    index re-uploaded 2.10.0's x86_64 wheels as ``torch-2.10.0-3-...``).
     """
     fitting = [
         w
@@ -70,4 +74,13 @@ def pick_wheel(
     ]
     if not fitting:
         return None
-    return min(fitting, key=lambda w: min(python_key(p) for p in w.pythons))
+    return min(fitting, key=lambda w: (min(python_key(p) for p in w.pythons), -build_number(w)))
+
+
+def build_number(wheel: Wheel) -> int:
+    """The wheel file name's build tag as a number (0 when it has none)."""
+    try:
+        build = parse_wheel_filename(wheel.link.filename)[2]
+    except (InvalidWheelFilename, ValueError):
+        return 0
+    return build[0] if build else 0
