@@ -48,7 +48,7 @@ def confirm_and_resolve(
         platform=sel.platform,
         pypi=sel.pypi,
         database=database,
-        observed_files=[catalog_mod.shipped_data_dir() / FILE, database / FILE, user],
+        observed_files=_observed_files(database, user),
         target=user,
         pytorch_index=pytorch_index or DEFAULT_PYTORCH_INDEX,
         pypi_index=pip_default_index() if sel.pypi else None,
@@ -59,3 +59,16 @@ def confirm_and_resolve(
         catalog = catalog_mod.load()
         decision = solve(catalog, target, request)
     return catalog, decision, outcome
+
+
+def _observed_files(database: Path, user: Path) -> list[Path]:
+    """The observations that describe ``database``: its own, the user's, and the shipped ones
+    when it is the shipped database or the user's copy of it."""
+    from resolver import catalog as catalog_mod
+    from resolver.observe.store import FILE
+
+    files = [database / FILE, user]
+    shipped = catalog_mod.shipped_data_dir()
+    if database.resolve() in (shipped.resolve(), catalog_mod.user_data_dir().resolve()):
+        files.append(shipped / FILE)
+    return files

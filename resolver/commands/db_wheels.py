@@ -146,8 +146,11 @@ def update_read_wheels(
     target = observations_file(write_data)
     base = Path(write_data) if write_data else catalog_mod.data_dir()
     doc = compare.read_torch_doc(base)
-    shipped = catalog_mod.shipped_data_dir() / store.FILE
-    observed = observed_builds(shipped, target)
+    if write_data:  # a database of its own: only its observations count
+        observed = observed_builds(target)
+    else:
+        shipped = catalog_mod.shipped_data_dir() / store.FILE
+        observed = observed_builds(shipped, base / store.FILE, target)
     pypi = None if no_pypi else (pypi_index or pip_default_index())
     if dry_run:
         todo, already = readwheels.plan(doc, observed)
@@ -197,7 +200,7 @@ def update_read_wheels(
         sys.stderr.write("\r\033[K")
     for line in summary.lines():
         click.echo(line)
-    if summary.planned and not summary.read_any and summary.unreachable:
+    if summary.offline:
         click.echo("no wheel could be read: the indexes are unreachable", err=True)
         sys.exit(1)
 

@@ -52,12 +52,14 @@ class ReadSummary:
     failed: list[str] = field(default_factory=list)
     unreachable: list[str] = field(default_factory=list)
     skipped_budget: int = 0
+    indexes_read: int = 0  # index pages that could be read
     bytes_read: int = 0
     budget: int = 0
 
     @property
-    def read_any(self) -> bool:
-        return bool(self.observed or self.same)
+    def offline(self) -> bool:
+        """Builds were to be read, but not one index page could be."""
+        return bool(self.planned and self.unreachable and not self.indexes_read)
 
     def lines(self) -> list[str]:
         out = [
@@ -214,6 +216,7 @@ def read_wheels(
                 f"{build.label}: an earlier observation of the same file says otherwise "
                 f"(both kept in {target})"
             )
+    summary.indexes_read = sum(1 for v in listings.pages.values() if not isinstance(v, str))
     return summary
 
 

@@ -215,7 +215,7 @@ class Observations:
     def add(self, entry: dict[str, Any], kind: str) -> tuple[str, dict[str, Any] | None]:
         """Merge one validated entry: ("added" | "same" | "differs", the entry it met).
 
-        Wheels are keyed by sha256 (the same bytes can only say the same thing: a difference
+        Wheels are keyed by sha256 and build (the same bytes can only say the same thing: a difference
         means a reader changed, and both are kept for a person to judge); runtime entries by
         build (version, git_version, platform, python): a new date refreshes ``seen``.
         """
@@ -236,7 +236,7 @@ class Observations:
 
 def _key(entry: dict[str, Any], kind: str) -> tuple[Any, ...]:
     if kind == "observations":
-        return (entry["sha256"],)
+        return (entry["sha256"], entry["torch"], entry["variant"], entry["platform"])
     return (entry["version"], entry.get("git_version"), entry["platform"], entry.get("python"))
 
 
