@@ -312,6 +312,7 @@ def test_cli_json_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         assert key in doc
     assert doc["file"] == W280 and doc["sass"] == SASS_280 and doc["ptx"] == []
     assert doc["cudnn"] == "9.10.2.21"
+    assert doc["contradicts"] == []  # the shipped database agrees with the real wheel
 
 
 def test_cli_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -320,6 +321,7 @@ def test_cli_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and err == ""  # no progress: stderr is not a terminal
     assert "SASS     sm_70 sm_75 sm_80 sm_86 sm_90 sm_100 sm_120" in out
     assert "PTX      none" in out
+    assert "database: agrees" in out
 
 
 @pytest.mark.parametrize(
@@ -399,3 +401,16 @@ def test_real_pypi_wheel_280() -> None:
     assert report.version == "2.8.0+cu128"
     assert report.bytes_read <= 16 * 1024 * 1024
     assert report.sha256 == real_wheels()[W280]["sha256"]
+
+
+def test_cli_reports_a_contradiction_with_the_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    region = b"\x00sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 compute_120\x00"  # no sm_70, with PTX
+    path = _write(tmp_path, W280, torch_wheel("2.8.0+cu128", "12.8", region))
+    code, out, _err = run_cli(capsys, "db", "inspect-wheel", str(path))
+    assert code == 0
+    assert "database: CONTRADICTION: sass observed 7.5 8.0 8.6 9.0 10.0 12.0" in out
+    assert "database: CONTRADICTION: ptx observed 12.0; the database says none" in out
+    code, out, _err = run_cli(capsys, "db", "inspect-wheel", str(path), "--json")
+    assert [c["fact"] for c in json.loads(out)["contradicts"]] == ["sass", "ptx"]

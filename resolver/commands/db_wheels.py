@@ -6,11 +6,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from resolver.commands.common import emit_json
+
+if TYPE_CHECKING:
+    from resolver.wheels.torchwheel import WheelReport
 
 MIB = 1024 * 1024
 
@@ -83,8 +86,11 @@ def inspect_wheel(
         )
     finally:
         done()
+    verdict = _against_database(report)
     if as_json:
-        emit_json(report.as_json())
+        data = report.as_json()
+        data["contradicts"] = verdict
+        emit_json(data)
         return
     click.echo(report.file)
     git = f" (git {report.git_version[:12]})" if report.git_version else ""
@@ -102,8 +108,47 @@ def inspect_wheel(
     click.echo(f"  sha256   {report.sha256 or 'unknown (not given, whole file not read)'}")
     share = f" ({report.bytes_read / report.size:.1%})" if report.size else ""
     click.echo(f"  read     {report.bytes_read} of {report.size} bytes{share}")
+    if verdict is None:
+        click.echo("  database: no record of this build")
+    elif not verdict:
+        click.echo("  database: agrees")
+    for item in verdict or ():
+        src = f" [{', '.join(item['source'])}]" if item.get("source") else ""
+        click.echo(
+            f"  database: CONTRADICTION: {item['fact']} {item.get('note', '')}; "
+            f"the database says {item['value']}{src}"
+        )
     for note in report.notes:
         click.echo(f"  note: {note}", err=True)
+
+
+def _against_database(report: WheelReport) -> list[dict[str, Any]] | None:
+    """The curated facts the wheel contradicts (database in use); None: no such build."""
+    from resolver import catalog as catalog_mod
+    from resolver.errors import UserError
+    from resolver.observe import compare
+
+    public, _, local = report.version.partition("+")
+    if report.platform is None:
+        return None
+    try:
+        doc = compare.read_torch_doc(catalog_mod.data_dir())
+    except UserError:
+        return None
+    curated = compare.find(doc, public, local or None, report.platform)
+    if curated is None:
+        return None
+    entry = {
+        "torch": public,
+        "variant": curated.variant,
+        "platform": report.platform,
+        "cuda": report.cuda,
+        "cudnn": report.cudnn,
+        "nccl": report.nccl,
+    }
+    if report.cuda is not None:
+        entry["sass"], entry["ptx"] = report.sass_cc, report.ptx_cc
+    return compare.contradictions(entry, curated)
 
 
 def _is_sha256(text: str) -> bool:

@@ -215,8 +215,8 @@ class Observations:
     def add(self, entry: dict[str, Any], kind: str) -> tuple[str, dict[str, Any] | None]:
         """Merge one validated entry: ("added" | "same" | "differs", the entry it met).
 
-        Wheels are keyed by sha256 and build (the same bytes can only say the same thing: a difference
-        means a reader changed, and both are kept for a person to judge); runtime entries by
+        Wheels are keyed by sha256 and build (the same bytes can only say the same thing: a
+        difference means a reader changed, and both are kept for a person to judge); runtime by
         build (version, git_version, platform, python): a new date refreshes ``seen``.
         """
         items = self.wheels if kind == "observations" else self.runtime
