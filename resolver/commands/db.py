@@ -103,10 +103,8 @@ def show(data_dir: str | None, as_json: bool) -> None:
 @click.option(
     "--budget",
     type=click.FloatRange(min=1),
-    default=512.0,
-    show_default=True,
     metavar="MB",
-    help="With --read-wheels: read at most this many MiB in all.",
+    help="With --read-wheels: read at most this many MiB in all (default 512).",
 )
 def update(
     pytorch_index: str,
@@ -116,7 +114,7 @@ def update(
     timeout: float,
     dry_run: bool,
     read_wheels: bool,
-    budget: float,
+    budget: float | None,
 ) -> None:
     """Refresh the database from the PyTorch wheel index (into your data directory).
 
@@ -125,12 +123,16 @@ def update(
     """
     from resolver import catalog as catalog_mod
 
+    if budget is not None and not read_wheels:
+        from resolver.errors import UserError
+
+        raise UserError("--budget applies to --read-wheels")
     if read_wheels:
         from resolver.commands.db_wheels import update_read_wheels
 
         update_read_wheels(
             pytorch_index, None if no_pypi else pypi_index, no_pypi, write_data, timeout,
-            dry_run, budget,
+            dry_run, 512.0 if budget is None else budget,
         )  # fmt: skip
         return
     from resolver.dbupdate import UpdateError

@@ -138,7 +138,7 @@ def _against_database(report: WheelReport) -> list[dict[str, Any]] | None:
     curated = compare.find(doc, public, local or None, report.platform)
     if curated is None:
         return None
-    entry = {
+    entry: dict[str, Any] = {
         "torch": public,
         "variant": curated.variant,
         "platform": report.platform,

@@ -198,8 +198,8 @@ class HttpSource(Source):
             raise WheelError(f"{self.name}: the server answered HTTP {resp.status_code}")
         return resp
 
-    def _body(self, resp: requests.Response, expect: int | None) -> Iterator[bytes]:
-        """The answer's bytes; an error when it ends before ``expect`` (or its Content-Length)."""
+    def _body(self, resp: requests.Response) -> Iterator[bytes]:
+        """The answer's bytes; an error when the connection breaks off before its end."""
         import requests as requests_mod
 
         declared = resp.headers.get("Content-Length")
@@ -243,7 +243,7 @@ class HttpSource(Source):
 
     def _checked(self, resp: requests.Response, start: int, length: int) -> Iterator[bytes]:
         got = 0
-        for chunk in self._body(resp, length):
+        for chunk in self._body(resp):
             got += len(chunk)
             if got > length:
                 raise WheelError(f"{self.name}: the server sent more bytes than it announced")
@@ -270,7 +270,7 @@ class HttpSource(Source):
         tmp = tempfile.TemporaryFile()  # noqa: SIM115 - owned by the fallback source
         try:
             got = 0
-            for chunk in self._body(resp, total):
+            for chunk in self._body(resp):
                 got += len(chunk)
                 self._account(len(chunk))
                 digest.update(chunk)
@@ -318,7 +318,7 @@ class HttpSource(Source):
                 f"{self.name}: asked for bytes {offset}-{offset + length - 1}, "
                 f"the server sent {start}-{end}"
             )
-        yield from self._body(resp, length)
+        yield from self._body(resp)
 
     def close(self) -> None:
         if self._fallback is not None:
