@@ -410,3 +410,71 @@ def test_suggest_confirm_offline_answers_as_before(
     confirmed = json.loads(out)
     assert confirmed.pop("confirm")["status"] == "unconfirmed"
     assert confirmed == json.loads(plain)
+
+
+def test_read_wheels_names_releases_new_in_the_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], synth_raw: dict[str, Any]
+) -> None:
+    db = _db(tmp_path, synth_raw)
+    with serve_wheels({}) as server:
+        _local_index(server)
+        newer = "torch-2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+        older = "torch-1.13.1-cp310-cp310-manylinux1_x86_64.whl"
+        server.files[newer] = server.files[older] = b"never read"
+        names = [n for n in server.files if n.endswith(".whl") and "+" not in n]
+        server.files["simple/torch/"] = _index_page(server, names, server.files)
+        code, out, _err = _read_wheels(capsys, db, server)
+        assert newer not in [p for p, _r in server.log]
+    assert code == 0
+    assert "new in the index: torch 2.13.0 (not in the database" in out
+    assert "1.13.1" not in out
+
+
+def _fake_probe_python(tmp_path: Path) -> Path:
+    import stat
+
+    compact = tmp_path / "probe.json"  # the probe prints its result as one JSON line
+    compact.write_text(json.dumps(_probe()), encoding="utf-8")
+    path = tmp_path / "python"
+    path.write_text(f"#!/bin/sh\ncat '{compact}'\n", encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+@pytest.mark.skipif(not Path("/bin/sh").exists(), reason="a #! script stands in for Python")
+def test_verify_cli_records_unless_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from resolver.commands import verify as verify_cmd
+
+    monkeypatch.setattr(verify_cmd, "_detect", lambda catalog: None)
+    python = _fake_probe_python(tmp_path)
+    user = catalog_mod.user_data_dir() / store.FILE
+    _code, out, _err = run_cli(capsys, "verify", "--python", str(python), "--json", "--no-record")
+    assert json.loads(out)["observation"] is None and not user.exists()
+    _code, out, err = run_cli(capsys, "verify", "--python", str(python), "--json")
+    observation = json.loads(out)["observation"]
+    assert observation["status"] == "added"
+    assert observation["build"]["version"] == "2.11.0+cu130"
+    assert store.load(user).runtime[0]["sass"] == ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"]
+    _code, _out, err = run_cli(capsys, "verify", "--python", str(python))
+    assert "note: observed: torch 2.11.0+cu130 linux-x86_64 recorded in" in err
+
+
+def test_lock_confirm_offline_writes_as_before(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    synth_raw: dict[str, Any],
+) -> None:
+    db = _db(tmp_path, synth_raw)
+    monkeypatch.setenv(catalog_mod.DATA_ENV, str(db))
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    args = ("lock", "--platform", "linux-x86_64", "--driver", "580.65.06", "--gpu",
+            "NVIDIA H100", "--python", "3.12", "--pytorch-index", "http://127.0.0.1:9/whl",
+            "--format", "requirements")  # fmt: skip
+    code, _out, _err = run_cli(capsys, *args, "-o", str(tmp_path / "plain"))
+    code2, _out, err = run_cli(capsys, *args, "-o", str(tmp_path / "confirmed"), "--confirm")
+    assert code == code2 == 0 and "could not be confirmed" in err
+    plain = (tmp_path / "plain" / "requirements.txt").read_text()
+    assert (tmp_path / "confirmed" / "requirements.txt").read_text() == plain

@@ -51,6 +51,7 @@ class ReadSummary:
     not_found: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     unreachable: list[str] = field(default_factory=list)
+    new_in_index: list[str] = field(default_factory=list)  # releases the database lacks
     skipped_budget: int = 0
     indexes_read: int = 0  # index pages that could be read
     bytes_read: int = 0
@@ -72,6 +73,11 @@ class ReadSummary:
         out += [f"not on the index: {line}" for line in self.not_found]
         out += [f"failed: {line}" for line in self.failed]
         out += [f"index unreachable: {line}" for line in self.unreachable]
+        if self.new_in_index:
+            out.append(
+                f"new in the index: torch {', '.join(self.new_in_index)} (not in the database: "
+                "run `gpuresolve db update` first, then --read-wheels again)"
+            )
         if self.skipped_budget:
             out.append(
                 f"budget reached: {self.skipped_budget} build(s) left for the next run "
@@ -217,7 +223,17 @@ def read_wheels(
                 f"(both kept in {target})"
             )
     summary.indexes_read = sum(1 for v in listings.pages.values() if not isinstance(v, str))
+    known = {version for version, _v, _p, _a in compare.builds(doc)}
+    listed = {w.public for v in listings.pages.values() if not isinstance(v, str) for w in v}
+    newest = max((release_key(v) for v in known), default=())
+    summary.new_in_index = sorted(
+        (v for v in listed if not _prerelease(v) and release_key(v) > newest), key=release_key
+    )
     return summary
+
+
+def _prerelease(version: str) -> bool:
+    return not all(part.isdigit() for part in version.split("."))
 
 
 def _facts(entry: dict[str, Any]) -> str:
