@@ -414,3 +414,12 @@ def test_cli_reports_a_contradiction_with_the_database(
     assert "database: CONTRADICTION: ptx observed 12.0; the database says none" in out
     code, out, _err = run_cli(capsys, "db", "inspect-wheel", str(path), "--json")
     assert [c["fact"] for c in json.loads(out)["contradicts"]] == ["sass", "ptx"]
+
+
+def test_a_whole_read_is_checked_against_the_url_fragment() -> None:
+    data = torch_wheel("2.8.0+cu128", "12.8", _region(W280))
+    with (
+        serve_wheels({W280: data}, mode="norange") as server,
+        pytest.raises(WheelError, match="not the expected"),
+    ):
+        inspect_wheel(f"{server.url(W280)}#sha256={'0' * 64}")

@@ -337,16 +337,16 @@ def open_source(
 ) -> Source:
     """A source for a URL (http/https) or a local path."""
     if re.match(r"^https?://", where, re.IGNORECASE):
-        source: Source = HttpSource(
-            where, budget=budget, progress=progress, timeout=timeout, session=session
-        )
-        m = re.search(r"#sha256=([0-9a-fA-F]{64})$", where)
-        if m and source.sha256 is None:
-            source.sha256 = m.group(1).lower()
-        return source
+        return HttpSource(where, budget=budget, progress=progress, timeout=timeout, session=session)
     if "://" in where:
         raise WheelError(f"{where}: only http(s) URLs and local files can be read")
     return FileSource(where, budget=budget, progress=progress)
+
+
+def url_sha256(url: str) -> str | None:
+    """The sha256 a simple index puts in a link's fragment (``#sha256=<hex>``), if any."""
+    m = re.search(r"#sha256=([0-9a-fA-F]{64})$", url)
+    return m.group(1).lower() if m else None
 
 
 def sha256_file(path: Path | str) -> str:

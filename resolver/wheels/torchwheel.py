@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from resolver.markers import applicable, marker_env
 from resolver.wheels import WheelError
-from resolver.wheels.source import TIMEOUT, Progress, Source, open_source
+from resolver.wheels.source import TIMEOUT, Progress, Source, open_source, url_sha256
 from resolver.wheels.zipdir import Directory, Member, member_data, read_directory, read_member
 
 if TYPE_CHECKING:
@@ -299,8 +299,9 @@ def inspect_wheel(
     ) as source:
         name = where.split("#", 1)[0].split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
         report = inspect(source, name)
-    if report.sha256 is None and sha256:
-        report.sha256 = sha256.lower()
-    elif report.sha256 and sha256 and report.sha256 != sha256.lower():
-        raise WheelError(f"{where}: sha256 {report.sha256} is not the expected {sha256.lower()}")
+    expected = (sha256 or url_sha256(where) or "").lower() or None
+    if report.sha256 is None:  # only part of the file was read: the index's word for it
+        report.sha256 = expected
+    elif expected and report.sha256 != expected:  # the whole file was read: check it
+        raise WheelError(f"{where}: sha256 {report.sha256} is not the expected {expected}")
     return report
