@@ -494,7 +494,29 @@ def load(directory: Path | None = None) -> Catalog:
             choice = _location.Choice(shipped_data_dir(), "shipped", (choice.directory, str(exc)))
     if choice.ignored is not None:
         _warn_ignored(*choice.ignored)
-    return _load_dir(choice.directory)
+    return _with_user_observations(_load_dir(choice.directory))
+
+
+def _with_user_observations(catalog: Catalog) -> Catalog:
+    """The shipped database with the user's own observations laid over it.
+
+    `verify`, `--confirm` and `db import` record into the user data directory's
+    observations.yaml; while no user database is in use (no `db update` yet), they still
+    count. An entry for a build the database lacks is skipped; a damaged file is a warning.
+    """
+    path = user_data_dir() / "observations.yaml"
+    try:
+        if not path.is_file():
+            return catalog
+    except OSError:
+        return catalog
+    from resolver.db.observations import apply_observations
+
+    try:
+        return apply_observations(catalog, _read_yaml(path, bounded=True), lenient=True)
+    except DataError as exc:
+        _warn_ignored(path, str(exc))
+        return catalog
 
 
 def _warn_ignored(directory: Path, reason: str) -> None:
@@ -523,7 +545,7 @@ def _load_dir(directory: Path) -> Catalog:
         if (directory / name).is_file():
             raw[name] = _read_yaml(directory / name, bounded=bounded)
     try:
-        catalog = from_raw(raw, origin=str(directory))
+        catalog = from_raw(raw, origin=str(directory), lenient=bounded)
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         # from_raw names the record for what it checks; anything else is malformed all the same
         detail = " ".join(str(exc).split())[:200]
@@ -647,7 +669,7 @@ class _Reader:
             raise self.fail(f"not a compute capability: {text!r}") from None
 
 
-def from_raw(raw: Mapping[str, Any], origin: str = "<memory>") -> Catalog:
+def from_raw(raw: Mapping[str, Any], origin: str = "<memory>", lenient: bool = False) -> Catalog:
     """Build a Catalog from the parsed YAML documents (keys are the file names)."""
     src_doc = _Reader("sources.yaml", "top level", raw["sources.yaml"])
     sources = src_doc.data.get("sources")
@@ -667,7 +689,8 @@ def from_raw(raw: Mapping[str, Any], origin: str = "<memory>") -> Catalog:
     if raw.get("observations.yaml") is not None:
         from resolver.db.observations import apply_observations
 
-        catalog = apply_observations(catalog, raw["observations.yaml"])
+        # a user's database keeps what verify recorded even for builds it does not know
+        catalog = apply_observations(catalog, raw["observations.yaml"], lenient=lenient)
     return catalog
 
 

@@ -421,7 +421,12 @@ def test_reset_removes_only_what_gpuresolve_wrote(
     doc = json.loads(out)
     assert set(doc) >= {"data_dir", "cache_dir", "dry_run", "removed", "kept", "failed"}
     assert doc["dry_run"] is False and doc["failed"] == []
-    assert sorted(p.name for p in cluttered.iterdir()) == ["extra", "my-notes.txt"]
+    # observations.yaml holds what verify and db import recorded: the user's, kept
+    assert sorted(p.name for p in cluttered.iterdir()) == [
+        "extra",
+        "my-notes.txt",
+        "observations.yaml",
+    ]
     assert (cluttered / "extra" / "torch.yaml").read_text() == "mine too"
     assert not list(cluttered.parent.glob(".data.*"))
     assert _cache_files() == [] and (location.cache_dir() / "rattler").is_dir()
@@ -435,7 +440,7 @@ def test_reset_of_a_damaged_database_then_nothing_left(
     _garbage(user_db)
     code, _out, err = run_cli(capsys, "db", "reset")
     assert code == 0, err
-    assert not user_db.exists()
+    assert [p.name for p in user_db.iterdir()] == ["observations.yaml"]  # the user's own
     code, out, _err = run_cli(capsys, "db", "reset")
     assert code == 0 and "nothing to remove" in out
 
@@ -475,3 +480,30 @@ def test_update_stops_at_a_directory_in_the_way(
     code, _out, err = run_cli(capsys, "db", "update", "--pytorch-index", index.url + "/whl")
     assert code == 1 and "is a directory, in the way" in err and "Traceback" not in err
     assert (user_db / "gpus.yaml").is_dir()
+
+
+def test_db_update_keeps_the_users_own_observations(tmp_path: Path) -> None:
+    """Starting over from the shipped database must not drop what `verify` recorded."""
+    from resolver.dbupdate.write import _merge_own_observations, _read_own_observations
+    from resolver.observe import store
+
+    own = tmp_path / "user"
+    own.mkdir()
+    seen = {
+        "seen": "2026-11-24",
+        "torch": "2.11.0",
+        "version": "2.11.0+cu130",
+        "variant": "cu130",
+        "platform": "linux-x86_64",
+    }
+    store.record(own / store.FILE, seen, "runtime")
+    text = _read_own_observations(own)
+    assert text is not None
+    shutil.copy(location.shipped_data_dir() / store.FILE, own / store.FILE)  # the copytree
+    shipped = store.load(own / store.FILE)
+    _merge_own_observations(own, text)
+    merged = store.load(own / store.FILE)
+    assert merged.wheels == shipped.wheels
+    assert [(e["version"], e["platform"]) for e in merged.runtime] == [
+        ("2.11.0+cu130", "linux-x86_64")
+    ]

@@ -228,7 +228,7 @@ def test_explain_names_every_check_with_its_evidence(capsys: pytest.CaptureFixtu
     assert "torch 2.15.0+cu132 on linux-x86_64: does not fit" in out
     assert "FAIL kernels: no kernels for sm_61" in out
     assert "ok   driver: needs >= 580" in out
-    assert "sass: SASS sm_75" in out and "[observed: PYPI_BIN_2.15.0]" in out
+    assert "sass: SASS sm_75" in out and "[observed: PYPI_BIN_2.15.0, WHEEL_" in out
     code, out, _err = run_cli(capsys, "suggest", *args, "--explain", "2.14.1")
     assert code == 0 and "torch 2.14.1+cu126 on linux-x86_64: fits" in out
     assert "ranking: selected" in out

@@ -96,6 +96,18 @@ def show(data_dir: str | None, as_json: bool) -> None:
     help="Per request: to connect, and between bytes of an answer.",
 )
 @click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+@click.option(
+    "--read-wheels",
+    is_flag=True,
+    help="Instead: read one wheel of every build not yet observed (its arch list, CUDA, "
+    "cuDNN, NCCL) and record it in observations.yaml.",
+)
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=1),
+    metavar="MB",
+    help="With --read-wheels: read at most this many MiB in all (default 512).",
+)
 def update(
     pytorch_index: str,
     pypi_index: str | None,
@@ -103,6 +115,8 @@ def update(
     write_data: str | None,
     timeout: float,
     dry_run: bool,
+    read_wheels: bool,
+    budget: float | None,
 ) -> None:
     """Refresh the database from the PyTorch wheel index (into your data directory).
 
@@ -110,6 +124,19 @@ def update(
     is left as it was).
     """
     from resolver import catalog as catalog_mod
+
+    if budget is not None and not read_wheels:
+        from resolver.errors import UserError
+
+        raise UserError("--budget applies to --read-wheels")
+    if read_wheels:
+        from resolver.commands.db_wheels import update_read_wheels
+
+        update_read_wheels(
+            pytorch_index, None if no_pypi else pypi_index, no_pypi, write_data, timeout,
+            dry_run, 512.0 if budget is None else budget,
+        )  # fmt: skip
+        return
     from resolver.dbupdate import UpdateError
     from resolver.dbupdate.collect import pip_index_url
     from resolver.dbupdate.fetch import Fetcher
@@ -201,3 +228,15 @@ def reset(dry_run: bool, as_json: bool) -> None:
 def _progress(label: str, length: int) -> Iterator[ProgressBar]:
     with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
         yield bar
+
+
+def _wheel_commands() -> None:
+    """`db inspect-wheel` and the observation commands live in their own module."""
+    from resolver.commands.db_wheels import export_observations, import_observations, inspect_wheel
+
+    db.add_command(inspect_wheel)
+    db.add_command(export_observations)
+    db.add_command(import_observations)
+
+
+_wheel_commands()

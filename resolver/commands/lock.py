@@ -17,6 +17,7 @@ from resolver.commands.common import (
     request_options,
     target_options,
 )
+from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.errors import UserError, shown
 from resolver.writers import lockfiles
 
@@ -77,6 +78,7 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 )
 @click.option("--glibc", metavar="X.Y", help="The target's glibc (default: detected, else 2.28).")
 @click.option("--name", "env_name", metavar="NAME", help="The conda environment's name.")
+@CONFIRM_OPTION
 def lock(
     spec: str | None,
     target: TargetOptions,
@@ -90,6 +92,7 @@ def lock(
     channel: str | None,
     glibc: str | None,
     env_name: str | None,
+    confirm: bool,
 ) -> None:
     """Write the build for this machine (or a described one) as files to commit and install from.
 
@@ -117,6 +120,8 @@ def lock(
         given = [*target.given(), *request.given()]
         if conda_source != "pip":
             given.append("--conda-source")
+        if confirm:
+            given.append("--confirm")
         if given:
             raise UserError(f"{spec}: {given[0]} belongs in the spec, not on the command line")
         evidence = "any" if request.allow_unconfirmed else request.evidence
@@ -127,6 +132,14 @@ def lock(
     machine, profile = target.resolve(catalog)
     if glibc is None and profile is not None and profile.platform == machine.platform:
         glibc = profile.glibc
+    if confirm:
+        from resolver.commands.confirm_flag import confirm_and_resolve
+        from resolver.solve import solve
+
+        decision = solve(catalog, machine, wanted)
+        catalog, _decision, _c = confirm_and_resolve(
+            catalog, decision, machine, wanted, pytorch_index
+        )
     lock_input = lockfiles.prepare(catalog, machine, wanted, options, glibc and glibc.strip())
     unmet = lock_input.unmet(options)
     if unmet is not None:

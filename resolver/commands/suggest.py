@@ -13,6 +13,7 @@ from resolver.commands.common import (
     request_options,
     target_options,
 )
+from resolver.commands.confirm_flag import CONFIRM_OPTION
 
 
 @click.command()
@@ -33,12 +34,14 @@ from resolver.commands.common import (
     metavar="BUILD",
     help="Every check one build (torch==2.15.0+cu132, or 2.15.0) passes or fails here.",
 )
+@CONFIRM_OPTION
 def suggest(
     target: TargetOptions,
     request: RequestOptions,
     as_json: bool,
     verbose: bool,
     explain_build: str | None,
+    confirm: bool,
 ) -> None:
     """Say what to install: the pip command, why, and the runner-up.
 
@@ -54,6 +57,13 @@ def suggest(
     machine, profile = target.resolve(catalog)
     decision = solve(catalog, machine, wanted)
     pytorch_index = request.pytorch_index
+    confirmation = None
+    if confirm:
+        from resolver.commands.confirm_flag import confirm_and_resolve
+
+        catalog, decision, confirmation = confirm_and_resolve(
+            catalog, decision, machine, wanted, pytorch_index
+        )
     if explain_build is not None:
         from resolver.explain import explain
 
@@ -63,6 +73,8 @@ def suggest(
     if as_json:
         data = render.decision_json(catalog, decision, pytorch_index)
         data["messages"] = list(profile.messages) if profile is not None else []
+        if confirm:
+            data["confirm"] = confirmation.to_json() if confirmation else None
         emit_json(data)
     else:
         if profile is not None:

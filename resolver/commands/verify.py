@@ -13,6 +13,7 @@ from resolver.commands.common import Seconds, emit_json
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
     from resolver.host.profile import HostProfile
+    from resolver.observe.runtime import Recorded
     from resolver.verify.checks import CheckResult
     from resolver.verify.run import ProbeRun
 
@@ -46,8 +47,18 @@ _LABEL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
     show_default=True,
     help="Seconds the probe may run before it counts as hung.",
 )
+@click.option(
+    "--no-record",
+    is_flag=True,
+    help="Do not record the build's facts (arch list, CUDA, cuDNN, NCCL) as an observation.",
+)
 def verify(
-    python: str | None, lock_file: str | None, benchmark: bool, as_json: bool, timeout: float
+    python: str | None,
+    lock_file: str | None,
+    benchmark: bool,
+    as_json: bool,
+    timeout: float,
+    no_record: bool,
 ) -> None:
     """Check that torch in an environment imports, matches this host and really uses the GPU.
 
@@ -86,15 +97,27 @@ def verify(
     )
     status = checks.overall(results)
     bench = (run.data or {}).get("benchmark") if benchmark else None
+    recorded = None if no_record else _record(run.data)
     if as_json:
-        emit_json(
-            report_json(
-                interpreter, run, results, host, catalog, lock_file, bench, time.monotonic() - t0
-            )
+        data = report_json(
+            interpreter, run, results, host, catalog, lock_file, bench, time.monotonic() - t0
         )
+        data["observation"] = recorded.to_json() if recorded else None
+        emit_json(data)
     else:
         click.echo(report_text(interpreter, run, results, bench, benchmark))
+        for line in recorded.lines if recorded else ():
+            click.echo(f"note: {line}", err=True)
     sys.exit(1 if status == checks.FAIL else 0)
+
+
+def _record(probe: dict[str, Any] | None) -> Recorded:
+    """The probed build's facts into the user's observations (machine-independent only)."""
+    from resolver import catalog as catalog_mod
+    from resolver.observe.runtime import record_verified
+    from resolver.observe.store import FILE
+
+    return record_verified(probe, catalog_mod.user_data_dir() / FILE, catalog_mod.data_dir())
 
 
 def _load_catalog() -> tuple[Catalog | None, str | None]:

@@ -25,12 +25,16 @@ SCHEMA = 2  # the content schema this gpuresolve reads and `db update` writes
 LEGACY_SCHEMA = 1  # a database with no `schema:` line (gpuresolve before schema numbers)
 # Every file name `gpuresolve db update` writes into the user database (it copies the shipped
 # data directory, then rewrites the YAML files): what `db reset` may remove.
+# observations.yaml is not one of them: `verify` and `db import` record the user's own
+# observations there, which `db update` merges with the shipped ones and `db reset` keeps.
 DB_FILES = (
     "sources.yaml",
     "cuda.yaml",
     "gpus.yaml",
     "torch.yaml",
     "conda_forge.yaml",
+    "images.yaml",
+    "gpu_peaks.yaml",
     "SCHEMA.md",
 )
 _HEAD_BYTES = 64 * 1024  # `schema:` and `updated:` sit in the first lines of torch.yaml

@@ -20,7 +20,9 @@ from resolver.versions import CC, cc_str, parse_cc
 FILE = "observations.yaml"
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 _WHEEL_RE = re.compile(
-    r"^torch-(?P<version>\d+\.\d+\.\d+)(?:\+(?P<local>[a-z0-9.]+))?-[^-]+-[^-]+-(?P<plat>[^-]+)\.whl$"
+    r"^torch-(?P<version>\d+\.\d+\.\d+)(?:\+(?P<local>[a-z0-9.]+))?"
+    r"(?:-\d[^-]*)?"  # a build tag: torch-2.10.0-3-cp310-... (a re-upload; pip takes the highest)
+    r"-[^-]+-[^-]+-(?P<plat>[^-]+)\.whl$"
 )
 _PLAT_TAGS = (
     ("manylinux", "x86_64", "linux-x86_64"),
@@ -34,14 +36,25 @@ def source_key(sha256: str) -> str:
     return f"WHEEL_{sha256[:16]}"
 
 
-def apply_observations(catalog: Catalog, doc: Any) -> Catalog:
-    """The catalog with every observation of ``doc`` (observations.yaml, parsed) applied."""
+def apply_observations(catalog: Catalog, doc: Any, *, lenient: bool = False) -> Catalog:
+    """The catalog with every observation of ``doc`` (observations.yaml, parsed) applied.
+
+    ``lenient`` (a user's own observations laid over the shipped database): an entry for a
+    build this database does not have, or that does not parse, is skipped, not an error.
+    """
     if not isinstance(doc, dict) or not isinstance(doc.get("observations"), list):
         raise DataError(f"{FILE}: expected 'observations:' with a list of wheels")
     sources = dict(catalog.sources)
     releases = list(catalog.releases)
     for i, entry in enumerate(doc["observations"]):
         where = f"{FILE} observations[{i}]"
+        if lenient:
+            try:
+                catalog = apply_observations(catalog, {"observations": [entry]})
+            except DataError:
+                continue
+            sources, releases = dict(catalog.sources), list(catalog.releases)
+            continue
         if not isinstance(entry, dict):
             raise DataError(f"{where}: expected a mapping")
         obs = _parse(entry, where)
@@ -139,6 +152,9 @@ def _lost(winner: Provenance, old: Any, new: Any, loser: Provenance) -> Provenan
         carried = (*carried, Contradiction(_text(old), loser.source, f"curated ({loser.grade})"))
     if winner.source == loser.source:
         return winner
+    if old == new:  # the wheel agrees: cite the curated sources too, graded by the wheel
+        merged = tuple(dict.fromkeys((*loser.source, *winner.source)))
+        return winner._replace(source=merged, contradicts=(*winner.contradicts, *carried))
     return winner._replace(contradicts=(*winner.contradicts, *carried))
 
 

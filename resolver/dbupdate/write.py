@@ -115,7 +115,9 @@ def write_database(
         if target.is_dir():
             _keep_own_files(target, tmp, replaced=source_dir != target)
         if source_dir != target:  # the database it started from, all of it (not only FILES)
+            own = _read_own_observations(tmp)
             shutil.copytree(source_dir, tmp, dirs_exist_ok=True, symlinks=True)
+            _merge_own_observations(tmp, own)
         # The target's own mode (or mkdir's), not mkdtemp's 0700 nor base's that copytree copied.
         os.chmod(tmp, mode)
         for name in catalog.FILES:
@@ -139,6 +141,38 @@ def write_database(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _read_own_observations(tmp: Path) -> str | None:
+    """The user's observations.yaml carried over (what verify and db import recorded)."""
+    from resolver.observe.store import FILE
+
+    try:
+        return (tmp / FILE).read_text(encoding="utf-8") if (tmp / FILE).is_file() else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _merge_own_observations(tmp: Path, own: str | None) -> None:
+    """The started-from database's observations plus the user's own: copying the shipped
+    file over the user's would lose every build `verify` saw. A damaged file of the user's
+    is dropped (the shipped one stands), as the loader would ignore it anyway."""
+    if own is None:
+        return
+    from resolver.errors import UserError
+    from resolver.observe import store
+
+    path = tmp / store.FILE
+    try:
+        mine = store.parse(own, str(path))
+    except UserError:
+        return
+    merged = store.load(path) if path.is_file() else store.Observations()
+    for entry in mine.wheels:
+        merged.add(entry, "observations")
+    for entry in mine.runtime:
+        merged.add(entry, "runtime")
+    store.save(path, merged)
 
 
 def _keep_own_files(target: Path, tmp: Path, *, replaced: bool) -> None:

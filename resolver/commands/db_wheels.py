@@ -1,0 +1,317 @@
+"""`gpuresolve db inspect-wheel`: what one torch wheel really carries, read from its bytes."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from resolver.commands.common import emit_json
+
+if TYPE_CHECKING:
+    from resolver.wheels.torchwheel import WheelReport
+
+MIB = 1024 * 1024
+
+
+def byte_progress(label: str) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
+    """A bytes counter on stderr when it is a terminal (else nothing), and its finisher."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    last = [0.0]
+
+    def show(n: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.1:
+            last[0] = now
+            sys.stderr.write(f"\r{label}: {n / MIB:.1f} MiB read")
+            sys.stderr.flush()
+
+    def done() -> None:
+        if last[0]:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+    return show, done
+
+
+@click.command("inspect-wheel")
+@click.argument("where", metavar="URL|PATH")
+@click.option("--json", "as_json", is_flag=True, help="As JSON (a stable contract).")
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=0.1),
+    default=64.0,
+    show_default=True,
+    metavar="MB",
+    help="Read at most this many MiB of the wheel.",
+)
+@click.option(
+    "--sha256",
+    metavar="HEX",
+    help="The wheel's expected sha256 (an index's); reported, and checked when the whole "
+    "file is read.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Per request: to connect, and between bytes of an answer.",
+)
+def inspect_wheel(
+    where: str, as_json: bool, budget: float, sha256: str | None, timeout: float
+) -> None:
+    """Read a torch wheel (a URL, with HTTP range requests, or a file): its version, CUDA,
+    and the GPU architectures compiled into it (SASS and PTX).
+
+    Only the zip directory, torch/version.py, the metadata and the library holding the
+    arch list are read (about 9 MB of an 888 MB wheel); nothing of torch is run. Exit 2
+    when the file is not a readable torch wheel.
+    """
+    from resolver.errors import UserError
+    from resolver.wheels.torchwheel import inspect_wheel as inspect
+
+    if sha256 is not None and not _is_sha256(sha256):
+        raise UserError(f"--sha256 {sha256!r}: not 64 hexadecimal digits")
+    show, done = byte_progress(where.rsplit("/", 1)[-1][:60])
+    try:
+        report = inspect(
+            where, budget=int(budget * MIB), progress=show, timeout=timeout, sha256=sha256
+        )
+    finally:
+        done()
+    verdict = _against_database(report)
+    if as_json:
+        data = report.as_json()
+        data["contradicts"] = verdict
+        emit_json(data)
+        return
+    click.echo(report.file)
+    git = f" (git {report.git_version[:12]})" if report.git_version else ""
+    click.echo(f"  version  {report.version}{git}")
+    click.echo(f"  CUDA     {report.cuda or 'none (a CPU build)'}")
+    if report.cuda is not None:
+        click.echo(f"  SASS     {' '.join(report.sass) or 'none'}")
+        click.echo(f"  PTX      {' '.join(report.ptx) or 'none'}")
+        click.echo(f"           (from {report.arch_member})")
+    if report.cudnn or report.nccl:
+        click.echo(
+            f"  pins     cuDNN {report.cudnn or '-'}, NCCL {report.nccl or '-'} "
+            "(the wheel's Requires-Dist)"
+        )
+    click.echo(f"  sha256   {report.sha256 or 'unknown (not given, whole file not read)'}")
+    share = f" ({report.bytes_read / report.size:.1%})" if report.size else ""
+    click.echo(f"  read     {report.bytes_read} of {report.size} bytes{share}")
+    if verdict is None:
+        click.echo("  database: no record of this build")
+    elif not verdict:
+        click.echo("  database: agrees")
+    for item in verdict or ():
+        src = f" [{', '.join(item['source'])}]" if item.get("source") else ""
+        click.echo(
+            f"  database: CONTRADICTION: {item['fact']} {item.get('note', '')}; "
+            f"the database says {item['value']}{src}"
+        )
+    for note in report.notes:
+        click.echo(f"  note: {note}", err=True)
+
+
+def _against_database(report: WheelReport) -> list[dict[str, Any]] | None:
+    """The curated facts the wheel contradicts (database in use); None: no such build."""
+    from resolver import catalog as catalog_mod
+    from resolver.errors import UserError
+    from resolver.observe import compare
+
+    public, _, local = report.version.partition("+")
+    if report.platform is None:
+        return None
+    try:
+        doc = compare.read_torch_doc(catalog_mod.data_dir())
+    except UserError:
+        return None
+    curated = compare.find(doc, public, local or None, report.platform)
+    if curated is None:
+        return None
+    entry: dict[str, Any] = {
+        "torch": public,
+        "variant": curated.variant,
+        "platform": report.platform,
+        "cuda": report.cuda,
+        "cudnn": report.cudnn,
+        "nccl": report.nccl,
+    }
+    if report.cuda is not None:
+        entry["sass"], entry["ptx"] = report.sass_cc, report.ptx_cc
+    return compare.contradictions(entry, curated)
+
+
+def _is_sha256(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def observations_file(write_data: str | None) -> Path:
+    """Where observations are recorded: --write-data DIR, else the user's data directory."""
+    from resolver import catalog as catalog_mod
+    from resolver.observe.store import FILE
+
+    return (Path(write_data) if write_data else catalog_mod.user_data_dir()) / FILE
+
+
+def observed_builds(*files: Path) -> set[tuple[str, str, str]]:
+    """(torch, variant, platform) observed in any of ``files`` (the shipped one included)."""
+    from resolver.observe import store
+
+    seen: set[tuple[str, str, str]] = set()
+    for path in dict.fromkeys(files):
+        seen |= store.load(path).observed_builds()
+    return seen
+
+
+def update_read_wheels(
+    pytorch_index: str,
+    pypi_index: str | None,
+    no_pypi: bool,
+    write_data: str | None,
+    timeout: float,
+    dry_run: bool,
+    budget: float,
+) -> None:
+    """`db update --read-wheels`: the wheel-reading run, its progress and its summary."""
+    from resolver import catalog as catalog_mod
+    from resolver.dbupdate.fetch import Fetcher
+    from resolver.observe import compare, readwheels, store
+    from resolver.wheels.index import pip_default_index
+
+    target = observations_file(write_data)
+    base = Path(write_data) if write_data else catalog_mod.data_dir()
+    doc = compare.read_torch_doc(base)
+    if write_data:  # a database of its own: only its observations count
+        observed = observed_builds(target)
+    else:
+        shipped = catalog_mod.shipped_data_dir() / store.FILE
+        observed = observed_builds(shipped, base / store.FILE, target)
+    pypi = None if no_pypi else (pypi_index or pip_default_index())
+    if dry_run:
+        todo, already = readwheels.plan(doc, observed)
+        click.echo(f"{len(todo)} build(s) without an observation ({already} observed):")
+        for build in todo:
+            where = "default index" if build.pypi and pypi else "PyTorch index"
+            click.echo(f"  {build.label} ({where})")
+        click.echo(f"dry run: nothing read or written (would record into {target})")
+        return
+    click.echo(f"reading wheels for {base} (recording into {target})", err=True)
+    tty = sys.stderr.isatty()
+    state: dict[str, Any] = {"label": "", "n": 0, "total": 0, "bytes": 0}
+    last = [0.0]
+
+    def draw(force: bool = False) -> None:
+        now = time.monotonic()
+        if tty and (force or now - last[0] >= 0.1):
+            last[0] = now
+            sys.stderr.write(
+                f"\r\033[K[{state['n']}/{state['total']}] {state['bytes'] / MIB:.1f} MiB  "
+                f"{state['label']}"[:120]
+            )
+            sys.stderr.flush()
+
+    def on_build(n: int, total: int, label: str) -> None:
+        state.update(n=n + 1, total=total, label=label)
+        draw(force=True)
+
+    def on_bytes(n: int) -> None:
+        state["bytes"] = n
+        draw()
+
+    with Fetcher(timeout=timeout) as fetcher:
+        summary = readwheels.read_wheels(
+            doc=doc,
+            observed=observed,
+            target=target,
+            pytorch_index=pytorch_index,
+            pypi_index=pypi,
+            fetcher=fetcher,
+            budget=int(budget * MIB),
+            timeout=timeout,
+            on_build=on_build,
+            on_bytes=on_bytes,
+        )
+    if tty and last[0]:
+        sys.stderr.write("\r\033[K")
+    for line in summary.lines():
+        click.echo(line)
+    if summary.offline:
+        click.echo("no wheel could be read: the indexes are unreachable", err=True)
+        sys.exit(1)
+
+
+@click.command("export-observations")
+@click.argument("file", metavar="FILE")
+def export_observations(file: str) -> None:
+    """Write your observations (wheels read, builds verified) as a YAML file to share.
+
+    FILE "-" writes to stdout. An existing FILE is replaced only when gpuresolve wrote it.
+    """
+    from resolver.errors import UserError
+    from resolver.observe import store
+
+    doc = store.load(observations_file(None))
+    if file == "-":
+        click.echo(doc.to_yaml(), nl=False)
+        return
+    path = Path(file)
+    if path.exists() and not store.written_by_us(path):
+        raise UserError(f"{path}: exists and was not written by gpuresolve; not replacing it")
+    store.save(path, doc)
+    click.echo(
+        f"wrote {len(doc.wheels)} wheel and {len(doc.runtime)} runtime observation(s) to {path}"
+    )
+
+
+@click.command("import")
+@click.argument("file", metavar="FILE")
+@click.option("--dry-run", is_flag=True, help="Check and compare; record nothing.")
+def import_observations(file: str, dry_run: bool) -> None:
+    """Merge an observations file (from `db export-observations`) into your database.
+
+    Every entry is validated; each is compared with the curated facts and contradictions are
+    reported and kept on the entry. A wheel observation of a build the database lacks is
+    refused (run `gpuresolve db update` first). Exit 2 on an invalid file.
+    """
+    from resolver import catalog as catalog_mod
+    from resolver.observe import compare, store
+
+    incoming = store.load_required(Path(file))
+    target = observations_file(None)
+    doc = compare.read_torch_doc(catalog_mod.data_dir())
+    mine = store.load(target)
+    counts = {"added": 0, "same": 0, "differs": 0, "refused": 0}
+    lines: list[str] = []
+    for kind, entries in (("observations", incoming.wheels), ("runtime", incoming.runtime)):
+        for entry in entries:
+            curated = compare.find(doc, entry["torch"], entry["variant"], entry["platform"])
+            found = compare.contradictions(entry, curated)
+            if curated is None and kind == "observations":
+                counts["refused"] += 1
+                lines += [f"refused: {line}" for line in compare.describe(entry, found)]
+                continue
+            if found:
+                entry = {**entry, "contradicts": found}
+                lines += [f"contradiction: {line}" for line in compare.describe(entry, found)]
+            status, _old = mine.add(store.validate_entry(entry, kind, file), kind)
+            counts[status] += 1
+    if not dry_run and (counts["added"] or counts["differs"]):
+        store.save(target, mine)
+    for line in lines:
+        click.echo(line)
+    verb = "would import" if dry_run else "imported"
+    click.echo(
+        f"{verb} {counts['added']} new observation(s) from {file} ({counts['same']} known, "
+        f"{counts['differs']} differing from one already recorded (both kept), "
+        f"{counts['refused']} refused) into {target}"
+    )
