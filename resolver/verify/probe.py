@@ -306,7 +306,14 @@ def benchmark(torch: Any, seconds: float = 1.0) -> dict[str, Any]:
                 out[label] = {"ms": s * 1e3, "tflops": 2.0 * n**3 / s / 1e12}
         finally:
             matmul.allow_tf32 = tf32
-    out["shapes"] = {"conv2d": "32x64x56x56 * 64x64x3x3 fp32", "matmul": f"{n}x{n}x{n} fp32"}
+        if torch.cuda.is_bf16_supported():
+            ah, bh = a.bfloat16(), b.bfloat16()
+            s = bench_time(torch, lambda: ah @ bh, seconds)
+            out["matmul_bf16"] = {"ms": s * 1e3, "tflops": 2.0 * n**3 / s / 1e12}
+    out["shapes"] = {
+        "conv2d": "32x64x56x56 * 64x64x3x3 fp32",
+        "matmul": f"{n}x{n}x{n} fp32 (bf16 for matmul_bf16)",
+    }
     return out
 
 
@@ -444,6 +451,7 @@ def run(result: dict[str, Any], argv: list[str]) -> None:
             "LD_PRELOAD",
             "CUDA_VISIBLE_DEVICES",
             "CUDA_HOME",
+            "NVIDIA_TF32_OVERRIDE",
             "VIRTUAL_ENV",
             "CONDA_PREFIX",
         )
