@@ -54,21 +54,23 @@ def verify(
     Exit 0 when every check passes (warnings allowed), 1 when one fails, 2 when verify cannot
     run (no such interpreter, unreadable lock file).
     """
-    from resolver.errors import UserError
-    from resolver.host import platform as host_platform
-    from resolver.verify import checks
     from resolver.verify.run import ProbeProcess, resolve_python
 
     t0 = time.monotonic()
     interpreter = resolve_python(python)
     lock = None
-    if lock_file:
+    if lock_file:  # the probe must know the lock's packages: read it first
         from resolver import lockpins
+        from resolver.host import platform as host_platform
 
         lock = lockpins.read(lock_file, platform=host_platform.probe().platform)
     want = sorted({p.name for p in lock.pins}) if lock else []
-    # torch imports in the child while the host is detected and the database loads here.
+    # The probe starts first: torch imports in the child while the rest of gpuresolve loads,
+    # the host is detected and the database loads here.
     proc = ProbeProcess(interpreter, want=want, benchmark=benchmark, timeout_s=timeout)
+    from resolver.errors import UserError
+    from resolver.verify import checks
+
     catalog, catalog_error = _load_catalog()
     host = _detect(catalog)
     run = proc.finish()
