@@ -178,3 +178,24 @@ def test_bad_grade_is_data_error(tmp_path: Path) -> None:
     }
     with pytest.raises(DataError, match="NOPE"):
         facts_mod.from_raw(raw)
+
+
+def test_db_check_reads_images_and_peaks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(shipped_data_dir(), data)
+    assert run_cli(capsys, "db", "check", "--data", str(data))[0] == 0
+    text = (data / "images.yaml").read_text(encoding="utf-8")
+    (data / "images.yaml").write_text(
+        text.replace('cuda: {value: "13.1"', 'cuda: {value: "13.9"'), encoding="utf-8"
+    )
+    peaks = (data / "gpu_peaks.yaml").read_text(encoding="utf-8")
+    (data / "gpu_peaks.yaml").write_text(
+        peaks.replace("fail: 0.25", "fail: 0.75"), encoding="utf-8"
+    )
+    code, out, _ = run_cli(capsys, "db", "check", "--data", str(data))
+    assert code == 1
+    assert "CUDA 13.9 not in cuda.yaml" in out and "gpu_peaks.yaml verdict" in out

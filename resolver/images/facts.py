@@ -15,6 +15,8 @@ from resolver.errors import DataError
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
+    from resolver.catalog import Catalog
+
 FILE = "images.yaml"
 GRADES = ("observed", "build-config", "official", "transcription", "inferred")
 
@@ -192,3 +194,29 @@ def _mapping(data: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(data, dict):
         raise DataError(f"{where}: expected a mapping")
     return data
+
+
+def check(catalog: Catalog) -> list[str]:
+    """``db check``'s rules for images.yaml (and gpu_peaks.yaml beside it): loadable, every fact
+    graded and sourced, NGC CUDA versions known to cuda.yaml."""
+    from resolver.verify import speed
+
+    problems: list[str] = []
+    path = data_file(catalog.origin)
+    try:
+        facts = load(path)
+    except DataError as exc:
+        problems.append(str(exc))
+    else:
+        beside = path.parent == Path(catalog.origin)  # else the shipped file: no cross-check
+        for rel in facts.ngc.releases if beside else ():
+            cuda = rel.cuda.value
+            if cuda is not None and cuda not in catalog.toolkits:
+                problems.append(f"images.yaml ngc {rel.release}: CUDA {cuda} not in cuda.yaml")
+        if not any(facts.official.era(r.version) for r in catalog.releases[:1]):
+            problems.append("images.yaml official: no era covers the newest torch release")
+    try:
+        speed.load(speed.data_file(catalog.origin))
+    except DataError as exc:
+        problems.append(str(exc))
+    return problems
