@@ -140,8 +140,8 @@ def report_text(report: Report) -> str:
     if report.evidence:
         lines.append("evidence:")
         for e in report.evidence:
-            src = ", ".join(e.source) if e.source else "-"
-            lines.append(f"  {e.fact:<8} {e.value or 'unknown':<28} {e.grade:<13} {src}")
+            src = f": {', '.join(e.source)}" if e.source else ""
+            lines.append(f"  {e.fact:<8} {e.value or 'unknown'}  [{e.grade}{src}]")
     if report.image and report.runs:
         lines.append(run_line(report.image))
     elif sug and report.runs is False:
