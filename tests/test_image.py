@@ -199,3 +199,11 @@ def test_db_check_reads_images_and_peaks(
     code, out, _ = run_cli(capsys, "db", "check", "--data", str(data))
     assert code == 1
     assert "CUDA 13.9 not in cuda.yaml" in out and "gpu_peaks.yaml verdict" in out
+
+
+def test_windows_host_uses_windows_driver_floors(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("--platform", "windows-x86_64", "--gpu", "RTX 4090")
+    code, data = image_json(capsys, "2.9.0-cuda12.8-cudnn9-runtime", *args, "--driver", "528.33")
+    assert code == 0 and any("WSL2" in n for n in data["notes"])
+    code, data = image_json(capsys, "2.9.0-cuda12.8-cudnn9-runtime", *args, "--driver", "527.41")
+    assert code == 1 and any("528.33" in r for r in data["reasons"])

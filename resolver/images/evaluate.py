@@ -249,6 +249,13 @@ def _judge_build(judge: Judge, rel: Release, var: Variant) -> Candidate:
 
 def _verdict(report: Report, judge: Judge, cand: Candidate) -> None:
     report.runs = cand.ok
+    host = judge.target.platform
+    if host.startswith("windows"):
+        report.notes.append(
+            "a Windows host runs Linux containers through WSL2: the Windows driver's floors apply"
+        )
+    elif host.startswith("macos"):
+        report.notes.append("a macOS host gives containers no NVIDIA GPU")
     report.reasons = [r.text for r in cand.reasons]
     report.notes.extend(cand.coverage)
     if cand.min_driver and judge.target.driver and cand.ok:
