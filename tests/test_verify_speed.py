@@ -113,3 +113,13 @@ def test_peaks_file_is_checked() -> None:
         node[path[-1]] = bad
         with pytest.raises(DataError):
             speed.from_raw(raw)
+
+
+def test_mig_slice_is_compared_with_its_gpu_and_only_warns(peaks: speed.Peaks) -> None:
+    name = "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+    bench = recorded_h100()
+    bench["matmul_tf32"] = {"ms": 3.0, "tflops": 50.0}
+    out = speed.annotate(bench, name, peaks)
+    assert out["peak_gpu"]["name"] == "H100 SXM5"
+    check = speed.judge(out, name)
+    assert check.status == WARN and "MIG slice" in check.reason

@@ -54,10 +54,17 @@ class Peaks:
     sources: Mapping[str, Any]
 
     def for_device(self, device_name: str | None) -> GpuPeak | None:
+        """The record whose names include this device's; a MIG slice gets its whole GPU's."""
         if not device_name:
             return None
-        words = _words(device_name)
+        words = _words(mig_parent(device_name) or device_name)
         return next((g for g in self.gpus if any(_words(n) == words for n in g.names)), None)
+
+
+def mig_parent(device_name: str) -> str | None:
+    """ "NVIDIA A100-SXM4-40GB MIG 1g.5gb" -> "NVIDIA A100-SXM4-40GB"; None for a whole GPU."""
+    m = re.match(r"^(.*?)\s+MIG\s+\S+", device_name)
+    return m.group(1) if m else None
 
 
 def _words(name: str) -> tuple[str, ...]:
@@ -179,6 +186,10 @@ def judge(annotated: Mapping[str, Any] | None, device_name: str | None) -> Check
         status = WARN
     else:
         status = PASS
+    mig = mig_parent(device_name or "")
+    if mig and status == FAIL:  # a slice has part of the SMs: slower than the whole GPU by design
+        status = WARN
+        basis += f"; {device_name} is a MIG slice, the peak is the whole GPU's"
     reason = (
         f"slowest matmul {worst_case} at {frac:.0%} of peak"
         + (
