@@ -207,3 +207,14 @@ def test_windows_host_uses_windows_driver_floors(capsys: pytest.CaptureFixture[s
     assert code == 0 and any("WSL2" in n for n in data["notes"])
     code, data = image_json(capsys, "2.9.0-cuda12.8-cudnn9-runtime", *args, "--driver", "527.41")
     assert code == 1 and any("528.33" in r for r in data["reasons"])
+
+
+def test_arm64_host_cannot_run_the_amd64_images(capsys: pytest.CaptureFixture[str]) -> None:
+    gh200 = ("--platform", "linux-aarch64", "--driver", "580.95.05", "--gpu", "9.0")
+    code, data = image_json(capsys, "2.9.0-cuda12.8-cudnn9-runtime", *gh200)
+    assert code == 1 and data["reasons"] == [
+        "the official CUDA image is linux/amd64 only; this host is linux-aarch64"
+    ]
+    assert data["suggestion"] is None and "lock --format dockerfile" in data["upgrades"][0]
+    code, data = image_json(capsys, *gh200)
+    assert code == 1 and data["image"] is None

@@ -25,6 +25,10 @@ _OFFICIAL_TAG = re.compile(
     r"^(?P<torch>\d+\.\d+\.\d+)-cuda(?P<cuda>\d+\.\d+)-cudnn(?P<cudnn>\d+)-(?P<flavour>runtime|devel)$"
 )
 _NGC_TAG = re.compile(r"^(?P<release>\d{2}\.\d{2})-py3$")
+ARCH_FIX = (
+    "build an image from this platform's wheels: gpuresolve lock --format dockerfile "
+    "(with this host's --platform, --driver and --gpu)"
+)
 
 
 @dataclass(frozen=True)
@@ -215,6 +219,15 @@ def _official_evidence(judge: Judge, rel: Release, var: Variant) -> list[Evidenc
     return out
 
 
+def _platform_reason(judge: Judge, platform: str, what: str) -> str | None:
+    """Why a Linux host of another architecture cannot run the image at all, or None."""
+    host = judge.target.platform
+    if host.startswith("linux-") and host != platform:
+        docker = {"linux-x86_64": "linux/amd64", "linux-aarch64": "linux/arm64"}.get(platform)
+        return f"{what} is {docker or platform} only; this host is {host}"
+    return None
+
+
 def _image_target(judge: Judge, python: str) -> Target:
     """The target as the image sees it: a Linux container on the host's driver and GPUs."""
     return replace(judge.target, platform=judge.facts.official.platform, python=python)
@@ -292,6 +305,12 @@ def official_report(judge: Judge, ref: ImageRef) -> Report:
     if ref.digest:
         report.notes.append("the digest was not checked: the answer is for the tag")
     _verdict(report, judge, _judge_build(judge, rel, var))
+    arch = _platform_reason(judge, judge.facts.official.platform, "the official CUDA image")
+    if arch:
+        report.runs = False
+        report.reasons = [arch]
+        report.notes.clear()
+        report.upgrades[:] = [ARCH_FIX]
     report.suggestion = best(replace(judge, devel=flavour == "devel"))
     return report
 
@@ -332,6 +351,8 @@ def _latest_report(judge: Judge, ref: ImageRef) -> Report:
 def best(judge: Judge) -> Suggestion | None:
     """The official image to use: the newest torch whose CUDA build runs on the target."""
     platform = judge.facts.official.platform
+    if _platform_reason(judge, platform, "the official CUDA image"):
+        return None
     target = _image_target(judge, "3.11")
     decision = solve(
         judge.catalog,
@@ -365,9 +386,14 @@ def best_report(judge: Judge) -> Report:
             _image_target(judge, "3.11"),
             Request(policy=judge.policy, cuda_on_gpu_less=True),
         )
-        report.reasons = list(decision.hints) or [
-            "no official image's torch build runs on this target"
-        ]
+        arch = _platform_reason(judge, judge.facts.official.platform, "the official CUDA image")
+        report.reasons = (
+            [arch]
+            if arch
+            else list(decision.hints) or ["no official image's torch build runs here"]
+        )
+        if arch:
+            report.upgrades.append(ARCH_FIX)
         return report
     rel = judge.catalog.release(sug.contents.torch or "")
     assert rel is not None
@@ -424,6 +450,9 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
     if rel.note:
         report.notes.append(rel.note)
     reasons: list[str] = []
+    arch = _platform_reason(judge, ngc.platform, f"the database's record of {ref}")
+    if arch:
+        reasons.append(arch)
     cuda = rel.cuda.value
     target = judge.target
     if cuda and (target.nvidia or target.gpus):
