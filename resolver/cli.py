@@ -26,6 +26,7 @@ COMMANDS = {
     "verify": "resolver.commands.verify:verify",
     "install": "resolver.commands.install:install",
     "lock": "resolver.commands.lock:lock",
+    "image": "resolver.commands.image:image",
 }
 
 

@@ -59,3 +59,20 @@ def test_lock_pinning_another_torch_fails() -> None:
     assert rc == 1
     (lock,) = [c for c in data["checks"] if c["id"] == "lock"]  # type: ignore[attr-defined]
     assert lock["status"] == "fail" and "torch==2.15.0+cu132" in lock["reason"]
+
+
+def test_benchmark_judges_speed_in_time(report: dict[str, object]) -> None:
+    import time
+
+    t = time.monotonic()
+    _, data = _verify("--benchmark")
+    took = time.monotonic() - t
+    assert took < 20, f"verify --benchmark took {took:.1f} s"
+    (speed,) = [c for c in data["checks"] if c["id"] == "speed"]  # type: ignore[attr-defined]
+    bench = data["benchmark"]
+    assert isinstance(bench, dict) and bench["matmul_tf32"]["tflops"] > 0
+    if bench.get("peak_gpu"):
+        assert speed["status"] in ("pass", "warn", "fail")
+        assert 0 < bench["matmul_tf32"]["fraction"] < 1.5
+    else:
+        assert speed["status"] == "skip"

@@ -240,3 +240,41 @@ def test_cpu_build_report_lists_every_check(
     ]
     assert "SKIP  cuDNN             not a CUDA build (cpu)" in lines
     assert lines[-1] == "result: PASS: 5 passed, 0 warning(s), 0 failed, 9 skipped"
+
+
+@posix_only
+@pytest.mark.parametrize(("tf32", "status"), [(364.2, "pass"), (90.0, "fail")])
+def test_benchmark_fraction_of_peak_end_to_end(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tf32: float,
+    status: str,
+) -> None:
+    """The recorded H100 probe with the recorded benchmark figures: fractions, verdict, causes."""
+    probe = json.loads((H100 / "probe.json").read_text(encoding="utf-8"))
+    probe["benchmark"] = {
+        "device": 0,
+        "conv2d_cudnn": {"ms": 0.089, "tflops": 82.9},
+        "conv2d_no_cudnn": {"ms": 0.843, "tflops": 8.8},
+        "matmul_tf32": {"ms": 0.377, "tflops": tf32},
+        "matmul_fp32": {"ms": 2.692, "tflops": 51.1},
+        "shapes": {"conv2d": "32x64x56x56 * 64x64x3x3 fp32", "matmul": "4096x4096x4096 fp32"},
+    }
+    (tmp_path / "probe.json").write_text(json.dumps(probe), encoding="utf-8")
+    python = fake_python(tmp_path, f"cat '{tmp_path / 'probe.json'}'")
+    monkeypatch.setattr(verify_cmd, "_detect", lambda catalog: None)
+    code, out, _ = run_cli(capsys, "verify", "--python", str(python), "--benchmark", "--json")
+    report = json.loads(out)
+    (speed,) = [c for c in report["checks"] if c["id"] == "speed"]
+    assert speed["status"] == status
+    bench = report["benchmark"]
+    assert bench["peak_gpu"]["name"] == "H100 SXM5"
+    assert bench["matmul_tf32"]["fraction"] == pytest.approx(tf32 / 494.7, abs=1e-3)
+    if status == "fail":
+        assert code == 1 and "MIG" in speed["fix"]
+    code, out, _ = run_cli(capsys, "verify", "--python", str(python), "--benchmark")
+    row = next(line for line in out.splitlines() if "matmul, TF32" in line)
+    assert row.split()[-1] == f"{tf32 / 494.7:.0%}"
+    assert "of peak: the H100 SXM5 datasheet's dense peak" in out
+    assert ("FAIL  GPU speed" in out) == (status == "fail")

@@ -35,9 +35,10 @@ def db() -> None:
 def check(data_dir: str | None) -> None:
     """Validate the schema and the consistency of every record (exit 1 on problems)."""
     from resolver import catalog as catalog_mod
+    from resolver.images import facts as image_facts
 
     cat = catalog_mod.load(Path(data_dir) if data_dir else None)
-    problems = cat.check()
+    problems = cat.check() + image_facts.check(cat)  # images.yaml, gpu_peaks.yaml
     for problem in problems:
         click.echo(problem)
     releases = len(cat.releases)

@@ -32,12 +32,13 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 @click.option(
     "--format",
     "formats",
-    type=click.Choice(["requirements", "conda", "conda-lock", "all"]),
+    type=click.Choice(["requirements", "conda", "conda-lock", "dockerfile", "all"]),
     multiple=True,
     default=("requirements",),
     show_default=True,
     help="requirements: requirements.txt; conda: environment.yml + virtual-packages.yml; "
-    "conda-lock: those and conda-lock.yml (a real solve); repeat or use all.",
+    "conda-lock: those and conda-lock.yml (a real solve); dockerfile: requirements.txt and a "
+    "Dockerfile that installs it; repeat, or all (the lock files).",
 )
 @click.option(
     "-o",

@@ -65,21 +65,23 @@ def verify(
     Exit 0 when every check passes (warnings allowed), 1 when one fails, 2 when verify cannot
     run (no such interpreter, unreadable lock file).
     """
-    from resolver.errors import UserError
-    from resolver.host import platform as host_platform
-    from resolver.verify import checks
     from resolver.verify.run import ProbeProcess, resolve_python
 
     t0 = time.monotonic()
     interpreter = resolve_python(python)
     lock = None
-    if lock_file:
+    if lock_file:  # the probe must know the lock's packages: read it first
         from resolver import lockpins
+        from resolver.host import platform as host_platform
 
         lock = lockpins.read(lock_file, platform=host_platform.probe().platform)
     want = sorted({p.name for p in lock.pins}) if lock else []
-    # torch imports in the child while the host is detected and the database loads here.
+    # The probe starts first: torch imports in the child while the rest of gpuresolve loads,
+    # the host is detected and the database loads here.
     proc = ProbeProcess(interpreter, want=want, benchmark=benchmark, timeout_s=timeout)
+    from resolver.errors import UserError
+    from resolver.verify import checks
+
     catalog, catalog_error = _load_catalog()
     host = _detect(catalog)
     run = proc.finish()
@@ -95,9 +97,11 @@ def verify(
         catalog_error=catalog_error,
         stderr_tail=run.stderr_tail,
     )
-    status = checks.overall(results)
     bench = (run.data or {}).get("benchmark") if benchmark else None
     recorded = None if no_record else _record(run.data)
+    if benchmark:
+        bench = _judge_speed(run, bench, catalog, results)
+    status = checks.overall(results)
     if as_json:
         data = report_json(
             interpreter, run, results, host, catalog, lock_file, bench, time.monotonic() - t0
@@ -118,6 +122,29 @@ def _record(probe: dict[str, Any] | None) -> Recorded:
     from resolver.observe.store import FILE
 
     return record_verified(probe, catalog_mod.user_data_dir() / FILE, catalog_mod.data_dir())
+
+
+def _judge_speed(
+    run: ProbeRun, bench: Any, catalog: Catalog | None, results: list[CheckResult]
+) -> Any:
+    """Each measurement as a fraction of the GPU's datasheet peak, and the `speed` check."""
+    from resolver.errors import UserError
+    from resolver.verify import speed
+    from resolver.verify.checks import SKIP, CheckResult
+
+    if not isinstance(bench, dict) or bench.get("error"):
+        results.append(speed.judge(bench, None))
+        return bench
+    devices = ((run.data or {}).get("cuda") or {}).get("devices") or []
+    name = next((d.get("name") for d in devices if d.get("index") == bench.get("device")), None)
+    try:
+        peaks = speed.load(speed.data_file(catalog.origin if catalog else None))
+    except UserError as exc:  # a damaged peaks file: measured, not judged
+        results.append(CheckResult("speed", "GPU speed", SKIP, str(exc)))
+        return bench
+    annotated = speed.annotate(bench, name, peaks)
+    results.append(speed.judge(annotated, name))
+    return annotated
 
 
 def _load_catalog() -> tuple[Catalog | None, str | None]:
@@ -227,21 +254,34 @@ def benchmark_lines(run: ProbeRun, bench: Any) -> list[str]:
     name = next((d.get("name") for d in devices if d.get("index") == bench.get("device")), "")
     shapes = bench.get("shapes") or {}
     out = [f"benchmark on GPU {bench.get('device')} {name}".rstrip()]
-    out.append(f"  {'case':<22}{'ms':>9}{'TFLOP/s':>10}")
+    out.append(f"  {'case':<22}{'ms':>9}{'TFLOP/s':>10}{'of peak':>9}")
     rows = (
         ("conv2d_cudnn", "conv2d, cuDNN on", None),
         ("conv2d_no_cudnn", "conv2d, cuDNN off", ("conv2d_cudnn", "cuDNN")),
         ("matmul_tf32", "matmul, TF32", None),
         ("matmul_fp32", "matmul, FP32", ("matmul_tf32", "TF32")),
+        ("matmul_bf16", "matmul, BF16", None),
     )
     for key, label, versus in rows:
         r = bench.get(key)
         if not r:
             continue
-        line = f"  {label:<22}{r['ms']:>9.3f}{r['tflops']:>10.1f}"
+        frac = r.get("fraction")
+        share = f"{frac:.0%}" if isinstance(frac, (int, float)) else "-"
+        if isinstance(frac, (int, float)) and not r.get("judged"):
+            share = f"({share})"
+        line = f"  {label:<22}{r['ms']:>9.3f}{r['tflops']:>10.1f}{share:>9}"
         if versus and bench.get(versus[0]):
             line += f"   {versus[1]} {r['ms'] / bench[versus[0]]['ms']:.1f}x faster"
         out.append(line)
     if shapes:
         out.append(f"  (conv2d {shapes.get('conv2d')}; matmul {shapes.get('matmul')})")
+    gpu = bench.get("peak_gpu")
+    if gpu:
+        t = bench.get("thresholds") or {}
+        out.append(
+            f"  of peak: the {gpu['name']} datasheet's dense peak ({gpu['grade']}; "
+            f"{', '.join(gpu['source'])}); a matmul below {t.get('warn', 0):.0%} warns, below "
+            f"{t.get('fail', 0):.0%} fails; (conv2d) is shown, not judged"
+        )
     return out

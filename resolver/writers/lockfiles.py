@@ -33,19 +33,22 @@ __all__ = [
     "write_files",
 ]
 
-FORMATS = ("requirements", "conda", "conda-lock")
+FORMATS = ("requirements", "conda", "conda-lock", "dockerfile")
+_ALL = ("requirements", "conda", "conda-lock")  # "all": the lock files (a Dockerfile is asked for)
 REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK = (
     "requirements.txt",
     "environment.yml",
     "virtual-packages.yml",
     "conda-lock.yml",
 )
+DOCKERFILE = "Dockerfile"
 _FILES = {
     "requirements": (REQUIREMENTS,),
     "conda": (ENVIRONMENT, VIRTUAL),
     "conda-lock": (ENVIRONMENT, VIRTUAL, CONDA_LOCK),  # the lock, and the inputs it came from
+    "dockerfile": (REQUIREMENTS, DOCKERFILE),  # the Dockerfile installs requirements.txt
 }
-_ORDER = (REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK)
+_ORDER = (REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK, DOCKERFILE)
 
 # (requirements, index lines, target, glibc) -> the resolved closure with hashes
 PipResolver = Callable[[Sequence[str], Sequence[str], Target, str | None], list[ResolvedDist]]
@@ -57,7 +60,7 @@ def file_names(formats: Iterable[str]) -> tuple[str, ...]:
     """The files the formats write, in a stable order ("all" is every format)."""
     wanted = set(formats)
     if "all" in wanted:
-        wanted = set(FORMATS)
+        wanted = (wanted - {"all"}) | set(_ALL)
     unknown = wanted - set(FORMATS)
     if unknown:
         raise ValueError(f"unknown format(s) {', '.join(sorted(unknown))}")
@@ -209,4 +212,10 @@ def render_files(
                 [f"solved for {env.platform} with the virtual packages of virtual-packages.yml"],
             )
             files[CONDA_LOCK] = render_conda_lock(header, [LockedPlatform(env, vp, records, pip)])
+    if DOCKERFILE in names:
+        from resolver.images import facts as image_facts
+        from resolver.writers.dockerfile import render_dockerfile
+
+        facts = image_facts.load(image_facts.data_file(catalog.origin))
+        files[DOCKERFILE] = render_dockerfile(catalog, decision, facts)
     return {n: files[n] for n in _ORDER if n in files}

@@ -1,0 +1,506 @@
+"""What an image holds and whether it runs on a target, by the solver's own rules.
+
+An official pytorch/pytorch image installs one torch build of the database (its release and CUDA
+variant, on linux-x86_64), so it runs exactly where that build runs: `solve` judges it (kernels for
+every GPU, driver floors, the driver knows the GPU). An NGC container carries NVIDIA's own torch
+build: its CUDA's driver floor is checked, its kernels are unknown and said to be.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from resolver.catalog import Catalog, Release, Variant
+from resolver.errors import UserError
+from resolver.images.facts import Fact, ImageFacts, weakest
+from resolver.images.reference import ImageRef
+from resolver.solve import Candidate, Policy, Request, Target, driver_need, solve
+from resolver.versions import cc_sm, cuda_key, driver_key
+
+FLAVOURS = ("runtime", "devel")
+_OFFICIAL_TAG = re.compile(
+    r"^(?P<torch>\d+\.\d+\.\d+)-cuda(?P<cuda>\d+\.\d+)-cudnn(?P<cudnn>\d+)-(?P<flavour>runtime|devel)$"
+)
+_NGC_TAG = re.compile(r"^(?P<release>\d{2}\.\d{2})-py3$")
+ARCH_FIX = (
+    "build an image from this platform's wheels: gpuresolve lock --format dockerfile "
+    "(with this host's --platform, --driver and --gpu)"
+)
+
+
+@dataclass(frozen=True)
+class Contents:
+    """What an image holds; None where unknown."""
+
+    torch: str | None
+    cuda: str | None
+    cudnn: str | None
+    nccl: str | None
+    python: str | None
+    sass: tuple[str, ...] | None  # "sm_90"
+    ptx: tuple[str, ...] | None  # "compute_90"
+    variant: str | None = None  # the build variant ("cu128") of an official image
+    wheel: bool = False  # installed from the PyTorch index (else conda, or not known)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "torch": self.torch,
+            "cuda": self.cuda,
+            "cudnn": self.cudnn,
+            "nccl": self.nccl,
+            "python": self.python,
+            "sass": list(self.sass) if self.sass is not None else None,
+            "ptx": list(self.ptx) if self.ptx is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class Evidence:
+    fact: str
+    value: str | None
+    grade: str
+    source: tuple[str, ...]
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fact": self.fact,
+            "value": self.value,
+            "grade": self.grade,
+            "source": list(self.source),
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    image: str
+    contents: Contents
+    why: str
+
+
+@dataclass
+class Report:
+    """The answer for one image (or, without one, the best image) on one target."""
+
+    image: str | None
+    contents: Contents | None
+    runs: bool | None  # None: nothing to judge
+    target: Target
+    reasons: list[str] = field(default_factory=list)  # why it does not run
+    upgrades: list[str] = field(default_factory=list)  # what would make it run
+    notes: list[str] = field(default_factory=list)  # how it runs, and what is unchecked
+    evidence: list[Evidence] = field(default_factory=list)
+    suggestion: Suggestion | None = None
+    flavour_note: str | None = None
+
+
+@dataclass(frozen=True)
+class Judge:
+    """The rules' inputs that are the user's, not the image's."""
+
+    catalog: Catalog
+    facts: ImageFacts
+    target: Target
+    policy: Policy = "compat"
+    devel: bool = False
+
+
+# --- official images ---------------------------------------------------------------------------
+
+
+def official_tag(facts: ImageFacts, release: Release, variant: Variant, flavour: str) -> str:
+    cudnn = variant.cudnn.version if variant.cudnn and variant.cudnn.version else None
+    major = cudnn.split(".")[0] if cudnn else "9"
+    tag = facts.official.tag.format(
+        torch=release.version, cuda=variant.cuda, cudnn_major=major, flavour=flavour
+    )
+    return f"{facts.official.repository}:{tag}"
+
+
+def _official_build(judge: Judge, tag: str) -> tuple[Release, Variant, str]:
+    m = _OFFICIAL_TAG.match(tag)
+    if m is None:
+        raise UserError(
+            f"unknown pytorch/pytorch tag {tag!r}: gpuresolve knows "
+            "TORCH-cudaX.Y-cudnnN-runtime|devel "
+            "(e.g. 2.9.0-cuda12.8-cudnn9-runtime)"
+        )
+    cat = judge.catalog
+    rel = cat.release(m["torch"])
+    if rel is None:
+        span = f"{cat.releases[-1].version}–{cat.releases[0].version}" if cat.releases else "none"
+        raise UserError(f"unknown torch {m['torch']} in {tag!r}: the database covers {span}")
+    platform = judge.facts.official.platform
+    cudas = [v for v in rel.variants if v.kind == "cuda" and platform in v.platforms]
+    var = next((v for v in cudas if v.cuda == m["cuda"]), None)
+    if var is None:
+        have = ", ".join(sorted((str(v.cuda) for v in cudas), key=cuda_key)) or "none"
+        raise UserError(
+            f"no official image {tag!r}: torch {rel.version} has no CUDA {m['cuda']} build "
+            f"(its CUDA builds: {have})"
+        )
+    cudnn = var.cudnn.version if var.cudnn and var.cudnn.version else None
+    if cudnn and cudnn.split(".")[0] != m["cudnn"]:
+        raise UserError(
+            f"no official image {tag!r}: torch {rel.version} CUDA {var.cuda} ships cuDNN {cudnn}, "
+            f"so its images are tagged cudnn{cudnn.split('.')[0]}"
+        )
+    return rel, var, m["flavour"]
+
+
+def _python_for(facts: ImageFacts, rel: Release) -> Fact:
+    era = facts.official.era(rel.version)
+    if era is None:
+        return Fact(None, "inferred", (), "no build recipe recorded for this release")
+    return era.python
+
+
+def _official_contents(judge: Judge, rel: Release, var: Variant) -> Contents:
+    era = judge.facts.official.era(rel.version)
+    arch = var.platforms.get(judge.facts.official.platform)
+    return Contents(
+        torch=rel.version,
+        cuda=var.cuda,
+        cudnn=var.cudnn.version if var.cudnn else None,
+        nccl=var.nccl.version if var.nccl else None,
+        python=_python_for(judge.facts, rel).value,
+        sass=tuple(cc_sm(c) for c in arch.sass) if arch else None,
+        ptx=tuple(cc_sm(c).replace("sm_", "compute_") for c in arch.ptx) if arch else None,
+        variant=var.name,
+        wheel=bool(era and era.install.value == "wheel"),
+    )
+
+
+def _record_grade(confirmed: bool) -> str:
+    """A database record's grade: confirmed by a primary source, or not."""
+    return "official" if confirmed else "inferred"
+
+
+def _official_evidence(judge: Judge, rel: Release, var: Variant) -> list[Evidence]:
+    off = judge.facts.official
+    era = off.era(rel.version)
+    install = era.install if era else Fact(None, "inferred", (), None)
+    link_grade = weakest(off.link.grade, install.grade)
+    if install.value != "wheel":
+        link_grade = "inferred"  # a conda package (or unknown): the wheel's facts carried over
+    link_src = off.link.source + install.source
+    out = [
+        Evidence(
+            "build",
+            f"torch {rel.version} {var.name} from the PyTorch index"
+            if install.value == "wheel"
+            else f"torch {rel.version} CUDA {var.cuda} (installed by {install.value})",
+            weakest(off.link.grade, install.grade),
+            link_src,
+            era.note if era else None,
+        ),
+        Evidence("torch", rel.version, off.link.grade, off.link.source, "named by the tag"),
+        Evidence("cuda", var.cuda, off.link.grade, off.link.source, "named by the tag"),
+    ]
+    for name, pinned in (("cudnn", var.cudnn), ("nccl", var.nccl)):
+        if pinned is None or pinned.version is None:
+            out.append(Evidence(name, None, "inferred", (), "unknown: the database has no pin"))
+            continue
+        grade = weakest(link_grade, _record_grade(pinned.prov.confirmed))
+        out.append(Evidence(name, pinned.version, grade, link_src + pinned.prov.source))
+    arch = var.platforms.get(off.platform)
+    if arch is None:
+        out.append(Evidence("kernels", None, "inferred", (), "unknown architecture list"))
+    else:
+        value = " ".join(cc_sm(c) for c in arch.sass) or "none"
+        grade = weakest(link_grade, _record_grade(arch.prov.confirmed))
+        out.append(Evidence("kernels", value, grade, link_src + arch.prov.source))
+    python = _python_for(judge.facts, rel)
+    out.append(Evidence("python", python.value, python.grade, python.source, python.note))
+    return out
+
+
+def _platform_reason(judge: Judge, platform: str, what: str) -> str | None:
+    """Why a Linux host of another architecture cannot run the image at all, or None."""
+    host = judge.target.platform
+    if host.startswith("linux-") and host != platform:
+        docker = {"linux-x86_64": "linux/amd64", "linux-aarch64": "linux/arm64"}.get(platform)
+        return f"{what} is {docker or platform} only; this host is {host}"
+    return None
+
+
+def _image_target(judge: Judge, python: str) -> Target:
+    """The target as the image sees it: a Linux container on the host's driver and GPUs."""
+    return replace(judge.target, platform=judge.facts.official.platform, python=python)
+
+
+def _solver_python(rel: Release, platform: str, image_python: str | None) -> str:
+    have = rel.python.get(platform, ())
+    if image_python and image_python in have:
+        return image_python
+    plain = [p for p in have if not p.endswith("t")]
+    return plain[len(plain) // 2] if plain else (have[0] if have else "3.11")
+
+
+def _judge_build(judge: Judge, rel: Release, var: Variant) -> Candidate:
+    from packaging.specifiers import SpecifierSet
+
+    python = _solver_python(rel, judge.facts.official.platform, _python_for(judge.facts, rel).value)
+    target = _image_target(judge, python)
+    request = Request(
+        torch=SpecifierSet(f"=={rel.version}"),
+        variant=var.name,
+        policy=judge.policy,
+        allow_unconfirmed=True,
+        cuda_on_gpu_less=True,
+    )
+    decision = solve(judge.catalog, target, request)
+    for cand in (decision.selection, *decision.alternatives, *decision.rejected):
+        if cand is not None and cand.release is rel and cand.variant.name == var.name:
+            return cand
+    raise AssertionError("the solver evaluates every build of the platform")
+
+
+def _verdict(report: Report, judge: Judge, cand: Candidate) -> None:
+    report.runs = cand.ok
+    host = judge.target.platform
+    if host.startswith("windows"):
+        report.notes.append(
+            "a Windows host runs Linux containers through WSL2: the Windows driver's floors apply"
+        )
+    elif host.startswith("macos"):
+        report.notes.append("a macOS host gives containers no NVIDIA GPU")
+    report.reasons = [r.text for r in cand.reasons]
+    report.notes.extend(cand.coverage)
+    if cand.min_driver and judge.target.driver and cand.ok:
+        report.notes.append(
+            f"driver {judge.target.driver} >= {cand.min_driver} ({cand.min_driver_why})"
+        )
+    if cand.min_driver and not judge.target.driver and judge.target.nvidia:
+        report.notes.append(
+            f"no driver given: needs driver >= {cand.min_driver} ({cand.min_driver_why})"
+        )
+    if cand.jit:
+        report.notes.append("a GPU runs this build only through PTX JIT: slow first use")
+    if not cand.confirmed:
+        report.notes.append(f"{cand.doubt or 'a fact'} rests on a secondary source")
+    if not judge.target.nvidia and not judge.target.gpus:
+        report.notes.append("no NVIDIA GPU on the target: torch in this image runs on the CPU only")
+    if judge.target.nvidia and not judge.target.gpus and not judge.target.unknown_gpus:
+        report.notes.append("no GPU model given: kernels not checked (--gpu)")
+    kinds = {r.kind for r in cand.reasons}
+    if "driver" in kinds and cand.min_driver and not kinds - {"driver"}:
+        report.upgrades.append(
+            f"upgrade the driver to >= {cand.min_driver} ({cand.min_driver_why})"
+        )
+
+
+def official_report(judge: Judge, ref: ImageRef) -> Report:
+    assert ref.tag is not None
+    if ref.tag == "latest":
+        return _latest_report(judge, ref)
+    rel, var, flavour = _official_build(judge, ref.tag)
+    report = Report(str(ref), _official_contents(judge, rel, var), None, judge.target)
+    report.evidence = _official_evidence(judge, rel, var)
+    report.flavour_note = judge.facts.official.flavours.get(flavour)
+    if ref.digest:
+        report.notes.append("the digest was not checked: the answer is for the tag")
+    _verdict(report, judge, _judge_build(judge, rel, var))
+    arch = _platform_reason(judge, judge.facts.official.platform, "the official CUDA image")
+    if arch:
+        report.runs = False
+        report.reasons = [arch]
+        report.notes.clear()
+        report.upgrades[:] = [ARCH_FIX]
+    report.suggestion = best(replace(judge, devel=flavour == "devel"))
+    return report
+
+
+def _latest_report(judge: Judge, ref: ImageRef) -> Report:
+    """`latest` is retagged by each release: what can be known is the newest release's images."""
+    platform = judge.facts.official.platform
+    rel = next(
+        (r for r in judge.catalog.releases if any(v.kind == "cuda" for v in r.variants)), None
+    )
+    if rel is None:
+        raise UserError("the database has no release with a CUDA build")
+    builds = [v for v in rel.variants if v.kind == "cuda" and platform in v.platforms]
+    report = Report(
+        str(ref),
+        Contents(rel.version, None, None, None, _python_for(judge.facts, rel).value, None, None),
+        None,
+        judge.target,
+    )
+    report.notes.append(
+        f"'latest' moves with every release and names no CUDA version: as of the database "
+        f"({judge.catalog.updated}) it is a torch {rel.version} image; pin a tag instead"
+    )
+    report.evidence.append(
+        Evidence("torch", rel.version, "inferred", (), "the newest release in the database")
+    )
+    fails = []
+    for var in builds:
+        cand = _judge_build(judge, rel, var)
+        if not cand.ok:
+            fails.append(f"CUDA {var.cuda}: " + "; ".join(r.text for r in cand.reasons))
+    report.runs = not fails
+    report.reasons = fails
+    report.suggestion = best(judge)
+    return report
+
+
+def best(judge: Judge) -> Suggestion | None:
+    """The official image to use: the newest torch whose CUDA build runs on the target."""
+    platform = judge.facts.official.platform
+    if _platform_reason(judge, platform, "the official CUDA image"):
+        return None
+    target = _image_target(judge, "3.11")
+    decision = solve(
+        judge.catalog,
+        target,
+        Request(policy=judge.policy, cuda_on_gpu_less=True),
+    )
+    flavour = "devel" if judge.devel else "runtime"
+    for cand in (decision.selection, *decision.alternatives):
+        if cand is None or cand.variant.kind != "cuda" or platform not in cand.variant.platforms:
+            continue
+        if judge.facts.official.era(cand.release.version) is None:
+            continue
+        rel, var = cand.release, cand.variant
+        how = "; ".join(cand.coverage) or "GPU not checked"
+        why = f"the newest torch whose CUDA build runs here ({how})"
+        if cand.min_driver and judge.target.driver:
+            why += f"; driver {judge.target.driver} >= {cand.min_driver} ({cand.min_driver_why})"
+        return Suggestion(
+            official_tag(judge.facts, rel, var, flavour), _official_contents(judge, rel, var), why
+        )
+    return None
+
+
+def best_report(judge: Judge) -> Report:
+    """No image named: the best official image for the target, with its contents and evidence."""
+    sug = best(judge)
+    if sug is None:
+        report = Report(None, None, False, judge.target)
+        decision = solve(
+            judge.catalog,
+            _image_target(judge, "3.11"),
+            Request(policy=judge.policy, cuda_on_gpu_less=True),
+        )
+        arch = _platform_reason(judge, judge.facts.official.platform, "the official CUDA image")
+        report.reasons = (
+            [arch]
+            if arch
+            else list(decision.hints) or ["no official image's torch build runs here"]
+        )
+        if arch:
+            report.upgrades.append(ARCH_FIX)
+        return report
+    rel = judge.catalog.release(sug.contents.torch or "")
+    assert rel is not None
+    var = next(v for v in rel.variants if v.name == sug.contents.variant)
+    report = Report(sug.image, sug.contents, True, judge.target, suggestion=sug)
+    report.evidence = _official_evidence(judge, rel, var)
+    report.flavour_note = judge.facts.official.flavours.get("devel" if judge.devel else "runtime")
+    _verdict(report, judge, _judge_build(judge, rel, var))
+    return report
+
+
+# --- NGC ---------------------------------------------------------------------------------------
+
+
+def ngc_report(judge: Judge, ref: ImageRef) -> Report:
+    assert ref.tag is not None
+    m = _NGC_TAG.match(ref.tag)
+    ngc = judge.facts.ngc
+    if m is None:
+        raise UserError(
+            f"unknown {ngc.repository} tag {ref.tag!r}: expected YY.MM-py3 (e.g. 25.12-py3)"
+        )
+    rel = ngc.release(m["release"])
+    if rel is None:
+        known = ", ".join(r.release for r in ngc.releases) or "none"
+        raise UserError(
+            f"unknown NGC release {m['release']}: its contents are not in the database "
+            f"(known: {known}); NVIDIA's PyTorch release notes list them"
+        )
+    contents = Contents(
+        rel.torch.value,
+        rel.cuda.value,
+        rel.cudnn.value,
+        rel.nccl.value,
+        rel.python.value,
+        None,
+        None,
+    )
+    python = rel.python.value or judge.target.python
+    report = Report(
+        str(ref), contents, None, replace(judge.target, platform=ngc.platform, python=python)
+    )
+    for name, f in (
+        ("torch", rel.torch),
+        ("cuda", rel.cuda),
+        ("cudnn", rel.cudnn),
+        ("nccl", rel.nccl),
+        ("python", rel.python),
+    ):
+        report.evidence.append(Evidence(name, f.value, f.grade, f.source, f.note))
+    report.evidence.append(
+        Evidence("kernels", None, "inferred", (), "NVIDIA's own build: architectures not published")
+    )
+    if rel.note:
+        report.notes.append(rel.note)
+    reasons: list[str] = []
+    arch = _platform_reason(judge, ngc.platform, f"the database's record of {ref}")
+    if arch:
+        reasons.append(arch)
+    cuda = rel.cuda.value
+    target = judge.target
+    if cuda and (target.nvidia or target.gpus):
+        need, why = driver_need(
+            judge.catalog, cuda, target.driver_os, policy=judge.policy, needs_jit=False
+        )
+        if need is None:
+            reasons.append(f"the minimum {target.driver_os} driver for CUDA {cuda} is unknown")
+        elif target.driver and driver_key(target.driver) < driver_key(need):
+            reasons.append(f"needs driver >= {need} ({why}); this host has {target.driver}")
+            report.upgrades.append(f"upgrade the driver to >= {need} ({why})")
+        elif target.driver:
+            report.notes.append(f"driver {target.driver} >= {need} ({why})")
+        else:
+            report.notes.append(f"no driver given: needs driver >= {need} ({why})")
+    if target.gpus:
+        report.notes.append(
+            "kernels for "
+            + ", ".join(g.label for g in target.gpus)
+            + " not checked: unknown for NVIDIA's build"
+        )
+    report.runs = not reasons
+    report.reasons = reasons
+    report.suggestion = best(judge)
+    return report
+
+
+# --- entry -------------------------------------------------------------------------------------
+
+
+def report_for(judge: Judge, ref: ImageRef | None) -> Report:
+    """The report for a reference (None: the best official image). Raises UserError for a
+    reference gpuresolve cannot answer for (unknown repository or tag, digest only)."""
+    if ref is None:
+        return best_report(judge)
+    facts = judge.facts
+    name = ref.name
+    if ref.tag is None:
+        raise UserError(
+            f"{ref}: a digest names bytes, not a release; what it holds cannot be known without "
+            "pulling it; give its tag (`docker image inspect` lists its RepoTags)"
+            if ref.digest
+            else f"{ref}: no tag; give one (e.g. {facts.official.repository}:"
+            "2.9.0-cuda12.8-cudnn9-runtime)"
+        )
+    if name in facts.official.names:
+        return official_report(judge, ref)
+    if name == facts.ngc.repository:
+        return ngc_report(judge, ref)
+    known: Sequence[str] = (*facts.official.names, facts.ngc.repository)
+    raise UserError(f"unknown image {name!r}: gpuresolve knows {', '.join(known)}")

@@ -1,0 +1,222 @@
+"""``data/images.yaml``: how official images are built per release, and NGC containers, graded.
+
+Loaded and validated into typed records; a malformed file is a DataError naming the record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from resolver.errors import DataError
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
+    from resolver.catalog import Catalog
+
+FILE = "images.yaml"
+GRADES = ("observed", "build-config", "official", "transcription", "inferred")
+
+
+def weakest(*grades: str) -> str:
+    """The weakest of some evidence grades: a chain of facts is as strong as its weakest link."""
+    return max(grades, key=GRADES.index)
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One graded value (None: unknown)."""
+
+    value: str | None
+    grade: str
+    source: tuple[str, ...]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Era:
+    """How a range of torch releases installs torch into the official images."""
+
+    torch: SpecifierSet
+    install: Fact  # wheel | conda | unknown
+    python: Fact
+    note: str | None
+
+
+@dataclass(frozen=True)
+class Official:
+    repository: str
+    names: tuple[str, ...]
+    tag: str
+    platform: str
+    flavours: Mapping[str, str]
+    link: Fact  # the build rule that ties a tag to a release's CUDA build
+    eras: tuple[Era, ...]
+
+    def era(self, version: str) -> Era | None:
+        return next((e for e in self.eras if e.torch.contains(version, prereleases=True)), None)
+
+
+@dataclass(frozen=True)
+class NgcRelease:
+    release: str  # "25.12"
+    torch: Fact
+    cuda: Fact
+    python: Fact
+    cudnn: Fact
+    nccl: Fact
+    note: str | None
+
+
+@dataclass(frozen=True)
+class Ngc:
+    repository: str
+    tag: str
+    platform: str
+    releases: tuple[NgcRelease, ...]
+
+    def release(self, name: str) -> NgcRelease | None:
+        return next((r for r in self.releases if r.release == name), None)
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    official: Official
+    ngc: Ngc
+    sources: Mapping[str, Mapping[str, Any]]
+    updated: str | None
+    origin: str
+
+
+def data_file(catalog_origin: str | None = None) -> Path:
+    """images.yaml next to the database in use, else the shipped one (a user database written by
+    `db update` has no images.yaml)."""
+    from resolver.catalog import shipped_data_dir
+
+    if catalog_origin:
+        here = Path(catalog_origin) / FILE
+        if here.is_file():
+            return here
+    return shipped_data_dir() / FILE
+
+
+def load(path: Path | None = None) -> ImageFacts:
+    from resolver.catalog import _read_yaml
+
+    path = path or data_file()
+    raw = _read_yaml(path)
+    return from_raw(raw, origin=str(path))
+
+
+def from_raw(raw: Any, origin: str = "<memory>") -> ImageFacts:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    top = _mapping(raw, "images.yaml")
+    sources = _mapping(top.get("sources"), "images.yaml sources")
+    for key, src in sources.items():
+        s = _mapping(src, f"images.yaml source {key}")
+        if not str(s.get("cite") or "").strip() or not isinstance(s.get("primary"), bool):
+            raise DataError(f"images.yaml source {key}: needs cite and primary: true|false")
+
+    def fact(data: Any, where: str) -> Fact:
+        d = _mapping(data, where)
+        grade = d.get("grade")
+        if grade not in GRADES:
+            raise DataError(f"{where}: grade must be one of {', '.join(GRADES)}")
+        source = d.get("source")
+        if not isinstance(source, list) or not source:
+            raise DataError(f"{where}: no source")
+        missing = [s for s in source if s not in sources]
+        if missing:
+            raise DataError(f"{where}: unknown source key(s) {', '.join(map(str, missing))}")
+        value = d.get("value")
+        if value is not None and not isinstance(value, str):
+            raise DataError(f"{where}: value must be a quoted string or null")
+        return Fact(value, grade, tuple(source), d.get("note"))
+
+    off = _mapping(top.get("official"), "images.yaml official")
+    eras = []
+    for i, e in enumerate(off.get("eras") or []):
+        where = f"images.yaml official era {i + 1}"
+        em = _mapping(e, where)
+        try:
+            spec = SpecifierSet(str(em.get("torch") or ""))
+        except InvalidSpecifier:
+            raise DataError(f"{where}: torch must be a PEP 440 specifier") from None
+        eras.append(
+            Era(
+                spec,
+                fact(em.get("install"), f"{where} install"),
+                fact(em.get("python"), f"{where} python"),
+                em.get("note"),
+            )
+        )
+    if not eras:
+        raise DataError("images.yaml official: no eras")
+    link = fact(
+        {"value": off.get("tag"), "grade": off.get("grade"), "source": off.get("source")},
+        "images.yaml official",
+    )
+    official = Official(
+        repository=str(off.get("repository")),
+        names=tuple(str(n) for n in off.get("names") or ()),
+        tag=str(off.get("tag")),
+        platform=str(off.get("platform")),
+        flavours={str(k): str(v) for k, v in _mapping(off.get("flavours"), "flavours").items()},
+        link=link,
+        eras=tuple(eras),
+    )
+    ng = _mapping(top.get("ngc"), "images.yaml ngc")
+    rels = []
+    for r in ng.get("releases") or []:
+        rm = _mapping(r, "images.yaml ngc release")
+        where = f"images.yaml ngc {rm.get('release')}"
+        rels.append(
+            NgcRelease(
+                release=str(rm.get("release")),
+                torch=fact(rm.get("torch"), f"{where} torch"),
+                cuda=fact(rm.get("cuda"), f"{where} cuda"),
+                python=fact(rm.get("python"), f"{where} python"),
+                cudnn=fact(rm.get("cudnn"), f"{where} cudnn"),
+                nccl=fact(rm.get("nccl"), f"{where} nccl"),
+                note=rm.get("note"),
+            )
+        )
+    ngc = Ngc(str(ng.get("repository")), str(ng.get("tag")), str(ng.get("platform")), tuple(rels))
+    updated = top.get("updated")
+    return ImageFacts(official, ngc, sources, str(updated) if updated else None, origin)
+
+
+def _mapping(data: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(data, dict):
+        raise DataError(f"{where}: expected a mapping")
+    return data
+
+
+def check(catalog: Catalog) -> list[str]:
+    """``db check``'s rules for images.yaml (and gpu_peaks.yaml beside it): loadable, every fact
+    graded and sourced, NGC CUDA versions known to cuda.yaml."""
+    from resolver.verify import speed
+
+    problems: list[str] = []
+    path = data_file(catalog.origin)
+    try:
+        facts = load(path)
+    except DataError as exc:
+        problems.append(str(exc))
+    else:
+        beside = path.parent == Path(catalog.origin)  # else the shipped file: no cross-check
+        for rel in facts.ngc.releases if beside else ():
+            cuda = rel.cuda.value
+            if cuda is not None and cuda not in catalog.toolkits:
+                problems.append(f"images.yaml ngc {rel.release}: CUDA {cuda} not in cuda.yaml")
+        if not any(facts.official.era(r.version) for r in catalog.releases[:1]):
+            problems.append("images.yaml official: no era covers the newest torch release")
+    try:
+        speed.load(speed.data_file(catalog.origin))
+    except DataError as exc:
+        problems.append(str(exc))
+    return problems
