@@ -159,10 +159,13 @@ def stub_index(catalog: Catalog) -> dict[str, tuple[bytes, str]]:
 
 
 def isolate_pip(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No pip.conf, no find-links, no index from the environment; a cache under tmp_path."""
+    """No pip.conf, no find-links, no index from the environment; a cache under tmp_path (pip's
+    and uv's, which resolves the closures)."""
     for var in list(os.environ):
-        if var.startswith("PIP_"):
+        if var.startswith(("PIP_", "UV_")):
             monkeypatch.delenv(var)
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    monkeypatch.setenv("UV_NO_CONFIG", "1")
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("PIP_CACHE_DIR", str(tmp_path / "pip-cache"))
     monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.conda import solve_conda_forge, virtual_packages
 from resolver.solve import Decision, Request, Target, solve
+from resolver.writers import recorded
 from resolver.writers.atomic import diff_files, write_files
 from resolver.writers.conda_lock import LockedPlatform, render_conda_lock
 from resolver.writers.conda_solve import CondaRecord
@@ -150,9 +152,12 @@ def render_files(
     *,
     pip_resolver: PipResolver | None = None,
     conda_solver: CondaSolver | None = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
     """``{file name: text}`` for the target, in a stable order; deterministic for fixed inputs.
 
+    Every file records its inputs (``recorded.stamp``): the target and the database's version,
+    plus ``inputs`` (the request and options as given, for `lock --check` to re-resolve).
     Raises ValueError when a decision the files need selected nothing (check ``lock.unmet``).
     """
     pip_run = pip_resolver or _default_pip
@@ -209,4 +214,9 @@ def render_files(
                 [f"solved for {env.platform} with the virtual packages of virtual-packages.yml"],
             )
             files[CONDA_LOCK] = render_conda_lock(header, [LockedPlatform(env, vp, records, pip)])
-    return {n: files[n] for n in _ORDER if n in files}
+    record = {
+        "database": catalog.updated,
+        "target": recorded.target_record(decision.target, lock.glibc),
+        **(inputs or {}),
+    }
+    return {n: recorded.stamp(n, files[n], record) for n in _ORDER if n in files}
