@@ -8,7 +8,6 @@ conda-lock.yml's pip entries hold. It needs the index (the network, or a mirror)
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,7 +15,6 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from resolver.conda import DEFAULT_GLIBC, DEFAULT_MACOS
 from resolver.errors import UserError

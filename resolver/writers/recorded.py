@@ -131,5 +131,7 @@ def target_from_record(record: Mapping[str, Any], where: str) -> tuple[Target, s
         )
         glibc = record.get("glibc")
     except (KeyError, TypeError, ValueError, AttributeError, UserError):
-        raise UserError(f"{where}: the recorded target is damaged; rerun `gpuresolve lock`") from None
+        raise UserError(
+            f"{where}: the recorded target is damaged; rerun `gpuresolve lock`"
+        ) from None
     return target, str(glibc) if glibc else None
