@@ -130,12 +130,6 @@ def lock(
                 ctx, where, record, target, request, lock_opts, glibc
             )
             request, lock_opts, glibc = effective.request, effective.lock_options, effective.glibc
-            if effective.overrides:
-                click.echo(
-                    f"gpuresolve: {', '.join(effective.overrides)} from the command line "
-                    f"override the inputs recorded in {where}",
-                    err=True,
-                )
     if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
         raise UserError(f"--glibc {glibc!r}: expected a glibc version like 2.28")
     pytorch_index = request.pytorch_index
@@ -185,6 +179,17 @@ def lock(
     if glibc is None and profile is not None and profile.platform == machine.platform:
         glibc = profile.glibc
     glibc = glibc and glibc.strip()
+    if effective is not None:
+        overrides = list(effective.overrides)
+        rec = effective.recorded_target
+        if effective.target_flags and rec is not None and not lock_inputs.same_target(machine, rec):
+            overrides.extend(effective.target_flags)
+        if overrides:
+            click.echo(
+                f"gpuresolve: {', '.join(overrides)} from the command line override the "
+                f"inputs recorded in {where}",
+                err=True,
+            )
     lock_input = lockfiles.prepare(catalog, machine, wanted, options, glibc)
     unmet = lock_input.unmet(options)
     if unmet is not None:

@@ -86,6 +86,8 @@ class Effective:
     lock_options: dict[str, Any]
     overrides: tuple[str, ...]  # the flags that replaced recorded values
     python: str | None = None  # the recorded target's Python
+    recorded_target: Target | None = None
+    target_flags: tuple[str, ...] = ()  # target options given (they override when they differ)
 
 
 def _flag(name: str) -> str:
@@ -113,11 +115,13 @@ def apply_record(
     rec_request = record.get("request") if isinstance(record.get("request"), dict) else {}
     values: dict[str, Any] = {}
     for f in fields(request):
+        known = isinstance(rec_request, dict) and f.name in rec_request
+        value = _tuple(rec_request[f.name]) if known and isinstance(rec_request, dict) else None
         if given(ctx, f.name):
-            overrides.append(_flag(f.name))
-        elif isinstance(rec_request, dict) and f.name in rec_request:
-            value = rec_request[f.name]
-            values[f.name] = tuple(value) if isinstance(value, list) else value
+            if not known or value != getattr(request, f.name):
+                overrides.append(_flag(f.name))
+        elif known:
+            values[f.name] = value
     try:
         request = replace(request, **values)
     except TypeError:
@@ -127,22 +131,43 @@ def apply_record(
     rec_files = record.get("files") if isinstance(record.get("files"), dict) else {}
     options = dict(lock_options)
     for key in LOCK_OPTIONS:
+        known = isinstance(rec_files, dict) and key in rec_files
+        value = _tuple(rec_files[key]) if known and isinstance(rec_files, dict) else None
         if given(ctx, key):
-            overrides.append(_flag(key))
-        elif isinstance(rec_files, dict) and key in rec_files:
-            value = rec_files[key]
-            options[key] = tuple(value) if isinstance(value, list) else value
+            mine = options[key]
+            same = sorted(mine) == sorted(value) if key == "formats" and value else mine == value
+            if not known or not same:
+                overrides.append(_flag(key))
+        elif known:
+            options[key] = value
     rec_target, rec_glibc = recorded.target_from_record(record["target"], where)
-    if given(ctx, "glibc"):
-        overrides.append("--glibc")
-    else:
+    if not given(ctx, "glibc"):
         glibc = rec_glibc
+    elif glibc != rec_glibc:
+        overrides.append("--glibc")
     effective: Target | None = rec_target
+    target_flags: tuple[str, ...] = ()
     if any(given(ctx, name) for name in TARGET_FLAGS):
-        overrides.extend(_flag(n) for n in TARGET_FLAGS if given(ctx, n))
+        target_flags = tuple(_flag(n) for n in TARGET_FLAGS if given(ctx, n))
         effective = None
-    elif given(ctx, "python"):
-        overrides.append("--python")
+    if given(ctx, "python"):
+        target_flags += ("--python",)
     return Effective(
-        effective, glibc, request, options, tuple(dict.fromkeys(overrides)), rec_target.python
+        effective,
+        glibc,
+        request,
+        options,
+        tuple(dict.fromkeys(overrides)),
+        rec_target.python,
+        rec_target,
+        target_flags,
     )
+
+
+def _tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def same_target(a: Target, b: Target) -> bool:
+    """Whether two targets lock alike (their labels aside)."""
+    return replace(a, name=None) == replace(b, name=None)

@@ -103,6 +103,12 @@ def messages(result: CheckResult, database: str | None, what: str = "") -> list[
     """The lines that say what --check found (for stderr), most important first."""
     out: list[str] = []
     by = {s: [f for f in result.files if f.status == s] for s in (MISSING, DRIFT, STALE, COMMENTS)}
+    differ = [f.name for f in result.files if f.status in (MISSING, DRIFT, STALE)]
+    if differ:
+        out.append(
+            f"{len(differ)} file(s){what} differ from what `gpuresolve lock` writes: "
+            + ", ".join(differ)
+        )
     if by[MISSING]:
         out.append(f"missing{what}: " + ", ".join(f.name for f in by[MISSING]))
     if by[DRIFT]:

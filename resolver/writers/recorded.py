@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from resolver.catalog import PLATFORMS
 from resolver.errors import UserError
 from resolver.solve import Target, TargetGpu
 from resolver.versions import parse_cc
@@ -26,6 +28,8 @@ KEY = "gpuresolve-inputs:"
 VERSION = 1
 _MARKDOWN = (".md",)
 MAX_LINE = 64 * 1024  # a recorded line longer than this is not ours
+_PY = re.compile(r"^3\.\d{1,2}t?$")
+_GLIBC = re.compile(r"^2\.\d{1,3}$")
 
 
 def _comment(name: str) -> tuple[str, str]:
@@ -130,6 +134,10 @@ def target_from_record(record: Mapping[str, Any], where: str) -> tuple[Target, s
             unknown_gpus=tuple(str(u) for u in record.get("unknown_gpus") or ()),
         )
         glibc = record.get("glibc")
+        if target.platform not in PLATFORMS or not _PY.match(target.python):
+            raise ValueError(target.platform)
+        if glibc is not None and not _GLIBC.match(str(glibc)):
+            raise ValueError(glibc)
     except (KeyError, TypeError, ValueError, AttributeError, UserError):
         raise UserError(
             f"{where}: the recorded target is damaged; rerun `gpuresolve lock`"
