@@ -171,9 +171,9 @@ def test_pylock_installs_with_uv_from_the_local_index(
         env=_uv_env(),
         timeout=120,
     )
+    install = [uv, "pip", "install", "--python", str(venv / "bin" / "python")]
     proc = subprocess.run(
-        [uv, "pip", "install", "--python", str(venv / "bin" / "python"), "-r"]
-        + [str(out / "pylock.toml")],
+        [*install, "-r", str(out / "pylock.toml")],
         capture_output=True,
         text=True,
         env=_uv_env(),
@@ -256,9 +256,9 @@ def test_uv_project_round_trips_and_uv_locks_it(
     deps = doc["project"]["dependencies"]
     doc["project"]["dependencies"] = [d for d in deps if d.startswith("torch")]
     (project / "pyproject.toml").write_text(tomlkit.dumps(doc))
+    uv_lock = [find_uv(), "lock", "--no-python-downloads", "--python", sys.executable]
     proc = subprocess.run(
-        [find_uv(), "lock", "--no-python-downloads", "--python", sys.executable]
-        + ["--default-index", f"{index.url}/simple"],
+        [*uv_lock, "--default-index", f"{index.url}/simple"],
         cwd=project,
         capture_output=True,
         text=True,
