@@ -92,27 +92,16 @@ def find_uv() -> str:
 
 
 def default_index() -> str | None:
-    """The default index pip is configured with (PIP_INDEX_URL, pip.conf), or None.
+    """The default index pip is configured with, unless uv is configured itself.
 
-    uv reads its own settings (UV_DEFAULT_INDEX, ...) itself; a machine set up for pip (a
-    company mirror in pip.conf) should resolve against the same index.
+    A machine set up for pip (a company mirror in pip.conf) resolves against the same index;
+    uv's own settings (UV_DEFAULT_INDEX, UV_INDEX_URL) it reads itself.
     """
     if os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL"):
         return None
-    if os.environ.get("PIP_INDEX_URL"):
-        return os.environ["PIP_INDEX_URL"].strip() or None
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "config", "get", "global.index-url"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    url = proc.stdout.strip()
-    return url if proc.returncode == 0 and url.startswith(("http://", "https://")) else None
+    from resolver.dbupdate.collect import pip_index_url
+
+    return pip_index_url()
 
 
 def uv_command(
