@@ -176,3 +176,16 @@ def test_team_lock_json_lists_files(capsys: pytest.CaptureFixture[str]) -> None:
     assert {Path(f["path"]).name for f in data["files"]} == {"requirements.txt", "report.md"}
     assert [g["label"] for g in data["groups"]] == ["a100-servers", "pascal-laptop"]
     assert data["groups"][1]["platforms"]["linux-x86_64"]["torch"] == "2.7.1"
+
+
+def test_team_check_uses_the_recorded_formats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    envs = copy_examples(tmp_path)
+    spec = str(envs / "dev-cpu-mac.yaml")
+    code, _, err = run(capsys, "lock", spec, "--format", "requirements", "--format", "conda")
+    assert code == 0, err
+    assert (envs / "dev-cpu-mac" / "linux-x86_64" / "environment.yml").is_file()
+    code, out, err = run(capsys, "lock", spec, "--check")  # no --format: as recorded
+    assert code == 0, out + err
+    assert "all current: 7 file(s)" in out

@@ -331,6 +331,8 @@ def _lock_team(
         spec = replace(spec, request=replace(spec.request, allow_unconfirmed=True))
     options = replace(options, conda_source=spec.conda_source)
     directory = Path(output) if output else default_output(spec)
+    if check:  # the formats the team's files record, unless given again
+        options = _recorded_team_formats(directory, options)
     team = lock_team(
         catalog, spec, options, split, existing=lambda rel: _read_existing(directory / rel)
     )
@@ -418,6 +420,31 @@ def _lock_team(
             }
         )
     sys.exit(0 if ok else 1)
+
+
+def _recorded_team_formats(
+    directory: Path, options: lockfiles.LockOptions
+) -> lockfiles.LockOptions:
+    """``options`` with the formats and --hashes that report.md records (when not given)."""
+    from resolver.writers import recorded
+
+    ctx = click.get_current_context()
+    text = _read_existing(directory / "report.md")
+    record = recorded.read("report.md", text) if text is not None else None
+    files = record.get("files") if record else None
+    if not isinstance(files, dict):
+        return options
+    formats, hashes = files.get("formats"), files.get("hashes")
+    try:
+        if not lock_inputs.given(ctx, "formats") and isinstance(formats, list) and formats:
+            options = replace(options, formats=frozenset(str(f) for f in formats))
+        if not lock_inputs.given(ctx, "hashes") and isinstance(hashes, bool):
+            options = replace(options, hashes=hashes)
+    except ValueError:
+        raise UserError(
+            f"{directory / 'report.md'}: the recorded formats are damaged; rerun `gpuresolve lock`"
+        ) from None
+    return options
 
 
 def _stale_files(directory: Path, files: dict[str, str]) -> list[str]:
