@@ -294,3 +294,65 @@ def test_team_uv_project_carries_platform_markers(
         {"name": "pytorch-cpu", "url": "https://download.pytorch.org/whl/cpu", "explicit": True}
     ]
     assert not (out / "linux-x86_64").exists()  # one pyproject, not one per platform
+
+
+SPEC = """\
+name: mixed
+python: "3.11"
+packages: {torch: ">=2.0"}
+targets:
+  - {name: linux-ci, platform: linux-x86_64, no_gpu: true}
+  - {name: macbooks, platform: macos-arm64}
+"""
+
+
+def test_team_pylock_spans_platforms_with_markers(
+    tmp_path: Path, index: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from packaging.pylock import Pylock
+
+    spec = tmp_path / "mixed.yaml"
+    spec.write_text(SPEC)
+    out = tmp_path / "mixed"
+    _lock(capsys, index, str(spec), "--format", "pylock", "-o", str(out))
+    assert sorted(p.name for p in out.iterdir()) == ["pylock.toml", "report.md"]
+    text = (out / "pylock.toml").read_text()
+    lock = Pylock.from_dict(tomlkit.parse(text).unwrap())
+    linux = 'sys_platform == "linux" and platform_machine == "x86_64"'
+    mac = 'sys_platform == "darwin" and platform_machine == "arm64"'
+    got = {(p.name, str(p.version), str(p.marker) if p.marker else None) for p in lock.packages}
+    assert got == {
+        ("torch", "2.8.0+cpu", linux),
+        ("torch", "2.8.0", mac),
+        ("cuda-bindings", BINDINGS, linux),
+        ("filelock", FILELOCK, None),  # the same wheel on both platforms: no marker
+    }
+    assert len(lock.environments or []) == 2
+    code, stdout, err = run(capsys, "lock", str(spec), "--check", "-o", str(out))
+    assert code == 0, stdout + err
+    # This Linux machine installs its own platform's packages from the one file.
+    if f"{sys.version_info.major}.{sys.version_info.minor}" != "3.11":
+        return
+    uv = find_uv()
+    venv = tmp_path / "venv"
+    subprocess.run(
+        [uv, "venv", "--quiet", "--python", sys.executable, "--no-python-downloads", str(venv)],
+        check=True,
+        env=_uv_env(),
+        timeout=120,
+    )
+    python = str(venv / "bin" / "python")
+    install = [uv, "pip", "install", "--python", python, "-r", str(out / "pylock.toml")]
+    proc = subprocess.run(
+        install, capture_output=True, text=True, env=_uv_env(), timeout=300, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    freeze = subprocess.run(
+        [uv, "pip", "freeze", "--python", python],
+        capture_output=True,
+        text=True,
+        env=_uv_env(),
+        timeout=60,
+        check=True,
+    ).stdout.split()
+    assert "torch==2.8.0+cpu" in freeze and f"cuda-bindings=={BINDINGS}" in freeze

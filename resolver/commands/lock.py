@@ -425,7 +425,8 @@ def _lock_team(
 def _recorded_team_formats(
     directory: Path, options: lockfiles.LockOptions
 ) -> lockfiles.LockOptions:
-    """``options`` with the formats and --hashes that report.md records (when not given)."""
+    """``options`` with the formats, --hashes and mirror that report.md records (when not
+    given)."""
     from resolver.writers import recorded
 
     ctx = click.get_current_context()
@@ -435,6 +436,9 @@ def _recorded_team_formats(
     if not isinstance(files, dict):
         return options
     formats, hashes = files.get("formats"), files.get("hashes")
+    mirror = files.get("pytorch_index")
+    if not lock_inputs.given(ctx, "pytorch_index") and isinstance(mirror, str) and mirror:
+        options = replace(options, pytorch_index=mirror)
     try:
         if not lock_inputs.given(ctx, "formats") and isinstance(formats, list) and formats:
             options = replace(options, formats=frozenset(str(f) for f in formats))

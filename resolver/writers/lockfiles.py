@@ -252,6 +252,36 @@ def render_files(
     }
 
 
+def pylock_closure(
+    catalog: Catalog,
+    decision: Decision,
+    options: LockOptions,
+    closure: Callable[[Sequence[str], Sequence[str], Target], list[ResolvedDist]] | None = None,
+    glibc: str | None = None,
+) -> list[ResolvedDist]:
+    """The decision's whole closure for its target (the torch set and the extra packages)."""
+    cand = decision.selection
+    if cand is None:
+        raise ValueError("no build selected: nothing to lock")
+    extra = options.extra_requirements
+    index = index_lines(catalog, cand, options.pytorch_index, bool(extra))
+    if closure is None:
+        return _default_pip([*pins(cand), *extra], index, decision.target, glibc)
+    return closure([*pins(cand), *extra], index, decision.target)
+
+
+def render_fleet_pylock(
+    catalog: Catalog, decisions: Sequence[Decision], options: LockOptions, header: Sequence[str]
+) -> str:
+    """One pylock.toml for several platforms: packages carry their platforms' markers."""
+    from resolver.writers.pylock import fleet_document, render_pylock
+
+    closures = [
+        (d.target.platform, d.target.python, pylock_closure(catalog, d, options)) for d in decisions
+    ]
+    return render_pylock(header, fleet_document(closures))
+
+
 def render_pylock_file(
     catalog: Catalog,
     decision: Decision,
@@ -261,12 +291,7 @@ def render_pylock_file(
     """pylock.toml for the decision's target: the resolved closure (needs the index)."""
     from resolver.writers.pylock import document, render_pylock
 
-    cand = decision.selection
-    if cand is None:
-        raise ValueError("no build selected: nothing to lock")
-    extra = options.extra_requirements
-    index = index_lines(catalog, cand, options.pytorch_index, bool(extra))
-    dists = closure([*pins(cand), *extra], index, decision.target)
+    dists = pylock_closure(catalog, decision, options, closure)
     target = decision.target
     header = header_lines(
         catalog,

@@ -34,14 +34,7 @@ def document(
     platform: str, python: str, closure: Sequence[ResolvedDist], created_by: str = "gpuresolve"
 ) -> dict[str, Any]:
     """The PEP 751 document (plain data) for one target's resolved closure."""
-    packages: list[dict[str, Any]] = []
-    for dist in closure:
-        filename = unquote(dist.url.rsplit("/", 1)[-1].split("#", 1)[0])
-        package: dict[str, Any] = {"name": dist.name, "version": dist.version}
-        if dist.index:
-            package["index"] = dist.index
-        package["wheels"] = [{"name": filename, "url": dist.url, "hashes": {"sha256": dist.sha256}}]
-        packages.append(package)
+    packages = [_package(dist) for dist in closure]
     return {
         "lock-version": "1.0",
         "environments": [environment_marker(platform, python)],
@@ -49,6 +42,45 @@ def document(
         "created-by": created_by,
         "packages": packages,
     }
+
+
+def fleet_document(
+    closures: Sequence[tuple[str, str, Sequence[ResolvedDist]]], created_by: str = "gpuresolve"
+) -> dict[str, Any]:
+    """One PEP 751 document for several platforms: each package carries the marker of the
+    platforms whose closure holds it (a wheel shared by all, such as a pure-Python one, once)."""
+    markers: dict[tuple[str, str, str], list[str]] = {}
+    dists: dict[tuple[str, str, str], ResolvedDist] = {}
+    for platform, _python, closure in closures:
+        for dist in closure:
+            key = (dist.name, dist.version, dist.url)
+            dists.setdefault(key, dist)
+            markers.setdefault(key, []).append(PLATFORM_MARKERS[platform])
+    everywhere = len(closures)
+    packages: list[dict[str, Any]] = []
+    for key in sorted(dists):
+        dist, found = dists[key], markers[key]
+        package = _package(dist)
+        if len(found) < everywhere:
+            package["marker"] = " or ".join(f"({m})" for m in found) if len(found) > 1 else found[0]
+        packages.append(package)
+    pythons = sorted({python.rstrip("t") for _, python, _ in closures})
+    return {
+        "lock-version": "1.0",
+        "environments": [environment_marker(p, py) for p, py, _ in closures],
+        "requires-python": f"=={pythons[0]}.*" if len(pythons) == 1 else f">={pythons[0]}",
+        "created-by": created_by,
+        "packages": packages,
+    }
+
+
+def _package(dist: ResolvedDist) -> dict[str, Any]:
+    filename = unquote(dist.url.rsplit("/", 1)[-1].split("#", 1)[0])
+    package: dict[str, Any] = {"name": dist.name, "version": dist.version}
+    if dist.index:
+        package["index"] = dist.index
+    package["wheels"] = [{"name": filename, "url": dist.url, "hashes": {"sha256": dist.sha256}}]
+    return package
 
 
 def validate(doc: dict[str, Any]) -> None:
