@@ -283,19 +283,18 @@ def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
         if result.ok:
             done.append(step.purpose)
             continue
-        err = click.get_text_stream("stderr")
         click.echo(
             f"gpuresolve: {step.purpose} step failed (exit status {result.returncode}); "
             "the installer's last lines:",
-            file=err,
+            err=True,
         )
         for line in result.tail[-_FAIL_TAIL:]:
-            click.echo(f"  | {line}", file=err)
+            click.echo(f"  | {line}", err=True)
         before = " after the removal step succeeded" if done else ""
         click.echo(
             f"gpuresolve: the environment is as the installer left it{before} (nothing was "
             "rolled back); fix the cause and run `gpuresolve install` again",
-            file=err,
+            err=True,
         )
         if plan_json is not None:
             outcome = {
