@@ -234,6 +234,10 @@ def render_files(
             channels = [c for c in env.channels if c != "nodefaults"]
             records = conda_run(channels, env.specs, env.platform, vp)
             pip = closure(env.pip, env.pip_index, target) if env.pip else []
+            if pip and pip_resolver is None:  # uv's closure: the specifiers from the metadata
+                from resolver.writers.dist_metadata import with_requires
+
+                pip = with_requires(pip, target)
             header = header_lines(
                 catalog,
                 env_decision,
