@@ -14,6 +14,7 @@ from pytorch_index import tree_snapshot
 
 from resolver.host import platform as host_platform
 from resolver.writers import recorded
+from resolver.writers.recorded import KEY
 
 run = run_cli
 DESCRIBED = ["--platform", "linux-x86_64", "--python", "3.10", "--driver", "560.35.03"]
@@ -176,3 +177,15 @@ def test_damaged_record_is_one_clear_error(
     assert code == 2
     assert err.startswith("gpuresolve:") and "the recorded target is damaged" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_file_without_recorded_inputs_is_named_as_such(
+    tmp_path: Path, synth_db: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_db(tmp_path / "db", synth_db)
+    out = tmp_path / "lock"
+    assert run(capsys, "lock", *CPU, "-o", str(out))[0] == 0
+    req = out / "requirements.txt"
+    req.write_text("".join(ln for ln in req.read_text().splitlines(True) if KEY not in ln))
+    code, _, err = run(capsys, "lock", *CPU, "--check", "-o", str(out))
+    assert code == 1 and "no recorded inputs" in err and "requirements.txt" in err

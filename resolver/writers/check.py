@@ -29,6 +29,7 @@ class FileCheck:
     old_build: str | None = None  # the "build:" line on disk, and the one now
     new_build: str | None = None
     old_database: str | None = None
+    unrecorded: bool = False  # no inputs line at all (an older gpuresolve, or not ours)
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def compare(directory: Path, files: Mapping[str, str]) -> CheckResult:
         database = record.get("database")
         old_db = str(database) if database else None
         if not recorded.intact(name, old):
-            checks.append(FileCheck(name, DRIFT, old_database=old_db))
+            checks.append(FileCheck(name, DRIFT, old_database=old_db, unrecorded=not record))
             shown[name] = text
         elif recorded.payload(old) == recorded.payload(text):
             checks.append(FileCheck(name, COMMENTS, old_database=old_db))
@@ -111,11 +112,19 @@ def messages(result: CheckResult, database: str | None, what: str = "") -> list[
         )
     if by[MISSING]:
         out.append(f"missing{what}: " + ", ".join(f.name for f in by[MISSING]))
-    if by[DRIFT]:
+    edited = [f.name for f in by[DRIFT] if not f.unrecorded]
+    if edited:
         out.append(
             f"edited since gpuresolve wrote it{what} (drift): "
-            + ", ".join(f.name for f in by[DRIFT])
+            + ", ".join(edited)
             + "; the diff above restores it"
+        )
+    unrecorded = [f.name for f in by[DRIFT] if f.unrecorded]
+    if unrecorded:
+        out.append(
+            f"no recorded inputs{what} (written by an older gpuresolve, or by hand): "
+            + ", ".join(unrecorded)
+            + "; `gpuresolve lock` rewrites them"
         )
     seen: set[tuple[str | None, str | None]] = set()
     for f in by[STALE]:
