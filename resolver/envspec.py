@@ -12,7 +12,10 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
     cuda: "12.8"                     # only builds for this CUDA version
     driver_policy: compat            # or strict
     conda_source: pip                # or conda-forge
+    allow_unconfirmed: false
     evidence: documented             # documented | observed | any (allow_unconfirmed: true = any)
+    split: auto                      # true: one set per group; false: a common set or nothing;
+                                     # auto: split only when no common set exists
     targets:
       - name: a100-servers
         count: 12                    # how many such machines (for the report)
@@ -49,8 +52,10 @@ TOP_KEYS = {
     "conda_source",
     "allow_unconfirmed",
     "evidence",
+    "split",
     "targets",
 }
+SPLIT_VALUES = ("auto", "true", "false")
 PACKAGE_KEYS = {"torch", "with", "pip"}
 TARGET_KEYS = {"name", "count", "platform", "driver", "gpus", "no_gpu", "detect"}
 RESERVED_PIP = {"torch", "torchvision", "torchaudio"}
@@ -76,6 +81,7 @@ class EnvSpec:
     pip: tuple[str, ...]
     conda_source: str
     members: tuple[FleetMember, ...] = field(default_factory=tuple)
+    split: str = "auto"  # true | false | auto: one set per group of targets, or only a common one
 
     @property
     def targets(self) -> list[Target]:
@@ -161,6 +167,10 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
     policy = top.get("driver_policy", "compat")
     if policy not in ("compat", "strict"):
         raise s.fail("driver_policy", f"{policy!r}: expected compat or strict")
+    raw_split = top.get("split", "auto")
+    split = {True: "true", False: "false"}.get(raw_split, raw_split)  # YAML reads true as a bool
+    if split not in SPLIT_VALUES:
+        raise s.fail("split", f"{raw_split!r}: expected true, false or auto")
     conda_source = top.get("conda_source", "pip")
     if conda_source not in ("pip", "conda-forge"):
         raise s.fail("conda_source", f"{conda_source!r}: expected pip or conda-forge")
@@ -256,4 +266,5 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
         pip=pip,
         conda_source=str(conda_source),
         members=tuple(members),
+        split=split,
     )

@@ -3,14 +3,18 @@
 Layout under the output directory (default ``environments/<name>/``):
 - one platform: ``requirements.txt`` (and the conda files) directly in it;
 - several platforms: one folder per platform (``linux-x86_64/requirements.txt``, ...);
-- ``--split``: one folder per group, named after its first member, each laid out as above;
+- a split lock (``split: true``, or ``auto`` when no common set exists): one folder per group,
+  named after its first member, each laid out as above;
+- ``--format uv``: one ``pyproject.toml`` per group whose sources carry platform markers;
 - ``report.md`` at the top: target × build × why, alternatives, upgrade hints.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from packaging.specifiers import SpecifierSet
 
@@ -19,7 +23,7 @@ from resolver.envspec import EnvSpec
 from resolver.fleet import FleetDecision, PlatformChoice, solve_fleet, split_groups
 from resolver.solve import Decision, Target, TargetGpu, solve
 from resolver.versions import driver_key
-from resolver.writers import lockfiles
+from resolver.writers import lockfiles, recorded
 from resolver.writers.report import render_report
 
 
@@ -27,6 +31,7 @@ from resolver.writers.report import render_report
 class TeamLock:
     files: dict[str, str]  # relative path -> text
     groups: tuple[tuple[str, FleetDecision], ...]  # (label, decision)
+    auto_split: bool = False  # split because no common set exists (the spec's split: auto)
 
     @property
     def ok(self) -> bool:
@@ -72,22 +77,57 @@ def platform_decision(
     return decision
 
 
+def team_inputs(spec: EnvSpec, options: lockfiles.LockOptions, split: str) -> dict[str, Any]:
+    """What a team lock's files record: the spec re-resolves them (`lock SPEC --check`)."""
+    return {
+        "spec": spec.path.name,
+        "split": split,
+        "request": {
+            "torch": spec.torch_spec,
+            "with": list(spec.companions),
+            "pip": list(spec.pip),
+            "evidence": getattr(spec, "evidence", None)
+            or getattr(spec.request, "evidence", None)
+            or "documented",
+        },
+        "files": {
+            "formats": sorted(options.formats),
+            "hashes": options.hashes,
+            "conda_source": options.conda_source,
+            "channel": options.channel,
+            "pytorch_index": options.pytorch_index,
+        },
+    }
+
+
 def lock_team(
     catalog: Catalog,
     spec: EnvSpec,
     options: lockfiles.LockOptions,
-    split: bool = False,
+    split: bool | None = None,
+    existing: Callable[[str], str | None] | None = None,
 ) -> TeamLock:
-    """Every file of the team environment, keyed by path relative to the output directory."""
+    """Every file of the team environment, keyed by path relative to the output directory.
+
+    ``split`` (None: the spec's ``split:``) writes one set per group of targets; ``auto`` splits
+    only when no common set exists. ``existing`` reads a file edited in place (pyproject.toml).
+    """
+    mode = spec.split if split is None else ("true" if split else "false")
+    inputs = team_inputs(spec, options, mode)
     options = replace(options, extra_requirements=spec.pip, name=options.name or spec.name)
     targets = spec.targets
-    if split:
+    auto_split = False
+    common = None if mode == "true" else solve_fleet(catalog, targets, spec.request)
+    if common is None or (mode == "auto" and not common.ok):
+        auto_split = common is not None
         groups = [
             (members[0].name or f"group-{i + 1}", members, decision)
             for i, (members, decision) in enumerate(split_groups(catalog, targets, spec.request))
         ]
     else:
-        groups = [("", targets, solve_fleet(catalog, targets, spec.request))]
+        groups = [("", targets, common)]
+    project = lockfiles.PYPROJECT in options.files
+    pylock = lockfiles.PYLOCK in options.files
     counts = {m.target.name or "": m.count for m in spec.members}
     files: dict[str, str] = {}
     report: list[str] = []
@@ -107,22 +147,53 @@ def lock_team(
         if not decision.ok:
             continue
         several = len(decision.choices) > 1
+        # One pyproject per group; with several platforms one pylock.toml with markers.
+        per_platform = replace(
+            options, formats=options.formats - {"uv", *(("pylock",) if several else ())}
+        )
+        decisions: list[Decision] = []
         for choice in decision.choices:
             plat_decision = platform_decision(catalog, spec, choice, members)
+            decisions.append(plat_decision)
             lock_input = lockfiles.LockInput(plat_decision)
             if options.needs_conda and options.conda_source == "conda-forge":
                 from resolver.conda import solve_conda_forge
 
                 conda = solve_conda_forge(catalog, plat_decision.target, spec.request)
                 lock_input = lockfiles.LockInput(plat_decision, conda)
-            if lock_input.unmet(options) is not None:
+            if lock_input.unmet(per_platform) is not None:
                 continue
-            rendered = lockfiles.render_files(catalog, lock_input, options)
+            rendered = lockfiles.render_files(catalog, lock_input, per_platform, inputs=inputs)
             sub = f"{prefix}{choice.platform}/" if several else prefix
             for name, text in rendered.items():
                 files[f"{sub}{name}"] = text
-    files["report.md"] = "\n".join(report)
-    return TeamLock(files, tuple((label, d) for label, _, d in groups))
+        if project and decisions:  # one pyproject for the group, sources by platform marker
+            rel = f"{prefix}{lockfiles.PYPROJECT}"
+            files[rel] = lockfiles.render_uv_project(
+                catalog, decisions, options, existing(rel) if existing else None
+            )
+        if pylock and several and decisions:
+            header = [
+                f"# Generated by gpuresolve for team {spec.name}"
+                + (f" ({label})" if label else "")
+                + f" (database {catalog.updated or 'undated'}); `gpuresolve lock` rewrites this "
+                "file, `gpuresolve lock --check` compares it.",
+                "# platforms: " + "; ".join(f"{d.target.platform}: {_build(d)}" for d in decisions),
+                "# install: uv pip install -r pylock.toml (each machine takes its platform's "
+                "packages by their markers)",
+            ]
+            text = lockfiles.render_fleet_pylock(catalog, decisions, options, header)
+            record = {"database": catalog.updated, **inputs}
+            files[f"{prefix}{lockfiles.PYLOCK}"] = recorded.stamp(lockfiles.PYLOCK, text, record)
+    record = {"database": catalog.updated, **inputs}
+    files["report.md"] = recorded.stamp("report.md", "\n".join(report), record)
+    return TeamLock(files, tuple((label, d) for label, _, d in groups), auto_split)
+
+
+def _build(decision: Decision) -> str:
+    from resolver.render import describe_build
+
+    return describe_build(decision.selection) if decision.selection else "none"
 
 
 def default_output(spec: EnvSpec) -> Path:

@@ -113,10 +113,18 @@ def _page(files: list[tuple[str, bytes]]) -> bytes:
     return f"<!DOCTYPE html><html><body>\n{links}</body></html>\n".encode()
 
 
-def stub_index(catalog: Catalog) -> dict[str, tuple[bytes, str]]:
+def stub_index(
+    catalog: Catalog,
+    torch_requires: tuple[str, ...] = ("filelock",),
+    extra: tuple[tuple[str, str, bytes], ...] = (),
+) -> dict[str, tuple[bytes, str]]:
     """Routes for ``serve``: ``/whl/<variant>/<project>/`` for every build of the catalog (each
     variant's index also serves filelock, as PyTorch's does), ``/simple/<project>/`` (a default
-    index: filelock, and the untagged macOS wheels), and ``/files/<wheel>``."""
+    index: filelock, and the untagged macOS wheels), and ``/files/<wheel>``.
+
+    ``torch_requires``: torch's Requires-Dist (markers allowed); ``extra``: more wheels, each as
+    (page, file name, bytes), e.g. ``("/simple/cuda-bindings/", "cuda_bindings-...whl", data)``.
+    """
 
     def _local(version: str, var: Variant, plat: str) -> str:  # as the PyTorch index names it
         return version if plat == "macos-arm64" and var.name == "cpu" else f"{version}+{var.name}"
@@ -136,7 +144,7 @@ def stub_index(catalog: Catalog) -> dict[str, tuple[bytes, str]]:
             for plat in var.platforms:
                 torch_v = _local(rel.version, var, plat)
                 for python in rel.python.get(plat, ()):
-                    meta = metadata_text("torch", torch_v, ["filelock"])
+                    meta = metadata_text("torch", torch_v, list(torch_requires))
                     fn = wheel_name("torch", torch_v, python, plat)
                     data = build_wheel("torch", torch_v, meta)
                     add(f"/whl/{var.name}/torch/", fn, data)
@@ -150,6 +158,8 @@ def stub_index(catalog: Catalog) -> dict[str, tuple[bytes, str]]:
                         add(f"/whl/{var.name}/torchvision/", fn, data)
                         if tv == rel.torchvision:
                             add("/simple/torchvision/", fn, data)
+    for page, filename, data in extra:
+        add(page, filename, data)
     for page, files in pages.items():
         routes[page] = (_page(files), "text/html")
     return routes
@@ -159,10 +169,13 @@ def stub_index(catalog: Catalog) -> dict[str, tuple[bytes, str]]:
 
 
 def isolate_pip(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No pip.conf, no find-links, no index from the environment; a cache under tmp_path."""
+    """No pip.conf, no find-links, no index from the environment; a cache under tmp_path (pip's
+    and uv's, which resolves the closures)."""
     for var in list(os.environ):
-        if var.startswith("PIP_"):
+        if var.startswith(("PIP_", "UV_")):
             monkeypatch.delenv(var)
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    monkeypatch.setenv("UV_NO_CONFIG", "1")
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("PIP_CACHE_DIR", str(tmp_path / "pip-cache"))
     monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")

@@ -117,8 +117,21 @@ def _handler(server: IndexServer) -> type[BaseHTTPRequestHandler]:
                     return
             self._send(200, body, ctype)
 
+        def do_HEAD(self) -> None:  # uv asks for a wheel's size before range-reading it
+            path = unquote(urlsplit(self.path).path)
+            if path not in server.routes:
+                self._send(404, b"not found", "text/plain", head=True)
+                return
+            body, ctype = server.routes[path]
+            self._send(200, body, ctype, head=True)
+
         def _send(
-            self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None
+            self,
+            status: int,
+            body: bytes,
+            ctype: str,
+            extra: dict[str, str] | None = None,
+            head: bool = False,
         ) -> None:
             try:
                 self.send_response(status)
@@ -127,7 +140,8 @@ def _handler(server: IndexServer) -> type[BaseHTTPRequestHandler]:
                 for k, v in (extra or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(body)
+                if not head:
+                    self.wfile.write(body)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test)
 

@@ -449,3 +449,28 @@ def test_real_torch_installs_offline_and_verifies(
     assert installed(python)["torch"] == "2.13.0+cpu"
     assert "verifying: gpuresolve verify" in proc.stdout
     assert re.search(r"^result: (PASS|WARN)\b", proc.stdout, re.MULTILINE), proc.stdout[-2000:]
+
+
+def test_install_json_gives_the_plan_and_the_outcome(
+    isolated: Path, index_url: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    python = make_venv(isolated / "venv", "pip")
+    common = ["--python", python, "--pytorch-index", index_url, "--installer", "pip", *GPU]
+    code, out, err = gpuresolve(capfd, "install", *common, "--cuda", "12.6", "--dry-run", "--json")
+    assert code == 0, err
+    data = json.loads(out)  # stdout is the JSON document alone
+    assert data["ok"] is True and data["dry_run"] is True and data["outcome"] is None
+    plan = data["plan"]
+    assert plan["installer"] == "pip" and plan["python"] == python
+    assert [s["purpose"] for s in plan["steps"]] == ["install"]
+    assert any("torch==2.14.1+cu126" in a for a in plan["steps"][0]["argv"])
+    assert "torch" not in installed(python)
+
+    code, out, err = gpuresolve(
+        capfd, "install", *common, "--cuda", "12.6", "--no-verify", "--json"
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["outcome"] == {"installed": True, "verify": None}
+    assert installed(python)["torch"] == "2.14.1+cu126"
+    assert "$ " in err  # the installer's commands and lines went to stderr

@@ -112,6 +112,6 @@ def test_hashes_for_another_platform(cat: Catalog, index: IndexServer) -> None:
 def test_unreachable_index_is_one_clear_error(cat: Catalog) -> None:
     t = _target("linux-x86_64")
     options = LockOptions(pytorch_index=f"http://127.0.0.1:{closed_port()}/whl", hashes=True)
-    with pytest.raises(UserError, match="pip could not resolve the set") as exc:
+    with pytest.raises(UserError, match="uv could not resolve the set") as exc:
         render_files(cat, prepare(cat, t, REQ, options), options)
     assert "\n" not in str(exc.value)

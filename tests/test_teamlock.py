@@ -11,7 +11,7 @@ from cli_support import run_cli
 from resolver.lockpins import read as read_pins
 
 ROOT = Path(__file__).resolve().parent.parent / "environments"
-EXAMPLES = {"research-lab": ["--split"], "dev-cpu-mac": []}
+EXAMPLES = {"research-lab": [], "dev-cpu-mac": []}  # each spec records its split: no flags
 
 
 run = run_cli
@@ -58,7 +58,7 @@ def test_check_fails_after_any_edit(tmp_path: Path, capsys: pytest.CaptureFixtur
     text = req.read_text()
     req.write_text(text.replace("torch==2.14.1+cu126", "torch==2.14.0+cu126"))
     before = tree(envs)
-    code, out, err = run(capsys, "lock", str(envs / "research-lab.yaml"), "--split", "--check")
+    code, out, err = run(capsys, "lock", str(envs / "research-lab.yaml"), "--check")
     assert code == 1
     assert "-torch==2.14.0+cu126" in out and "+torch==2.14.1+cu126" in out
     assert "pascal-laptop/requirements.txt" in err
@@ -67,14 +67,14 @@ def test_check_fails_after_any_edit(tmp_path: Path, capsys: pytest.CaptureFixtur
     req.write_text(text)
     report = envs / "research-lab" / "report.md"
     report.write_bytes(report.read_bytes() + b" ")
-    code, _, _ = run(capsys, "lock", str(envs / "research-lab.yaml"), "--split", "--check")
+    code, _, _ = run(capsys, "lock", str(envs / "research-lab.yaml"), "--check")
     assert code == 1
 
 
 def test_no_common_set_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     envs = copy_examples(tmp_path)
     shutil.rmtree(envs / "research-lab")
-    code, out, err = run(capsys, "lock", str(envs / "research-lab.yaml"))
+    code, out, err = run(capsys, "lock", str(envs / "research-lab.yaml"), "--no-split")
     assert code == 1
     assert "pascal-laptop needs" in out and "b200-node needs" in out
     assert "--split" in err
@@ -224,3 +224,70 @@ def test_a_damaged_manifest_removes_nothing(
     code, _, err = run(capsys, "lock", str(spec))
     assert code == 2 and "damaged" in err and len(err.strip().splitlines()) == 1
     assert tree(tmp_path / "pair") == before
+
+
+def _spec_with_split(envs: Path, value: str | None) -> Path:
+    spec = envs / "research-lab.yaml"
+    text = spec.read_text()
+    line = next(ln for ln in text.splitlines() if ln.startswith("split:"))
+    spec.write_text(text.replace(line + "\n", "" if value is None else f"split: {value}\n"))
+    return spec
+
+
+def test_split_auto_splits_only_without_a_common_set_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    envs = copy_examples(tmp_path)
+    spec = _spec_with_split(envs, None)  # the default: auto
+    code, out, err = run(capsys, "lock", str(spec), "--check")
+    assert code == 0, out + err
+    assert "split into 2 groups (split: auto" in err
+    # dev-cpu-mac has a common set: auto does not split it.
+    code, out, err = run(capsys, "lock", str(envs / "dev-cpu-mac.yaml"), "--check")
+    assert code == 0 and "split" not in err
+
+
+def test_split_false_in_the_spec_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    envs = copy_examples(tmp_path)
+    spec = _spec_with_split(envs, "false")
+    before = tree(envs)
+    code, out, err = run(capsys, "lock", str(spec))
+    assert code == 1 and "no set runs on every target" in out
+    assert tree(envs) == before
+    code, _, err = run(capsys, "lock", str(spec), "--split", "--check")
+    assert code == 0 and "--split overrides the spec's split: false" in err
+
+
+def test_split_value_is_validated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    envs = copy_examples(tmp_path)
+    spec = _spec_with_split(envs, "sometimes")
+    code, _, err = run(capsys, "lock", str(spec))
+    assert code == 2 and "split: 'sometimes': expected true, false or auto" in err
+
+
+def test_team_lock_json_lists_files(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    code, out, _ = run(capsys, "lock", str(ROOT / "research-lab.yaml"), "--check", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["ok"] is True and data["check"] == "current" and data["split"] is True
+    assert {f["status"] for f in data["files"]} == {"current"}
+    assert {Path(f["path"]).name for f in data["files"]} == {"requirements.txt", "report.md"}
+    assert [g["label"] for g in data["groups"]] == ["a100-servers", "pascal-laptop"]
+    assert data["groups"][1]["platforms"]["linux-x86_64"]["torch"] == "2.14.1"
+
+
+def test_team_check_uses_the_recorded_formats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    envs = copy_examples(tmp_path)
+    spec = str(envs / "dev-cpu-mac.yaml")
+    code, _, err = run(capsys, "lock", spec, "--format", "requirements", "--format", "conda")
+    assert code == 0, err
+    assert (envs / "dev-cpu-mac" / "linux-x86_64" / "environment.yml").is_file()
+    code, out, err = run(capsys, "lock", spec, "--check")  # no --format: as recorded
+    assert code == 0, out + err
+    assert "all current: 7 file(s)" in out

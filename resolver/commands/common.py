@@ -176,6 +176,18 @@ def _bundle(func: F, key: str, cls: type[Any], options: list[Callable[[Any], Any
     return command  # type: ignore[no-any-return]
 
 
+def _complete(name: str) -> Callable[[click.Context, click.Parameter, str], list[Any]]:
+    """A completion callback of resolver.commands.completion, imported only when completing."""
+
+    def callback(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+        from resolver.commands import completion
+
+        result: list[Any] = getattr(completion, name)(ctx, param, incomplete)
+        return result
+
+    return callback
+
+
 def target_options(func: F) -> F:
     """--driver/--gpu/--no-gpu/--python/--platform/--host: describe a machine, not probe it."""
     options = [
@@ -186,6 +198,7 @@ def target_options(func: F) -> F:
             multiple=True,
             metavar="SPEC",
             help="A GPU: compute capability (8.6, sm_86) or model name; repeat for several.",
+            shell_complete=_complete("complete_gpu"),
         ),
         click.option("--no-gpu", is_flag=True, help="Describe a machine without an NVIDIA GPU."),
         click.option("--python", metavar="X.Y|PATH", help="Python version or interpreter path."),
@@ -193,6 +206,7 @@ def target_options(func: F) -> F:
             "--platform",
             metavar="NAME",
             help="linux-x86_64, linux-aarch64, windows-x86_64 or macos-arm64.",
+            shell_complete=_complete("complete_platform"),
         ),
         click.option(
             "--host",

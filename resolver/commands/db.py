@@ -30,15 +30,37 @@ def db() -> None:
     """The compatibility database: check it, show it, update it."""
 
 
+_JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True, help="The outcome as JSON (a stable contract)."
+)
+
+
 @db.command()
 @_DATA_OPTION
-def check(data_dir: str | None) -> None:
+@_JSON_OPTION
+def check(data_dir: str | None, as_json: bool) -> None:
     """Validate the schema and the consistency of every record (exit 1 on problems)."""
     from resolver import catalog as catalog_mod
     from resolver.images import facts as image_facts
 
     cat = catalog_mod.load(Path(data_dir) if data_dir else None)
     problems = cat.check() + image_facts.check(cat)  # images.yaml, gpu_peaks.yaml
+    if as_json:
+        emit_json(
+            {
+                "ok": not problems,
+                "origin": str(cat.origin),
+                "updated": cat.updated,
+                "problems": list(problems),
+                "counts": {
+                    "releases": len(cat.releases),
+                    "toolkits": len(cat.toolkits),
+                    "gpus": len(cat.gpus),
+                    "sources": len(cat.sources),
+                },
+            }
+        )
+        sys.exit(1 if problems else 0)
     for problem in problems:
         click.echo(problem)
     releases = len(cat.releases)
@@ -109,6 +131,7 @@ def show(data_dir: str | None, as_json: bool) -> None:
     metavar="MB",
     help="With --read-wheels: read at most this many MiB in all (default 512).",
 )
+@_JSON_OPTION
 def update(
     pytorch_index: str,
     pypi_index: str | None,
@@ -118,6 +141,7 @@ def update(
     dry_run: bool,
     read_wheels: bool,
     budget: float | None,
+    as_json: bool,
 ) -> None:
     """Refresh the database from the PyTorch wheel index (into your data directory).
 
@@ -166,13 +190,30 @@ def update(
                 pytorch_index=pytorch_index,
                 pypi_index=pypi,
                 fetcher=fetcher,
-                progress=_progress,
+                progress=_no_progress if as_json else _progress,
                 dry_run=dry_run,
             )
     except UpdateError as exc:
         click.echo(f"gpuresolve: db update failed: {exc}; the database is unchanged", err=True)
+        if as_json:
+            emit_json({"ok": False, "error": str(exc), "changed": False, "written": False})
         sys.exit(1)
     click.echo(f"{outcome.requests} requests", err=True)
+    if as_json:
+        emit_json(
+            {
+                "ok": True,
+                "changed": outcome.summary.changed,
+                "written": outcome.written,
+                "dry_run": dry_run,
+                "base": str(outcome.base),
+                "target": str(outcome.target),
+                "pypi_read": outcome.pypi_read,
+                "requests": outcome.requests,
+                "changes": outcome.summary.as_json(),
+            }
+        )
+        sys.exit(0)
     for line in outcome.summary.lines():
         click.echo(line)
     if not outcome.summary.changed:
@@ -223,6 +264,17 @@ def reset(dry_run: bool, as_json: bool) -> None:
         click.echo(f"note: {location.DATA_ENV}={forced} is still the database in use", err=True)
     if failed:
         sys.exit(2)
+
+
+@contextmanager
+def _no_progress(label: str, length: int) -> Iterator[ProgressBar]:
+    """No bar: --json keeps the output free of it."""
+
+    class _Quiet:
+        def update(self, n_steps: int) -> None:
+            pass
+
+    yield _Quiet()
 
 
 @contextmanager

@@ -15,6 +15,7 @@ import click
 from resolver.commands.common import (
     RequestOptions,
     TargetOptions,
+    emit_json,
     request_options,
     target_options,
 )
@@ -53,6 +54,12 @@ _FAIL_TAIL = 12
 )
 @click.option("--dry-run", is_flag=True, help="Print the exact commands; change nothing.")
 @click.option("--no-verify", is_flag=True, help="Do not run `gpuresolve verify` afterwards.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the plan and the outcome as JSON (installer output goes to stderr).",
+)
 def install(
     target: TargetOptions,
     request: RequestOptions,
@@ -61,6 +68,7 @@ def install(
     installer: str,
     dry_run: bool,
     no_verify: bool,
+    as_json: bool = False,
 ) -> None:
     """Install the build that runs here (or a lock) into an environment, then verify it.
 
@@ -83,8 +91,9 @@ def install(
     env_mod.require_managed(env, system)
     tools = env_mod.find_tools()
     here = host_platform.probe().platform
-    say = _sayer(dry_run)
+    say = _sayer(dry_run, as_json)
     staged: str | None = None
+    plan_json: dict[str, object] | None = None
     try:
         if lock_file:
             used = [f for f in (*target.given(), *request.given()) if f != "--python"]
@@ -95,10 +104,15 @@ def install(
                 raise UserError(f"--lock installs the lock as written: drop {', '.join(used)}")
             plan, staged = _lock_plan(lock_file, here, env, tools, installer, pytorch_index, say)
         else:
-            plan = _decision_plan(env, tools, installer, here, say, target, request)
+            plan = _decision_plan(env, tools, installer, here, say, target, request, as_json)
         say(f"into: {env.python} ({env.kind}, Python {env.version}) with {plan.installer}")
         for line in plan.lines():
             say(line)
+        plan_json = _plan_json(plan, env, lock_file)
+        if dry_run and as_json:
+            emit_json({"ok": True, "dry_run": True, "plan": plan_json, "outcome": None})
+            staged = None  # the plan names it: keep it
+            sys.exit(0)
         if dry_run:
             if staged:
                 say(f"(the copy {staged} is kept for the command below)")
@@ -106,18 +120,53 @@ def install(
                 click.echo(step.command)
             staged = None  # the command names it: keep it
             sys.exit(0)
-        _execute(plan)
+        _execute(plan, plan_json if as_json else None)
     finally:
         if staged:
             shutil.rmtree(Path(staged).parent, ignore_errors=True)
     if no_verify:
+        if as_json:
+            outcome: dict[str, object] = {"installed": True, "verify": None}
+            emit_json({"ok": True, "dry_run": False, "plan": plan_json, "outcome": outcome})
+            sys.exit(0)
         click.echo("installed (not verified: --no-verify)")
         sys.exit(0)
+    if as_json:
+        code, report = _verify_json(env.python, lock_file)
+        verified: dict[str, object] = {
+            "installed": True,
+            "verify": {"exit_code": code, "report": report},
+        }
+        emit_json({"ok": code == 0, "dry_run": False, "plan": plan_json, "outcome": verified})
+        sys.exit(code)
     sys.exit(_verify(env.python, lock_file))
 
 
-def _sayer(dry_run: bool) -> Callable[[str], None]:
-    """Explanations: plain lines, or shell comments in a dry run (its output pastes whole)."""
+def _plan_json(plan: Plan, env: EnvInfo, lock_file: str | None) -> dict[str, object]:
+    """The plan as JSON: where, with what, what is removed and why, the exact commands."""
+    return {
+        "python": env.python,
+        "env_kind": env.kind,
+        "python_version": env.version,
+        "installer": plan.installer,
+        "lock": lock_file,
+        "removals": [
+            {"name": r.name, "version": r.version, "why": r.why, "installer": r.installer}
+            for r in plan.removals
+        ],
+        "notes": list(plan.notes),
+        "steps": [
+            {"purpose": st.purpose, "command": st.command, "argv": list(st.argv)}
+            for st in plan.steps
+        ],
+    }
+
+
+def _sayer(dry_run: bool, as_json: bool = False) -> Callable[[str], None]:
+    """Explanations: plain lines, or shell comments in a dry run (its output pastes whole);
+    with --json on stderr, so stdout is the JSON document alone."""
+    if as_json:
+        return lambda text: click.echo(text, err=True)
     if not dry_run:
         return click.echo
     return lambda text: click.echo("\n".join(f"# {line}" for line in text.splitlines()))
@@ -131,6 +180,7 @@ def _decision_plan(
     say: Callable[[str], None],
     target_opts: TargetOptions,
     request_opts: RequestOptions,
+    as_json: bool = False,
 ) -> Plan:
     from resolver import catalog as catalog_mod
     from resolver import render
@@ -154,6 +204,9 @@ def _decision_plan(
     text = render.decision_text(catalog, decision, pytorch_index)
     say("\n".join(line for line in text.splitlines() if line != suggested))
     if sel is None:
+        if as_json:
+            decision_json = render.decision_json(catalog, decision, pytorch_index)
+            emit_json({"ok": False, "plan": None, "outcome": None, "decision": decision_json})
         sys.exit(1)
     chosen = plan_mod.choose_installer(installer, tools, env)
     return plan_mod.plan_decision(
@@ -216,14 +269,19 @@ def _lock_plan(
         raise
 
 
-def _execute(plan: Plan) -> None:
-    """Run the steps in order; the first failure ends the command with exit status 1."""
+def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
+    """Run the steps in order; the first failure ends the command with exit status 1.
+
+    ``plan_json`` (--json): the installers' output goes to stderr and a failure is reported
+    as JSON on stdout too.
+    """
     from resolver.install.run import run_step
 
+    as_json = plan_json is not None
     done: list[str] = []
     for step in plan.steps:
-        click.echo(f"$ {step.command}")
-        result = run_step(step.argv, echo=lambda line: click.echo(f"  {line}"))
+        click.echo(f"$ {step.command}", err=as_json)
+        result = run_step(step.argv, echo=lambda line: click.echo(f"  {line}", err=as_json))
         if result.ok:
             done.append(step.purpose)
             continue
@@ -240,6 +298,15 @@ def _execute(plan: Plan) -> None:
             "rolled back); fix the cause and run `gpuresolve install` again",
             err=True,
         )
+        if plan_json is not None:
+            outcome = {
+                "installed": False,
+                "failed_step": step.purpose,
+                "returncode": result.returncode,
+                "done": done,
+                "tail": result.tail[-_FAIL_TAIL:],
+            }
+            emit_json({"ok": False, "dry_run": False, "plan": plan_json, "outcome": outcome})
         sys.exit(1)
 
 
@@ -257,6 +324,28 @@ def _verify(python: str, lock_file: str | None) -> int:
         return subprocess.run(argv, stdin=subprocess.DEVNULL, check=False).returncode
     except OSError as exc:
         raise UserError(f"cannot run gpuresolve verify: {exc.strerror or exc}") from None
+
+
+def _verify_json(python: str, lock_file: str | None) -> tuple[int, object]:
+    """`gpuresolve verify --json` on the result: its exit status and its report (None when
+    it printed none)."""
+    import json
+
+    argv = [sys.executable, "-m", "resolver", "verify", "--python", python, "--json"]
+    if lock_file:
+        argv += ["--lock", lock_file]
+    try:
+        proc = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
+        )
+    except OSError as exc:
+        raise UserError(f"cannot run gpuresolve verify: {exc.strerror or exc}") from None
+    sys.stderr.write(proc.stderr)
+    try:
+        report: object = json.loads(proc.stdout)
+    except ValueError:
+        report = None
+    return proc.returncode, report
 
 
 for _param in install.params:

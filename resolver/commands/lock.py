@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
 from resolver import catalog as catalog_mod
 from resolver import render
+from resolver.commands import lock_inputs
 from resolver.commands.common import (
     RequestOptions,
     TargetOptions,
     check_channel,
+    emit_json,
     request_options,
     target_options,
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.errors import UserError, shown
+from resolver.writers import check as lockcheck
 from resolver.writers import lockfiles
 
 _GLIBC_RE = re.compile(r"^2\.\d{1,3}$")
 CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
+MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one to edit
 
 
 @click.command()
@@ -32,13 +39,14 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 @click.option(
     "--format",
     "formats",
-    type=click.Choice(["requirements", "conda", "conda-lock", "dockerfile", "all"]),
+    type=click.Choice(["requirements", "conda", "conda-lock", "pylock", "uv", "dockerfile", "all"]),
     multiple=True,
     default=("requirements",),
     show_default=True,
     help="requirements: requirements.txt; conda: environment.yml + virtual-packages.yml; "
-    "conda-lock: those and conda-lock.yml (a real solve); dockerfile: requirements.txt and a "
-    "Dockerfile that installs it; repeat, or all (the lock files).",
+    "conda-lock: those and conda-lock.yml (a real solve); pylock: pylock.toml (PEP 751); "
+    "uv: the torch set in pyproject.toml for uv; dockerfile: requirements.txt and a Dockerfile "
+    "that installs it; repeat, or all (the first three).",
 )
 @click.option(
     "-o",
@@ -49,19 +57,21 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
     help="The directory to write into (default: ., or environments/<name>/ for a spec).",
 )
 @click.option(
-    "--split",
-    is_flag=True,
-    help="With a spec: when no set runs on every target, write one set per group of targets.",
+    "--split/--no-split",
+    default=None,
+    help="With a spec: write one set per group of targets (--split), or only a common set "
+    "(--no-split); default: the spec's `split:` (auto: split only when no common set exists).",
 )
 @click.option(
     "--check",
     is_flag=True,
-    help="Write nothing; exit 1 with a diff when a file differs from what would be written.",
+    help="Write nothing; re-resolve from the inputs the files record and exit 1 when a file was "
+    "edited (drift) or now resolves to other pins (stale); a newer database alone passes.",
 )
 @click.option(
     "--hashes",
     is_flag=True,
-    help="requirements.txt pins the whole closure with sha256 hashes (runs pip; needs the index).",
+    help="requirements.txt pins the whole closure with sha256 hashes (runs uv; needs the index).",
 )
 @click.option(
     "--conda-source",
@@ -80,13 +90,14 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 @click.option("--glibc", metavar="X.Y", help="The target's glibc (default: detected, else 2.28).")
 @click.option("--name", "env_name", metavar="NAME", help="The conda environment's name.")
 @CONFIRM_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print the files and the decision as JSON.")
 def lock(
     spec: str | None,
     target: TargetOptions,
     request: RequestOptions,
     formats: tuple[str, ...],
     output: str | None,
-    split: bool,
+    split: bool | None,
     check: bool,
     hashes: bool,
     conda_source: str,
@@ -94,27 +105,49 @@ def lock(
     glibc: str | None,
     env_name: str | None,
     confirm: bool,
+    as_json: bool,
 ) -> None:
     """Write the build for this machine (or a described one) as files to commit and install from.
 
     With SPEC (environments/<name>.yaml), lock a team environment: one set that runs on every
     target of the fleet, written once per platform, with report.md.
 
+    Every file records the inputs it was made from; `--check` re-resolves from them (options
+    given override them) and tells a hand edit (drift) from a newer build (stale).
+
     Exit 0 when written (or, with --check, all current), 1 when no build fits (nothing is
-    written) or --check finds a difference, 2 on bad input.
+    written) or --check finds drift or stale pins, 2 on bad input.
     """
+    ctx = click.get_current_context()
+    directory = Path(output or ".")
+    lock_opts: dict[str, Any] = {
+        "formats": formats,
+        "hashes": hashes,
+        "conda_source": conda_source,
+        "channel": channel,
+        "env_name": env_name,
+    }
+    effective = None
+    if check and spec is None:
+        found = lock_inputs.find_recorded(directory)
+        if found is not None:
+            where, record = found
+            effective = lock_inputs.apply_record(
+                ctx, where, record, target, request, lock_opts, glibc
+            )
+            request, lock_opts, glibc = effective.request, effective.lock_options, effective.glibc
     if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
         raise UserError(f"--glibc {shown(glibc)}: expected a glibc version like 2.28")
     pytorch_index = request.pytorch_index
     options = lockfiles.LockOptions(
-        formats=frozenset(formats),
+        formats=frozenset(lock_opts["formats"]),
         pytorch_index=pytorch_index,
-        conda_source=conda_source,
-        channel=channel.strip() if channel else None,
-        hashes=hashes,
-        name=env_name,
+        conda_source=lock_opts["conda_source"],
+        channel=lock_opts["channel"].strip() if lock_opts["channel"] else None,
+        hashes=bool(lock_opts["hashes"]),
+        name=lock_opts["env_name"],
     )
-    if hashes and lockfiles.REQUIREMENTS not in options.files:
+    if options.hashes and lockfiles.REQUIREMENTS not in options.files:
         raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
     catalog = catalog_mod.load()
     if spec is not None:
@@ -126,32 +159,88 @@ def lock(
         if given:
             raise UserError(f"{spec}: {given[0]} belongs in the spec, not on the command line")
         evidence = "any" if request.allow_unconfirmed else request.evidence
-        _lock_team(catalog, spec, options, output, split, check, evidence)
-    if split:
+        _lock_team(catalog, spec, options, output, split, check, evidence, as_json)
+    if split is not None:
         raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
     wanted = request.request(target)
-    machine, profile = target.resolve(catalog)
+    if effective is not None and effective.target is not None:
+        machine, profile = effective.target, None
+        if lock_inputs.given(ctx, "python") and target.python:
+            from resolver.inputs import python_version
+
+            machine = replace(machine, python=python_version(target.python))
+    else:
+        recorded_python = None
+        if effective is not None and not target.python:
+            recorded_python = effective.python
+        machine, profile = target.resolve(catalog, python=recorded_python)
+        if (
+            not target.python
+            and not target.host_file
+            and recorded_python is None
+            and (target.given())
+        ):
+            click.echo(
+                f"gpuresolve: no --python given: the lock assumes Python {machine.python} "
+                "(this interpreter's) and records it; pass --python to choose",
+                err=True,
+            )
     if glibc is None and profile is not None and profile.platform == machine.platform:
         glibc = profile.glibc
+    glibc = glibc and glibc.strip()
     if confirm:
         from resolver.commands.confirm_flag import confirm_and_resolve
         from resolver.solve import solve
 
-        decision = solve(catalog, machine, wanted)
-        catalog, _decision, _c = confirm_and_resolve(
-            catalog, decision, machine, wanted, pytorch_index
+        catalog, _decision, _confirmed = confirm_and_resolve(
+            catalog, solve(catalog, machine, wanted), machine, wanted, pytorch_index
         )
-    lock_input = lockfiles.prepare(catalog, machine, wanted, options, glibc and glibc.strip())
+    if effective is not None:
+        overrides = list(effective.overrides)
+        rec = effective.recorded_target
+        if effective.target_flags and rec is not None and not lock_inputs.same_target(machine, rec):
+            overrides.extend(effective.target_flags)
+        if overrides:
+            click.echo(
+                f"gpuresolve: {', '.join(overrides)} from the command line override the "
+                f"inputs recorded in {where}",
+                err=True,
+            )
+    lock_input = lockfiles.prepare(catalog, machine, wanted, options, glibc)
     unmet = lock_input.unmet(options)
     if unmet is not None:
+        if as_json:
+            emit_json(
+                {"ok": False, "files": [], "decision": _decision_json(catalog, unmet, options)}
+            )
+            sys.exit(1)
         if unmet is lock_input.conda_decision:
             click.echo("conda-forge has no build that runs on this target (nothing written)")
         else:
             click.echo("nothing written:")
         click.echo(render.decision_text(catalog, unmet, pytorch_index))
         sys.exit(1)
-    files = lockfiles.render_files(catalog, lock_input, options)
-    _write_or_check(Path(output or "."), files, check, "")
+    record = lock_inputs.inputs_record(request, wanted, lock_opts)
+    existing = _existing(directory, options.files)
+    files = lockfiles.render_files(catalog, lock_input, options, inputs=record, existing=existing)
+    statuses = _write_or_check(directory, files, check, "", catalog, as_json)
+    if as_json:
+        emit_json(
+            {
+                "ok": statuses[1],
+                "check": statuses[2],
+                "files": statuses[0],
+                "decision": _decision_json(catalog, lock_input.decision, options),
+                "conda_decision": (
+                    _decision_json(catalog, lock_input.conda_decision, options)
+                    if lock_input.conda_decision is not None
+                    else None
+                ),
+            }
+        )
+        sys.exit(0 if statuses[1] else 1)
+    if check:
+        sys.exit(0 if statuses[1] else 1)
     sel = lock_input.decision.selection
     if sel is not None and options.needs_wheels:
         click.echo(f"build: {render.describe_build(sel)}")
@@ -162,23 +251,81 @@ def lock(
     sys.exit(0)
 
 
-def _write_or_check(directory: Path, files: dict[str, str], check: bool, what: str) -> None:
-    """Write the files (saying which changed), or with --check compare them and exit."""
-    changed = [n for n in files if lockfiles.diff_files(directory, {n: files[n]})]
-    diff = lockfiles.write_files(directory, files, check=check)
+def _decision_json(
+    catalog: catalog_mod.Catalog, decision: Any, options: lockfiles.LockOptions
+) -> dict[str, Any]:
+    return render.decision_json(catalog, decision, options.pytorch_index)
+
+
+def _existing(directory: Path, names: Sequence[str]) -> dict[str, str]:
+    """The current text of the files a format edits in place (the user's pyproject.toml)."""
+    out: dict[str, str] = {}
+    for name in names:
+        if name in lockfiles.UPDATED_IN_PLACE:
+            text = _read_existing(directory / name)
+            if text is not None:
+                out[name] = text
+    return out
+
+
+def _read_existing(path: Path) -> str | None:
+    """A file gpuresolve edits in place, bounded; None when there is none."""
+    try:
+        if path.stat().st_size > MAX_PROJECT_BYTES:
+            raise UserError(f"{path}: larger than {MAX_PROJECT_BYTES // 1024} KiB")
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read it ({exc})") from None
+
+
+FileStatus = dict[str, str]
+
+
+def _write_or_check(
+    directory: Path,
+    files: dict[str, str],
+    check: bool,
+    what: str,
+    catalog: catalog_mod.Catalog,
+    as_json: bool = False,
+) -> tuple[list[FileStatus], bool, str | None]:
+    """Write the files (saying which changed), or with --check compare them and say why.
+
+    Returns each file's status (written/unchanged, or with --check its check status), whether
+    all is well, and --check's outcome (drift | stale | database-newer | current).
+    """
     if check:
-        if diff:
-            sys.stdout.write(diff)
-            click.echo(
-                f"gpuresolve: {len(changed)} file(s){what} differ from what `gpuresolve lock` "
-                "writes: " + ", ".join(changed),
-                err=True,
-            )
-            sys.exit(1)
-        click.echo(f"all current: {len(files)} file(s) in {directory}")
-        sys.exit(0)
+        result = lockcheck.compare(directory, files)
+        notes = lockcheck.messages(result, catalog.updated, what)
+        if result.diff and not as_json:
+            sys.stdout.write(result.diff)
+        for line in notes:
+            click.echo(f"gpuresolve: {line}", err=True)
+        if result.ok and not as_json:
+            click.echo(f"all current: {len(files)} file(s) in {directory}")
+        statuses = [
+            {"path": str(directory / f.name), "format": _format_of(f.name), "status": f.status}
+            for f in result.files
+        ]
+        return statuses, result.ok, result.outcome
+    changed = [n for n in files if lockfiles.diff_files(directory, {n: files[n]})]
+    lockfiles.write_files(directory, files, check=False)
+    statuses = []
     for name in files:
-        click.echo(f"{'wrote' if name in changed else 'unchanged'} {directory / name}")
+        status = "written" if name in changed else "unchanged"
+        statuses.append(
+            {"path": str(directory / name), "format": _format_of(name), "status": status}
+        )
+        if not as_json:
+            click.echo(f"{'wrote' if name in changed else 'unchanged'} {directory / name}")
+    return statuses, True, None
+
+
+def _format_of(name: str) -> str:
+    base = name.rsplit("/", 1)[-1]
+    return lockfiles.FORMAT_OF.get(base, "report" if base == "report.md" else "other")
 
 
 def _lock_team(
@@ -186,13 +333,12 @@ def _lock_team(
     spec_path: str,
     options: lockfiles.LockOptions,
     output: str | None,
-    split: bool,
+    split: bool | None,
     check: bool,
     evidence: str,
+    as_json: bool = False,
 ) -> None:
     """`gpuresolve lock SPEC`: every platform's files and report.md; exits."""
-    from dataclasses import replace
-
     from resolver.envspec import load_spec
     from resolver.teamlock import default_output, lock_team
 
@@ -200,9 +346,27 @@ def _lock_team(
     if evidence != "documented":  # given on the command line: overrides the spec's
         spec = replace(spec, request=replace(spec.request, evidence=evidence))
     options = replace(options, conda_source=spec.conda_source)
-    team = lock_team(catalog, spec, options, split)
     directory = Path(output) if output else default_output(spec)
+    if check:  # the formats the team's files record, unless given again
+        options = _recorded_team_formats(directory, options)
+    team = lock_team(
+        catalog, spec, options, split, existing=lambda rel: _read_existing(directory / rel)
+    )
+    if split is not None and split != (spec.split == "true") and spec.split != "auto":
+        click.echo(
+            f"gpuresolve: {'--split' if split else '--no-split'} overrides the spec's "
+            f"split: {spec.split}",
+            err=True,
+        )
+    if team.auto_split:
+        click.echo(
+            f"{spec.name}: no set runs on every target, so the lock is split into "
+            f"{len(team.groups)} groups (split: auto; `split: false` in the spec refuses instead)",
+            err=True,
+        )
     for label, decision in team.groups:
+        if as_json:
+            break
         where = f" ({label})" if label else ""
         if decision.ok:
             picks = "; ".join(
@@ -213,7 +377,23 @@ def _lock_team(
             click.echo(f"{spec.name}{where}: no set runs on every target")
             for conflict in decision.conflicts:
                 click.echo(f"  {conflict}")
+    groups_json = [
+        {
+            "label": label or None,
+            "ok": decision.ok,
+            "torch": decision.torch,
+            "platforms": {
+                c.platform: render.candidate_json(catalog, c.candidate, options.pytorch_index)
+                for c in decision.choices
+            },
+            "conflicts": list(decision.conflicts),
+        }
+        for label, decision in team.groups
+    ]
     if not team.ok:
+        if as_json:
+            emit_json({"ok": False, "spec": spec.name, "files": [], "groups": groups_json})
+            sys.exit(1)
         hint = "" if split else "; --split writes one set per group of targets"
         click.echo(f"nothing written{hint} (see the reasons above)", err=True)
         sys.exit(1)
@@ -228,13 +408,71 @@ def _lock_team(
                 f"{item.why_kept}; remove it yourself if it is not needed",
                 err=True,
             )
+    removed = [
+        {"path": str(directory / n), "format": _format_of(n), "status": "removed"} for n in gone
+    ]
     if gone and check:
         click.echo(f"gpuresolve: {spec.name}: no longer generated: {', '.join(gone)}", err=True)
+        if as_json:
+            emit_json(
+                {
+                    "ok": False,
+                    "check": "drift",
+                    "spec": spec.name,
+                    "files": removed,
+                    "groups": groups_json,
+                }
+            )
         sys.exit(1)
     if not check:
         for name in gone:  # a platform or group the spec no longer has
             for path in manifest.remove(directory, name):
-                click.echo(f"removed {path}")
-    _write_or_check(directory, team.files, check, f" of {spec.name}")
-    manifest.write(directory, team.files)
-    sys.exit(0)
+                if not as_json:
+                    click.echo(f"removed {path}")
+    statuses, ok, outcome = _write_or_check(
+        directory, team.files, check, f" of {spec.name}", catalog, as_json
+    )
+    if not check:
+        # a user's pyproject.toml (--format uv) is edited, not owned: never recorded for removal
+        manifest.write(directory, team.files, not_ours=lockfiles.UPDATED_IN_PLACE)
+    if as_json:
+        emit_json(
+            {
+                "ok": ok,
+                "check": outcome,
+                "spec": spec.name,
+                "split": len(team.groups) > 1 or bool(team.groups and team.groups[0][0]),
+                "files": [*removed, *statuses],
+                "groups": groups_json,
+            }
+        )
+    sys.exit(0 if ok else 1)
+
+
+def _recorded_team_formats(
+    directory: Path, options: lockfiles.LockOptions
+) -> lockfiles.LockOptions:
+    """``options`` with the formats, --hashes and mirror that report.md records (when not
+    given)."""
+    from resolver.writers import recorded
+
+    ctx = click.get_current_context()
+    text = _read_existing(directory / "report.md")
+    record = recorded.read("report.md", text) if text is not None else None
+    files = record.get("files") if record else None
+    if not isinstance(files, dict):
+        return options
+    formats, hashes = files.get("formats"), files.get("hashes")
+    mirror = files.get("pytorch_index")
+    if not lock_inputs.given(ctx, "pytorch_index") and isinstance(mirror, str) and mirror:
+        options = replace(options, pytorch_index=mirror)
+    try:
+        if not lock_inputs.given(ctx, "formats") and isinstance(formats, list) and formats:
+            options = replace(options, formats=frozenset(str(f) for f in formats))
+        if not lock_inputs.given(ctx, "hashes") and isinstance(hashes, bool):
+            options = replace(options, hashes=hashes)
+    except ValueError:
+        raise UserError(
+            f"{directory / 'report.md'}: the recorded formats are damaged; rerun `gpuresolve lock`"
+        ) from None
+    return options

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.conda import solve_conda_forge, virtual_packages
 from resolver.solve import Decision, Request, Target, solve
+from resolver.writers import recorded
 from resolver.writers.atomic import diff_files, write_files
 from resolver.writers.conda_lock import LockedPlatform, render_conda_lock
 from resolver.writers.conda_solve import CondaRecord
@@ -33,22 +35,37 @@ __all__ = [
     "write_files",
 ]
 
-FORMATS = ("requirements", "conda", "conda-lock", "dockerfile")
-_ALL = ("requirements", "conda", "conda-lock")  # "all": the lock files (a Dockerfile is asked for)
-REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK = (
+FORMATS = ("requirements", "conda", "conda-lock", "pylock", "uv", "dockerfile")
+ALL_FORMATS = ("requirements", "conda", "conda-lock")  # --format all: the lock files themselves
+REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK, PYLOCK, PYPROJECT = (
     "requirements.txt",
     "environment.yml",
     "virtual-packages.yml",
     "conda-lock.yml",
+    "pylock.toml",
+    "pyproject.toml",
 )
 DOCKERFILE = "Dockerfile"
 _FILES = {
     "requirements": (REQUIREMENTS,),
     "conda": (ENVIRONMENT, VIRTUAL),
     "conda-lock": (ENVIRONMENT, VIRTUAL, CONDA_LOCK),  # the lock, and the inputs it came from
+    "pylock": (PYLOCK,),
+    "uv": (PYPROJECT,),
     "dockerfile": (REQUIREMENTS, DOCKERFILE),  # the Dockerfile installs requirements.txt
 }
-_ORDER = (REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK, DOCKERFILE)
+_ORDER = (REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK, PYLOCK, PYPROJECT, DOCKERFILE)
+# Files edited in place (the user's own file): not stamped with inputs, never removed.
+UPDATED_IN_PLACE = frozenset({PYPROJECT})
+FORMAT_OF = {
+    REQUIREMENTS: "requirements",
+    ENVIRONMENT: "conda",
+    VIRTUAL: "conda",
+    CONDA_LOCK: "conda-lock",
+    PYLOCK: "pylock",
+    PYPROJECT: "uv",
+    DOCKERFILE: "dockerfile",
+}
 
 # (requirements, index lines, target, glibc) -> the resolved closure with hashes
 PipResolver = Callable[[Sequence[str], Sequence[str], Target, str | None], list[ResolvedDist]]
@@ -59,8 +76,8 @@ CondaSolver = Callable[[Sequence[str], Sequence[str], str, Mapping[str, str]], l
 def file_names(formats: Iterable[str]) -> tuple[str, ...]:
     """The files the formats write, in a stable order ("all" is every format)."""
     wanted = set(formats)
-    if "all" in wanted:
-        wanted = (wanted - {"all"}) | set(_ALL)
+    if "all" in wanted:  # the formats that need no project file of the user's
+        wanted = (wanted - {"all"}) | set(ALL_FORMATS)
     unknown = wanted - set(FORMATS)
     if unknown:
         raise ValueError(f"unknown format(s) {', '.join(sorted(unknown))}")
@@ -90,7 +107,10 @@ class LockOptions:
     @property
     def needs_wheels(self) -> bool:
         """Whether a file is made from the PyTorch-index decision."""
-        return REQUIREMENTS in self.files or (self.needs_conda and self.conda_source == "pip")
+        wheel_files = {REQUIREMENTS, PYLOCK, PYPROJECT}
+        return bool(wheel_files & set(self.files)) or (
+            self.needs_conda and self.conda_source == "pip"
+        )
 
     @property
     def needs_conda(self) -> bool:
@@ -153,9 +173,14 @@ def render_files(
     *,
     pip_resolver: PipResolver | None = None,
     conda_solver: CondaSolver | None = None,
+    inputs: Mapping[str, Any] | None = None,
+    existing: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """``{file name: text}`` for the target, in a stable order; deterministic for fixed inputs.
 
+    Every file records its inputs (``recorded.stamp``): the target and the database's version,
+    plus ``inputs`` (the request and options as given, for `lock --check` to re-resolve).
+    ``existing``: the current text of files edited in place (the user's pyproject.toml).
     Raises ValueError when a decision the files need selected nothing (check ``lock.unmet``).
     """
     pip_run = pip_resolver or _default_pip
@@ -183,6 +208,12 @@ def render_files(
         files[REQUIREMENTS] = render_requirements(
             catalog, decision, options.pytorch_index, hashed, options.extra_requirements
         )
+    if PYLOCK in names:
+        files[PYLOCK] = render_pylock_file(catalog, decision, options, closure)
+    if PYPROJECT in names:
+        files[PYPROJECT] = render_uv_project(
+            catalog, [decision], options, (existing or {}).get(PYPROJECT)
+        )
     if options.needs_conda:
         forge = options.conda_source == "conda-forge"
         env_decision = lock.conda_decision if forge else decision
@@ -206,6 +237,10 @@ def render_files(
             channels = [c for c in env.channels if c != "nodefaults"]
             records = conda_run(channels, env.specs, env.platform, vp)
             pip = closure(env.pip, env.pip_index, target) if env.pip else []
+            if pip and pip_resolver is None:  # uv's closure: the specifiers from the metadata
+                from resolver.writers.dist_metadata import with_requires
+
+                pip = with_requires(pip, target)
             header = header_lines(
                 catalog,
                 env_decision,
@@ -218,4 +253,95 @@ def render_files(
 
         facts = image_facts.load(image_facts.data_file(catalog.origin))
         files[DOCKERFILE] = render_dockerfile(catalog, decision, facts)
-    return {n: files[n] for n in _ORDER if n in files}
+    record = {
+        "database": catalog.updated,
+        "target": recorded.target_record(decision.target, lock.glibc),
+        **(inputs or {}),
+    }
+    return {
+        n: files[n] if n in UPDATED_IN_PLACE else recorded.stamp(n, files[n], record)
+        for n in _ORDER
+        if n in files
+    }
+
+
+def pylock_closure(
+    catalog: Catalog,
+    decision: Decision,
+    options: LockOptions,
+    closure: Callable[[Sequence[str], Sequence[str], Target], list[ResolvedDist]] | None = None,
+    glibc: str | None = None,
+) -> list[ResolvedDist]:
+    """The decision's whole closure for its target (the torch set and the extra packages)."""
+    cand = decision.selection
+    if cand is None:
+        raise ValueError("no build selected: nothing to lock")
+    extra = options.extra_requirements
+    index = index_lines(catalog, cand, options.pytorch_index, bool(extra))
+    if closure is None:
+        return _default_pip([*pins(cand), *extra], index, decision.target, glibc)
+    return closure([*pins(cand), *extra], index, decision.target)
+
+
+def render_fleet_pylock(
+    catalog: Catalog, decisions: Sequence[Decision], options: LockOptions, header: Sequence[str]
+) -> str:
+    """One pylock.toml for several platforms: packages carry their platforms' markers."""
+    from resolver.writers.pylock import fleet_document, render_pylock
+
+    closures = [
+        (d.target.platform, d.target.python, pylock_closure(catalog, d, options)) for d in decisions
+    ]
+    return render_pylock(header, fleet_document(closures))
+
+
+def render_pylock_file(
+    catalog: Catalog,
+    decision: Decision,
+    options: LockOptions,
+    closure: Callable[[Sequence[str], Sequence[str], Target], list[ResolvedDist]],
+) -> str:
+    """pylock.toml for the decision's target: the resolved closure (needs the index)."""
+    from resolver.writers.pylock import document, render_pylock
+
+    dists = pylock_closure(catalog, decision, options, closure)
+    target = decision.target
+    header = header_lines(
+        catalog,
+        decision,
+        [
+            f"for {target.platform} and Python {target.python} only: other machines need their own",
+            "install: uv pip install -r pylock.toml (PEP 751; every wheel checked by its sha256)",
+        ],
+    )
+    return render_pylock(header, document(target.platform, target.python, dists))
+
+
+def render_uv_project(
+    catalog: Catalog,
+    decisions: Sequence[Decision],
+    options: LockOptions,
+    existing: str | None,
+) -> str:
+    """pyproject.toml with the torch set of every decision (one per platform, with markers)."""
+    from resolver.render import index_url
+    from resolver.writers.uvproject import PlatformSet, render_pyproject
+
+    sets: list[PlatformSet] = []
+    for decision in decisions:
+        cand = decision.selection
+        if cand is None:
+            raise ValueError("no build selected: nothing to lock")
+        tagged = any("+" in version for _, version in cand.packages)
+        url = index_url(catalog, cand.variant.name, options.pytorch_index) if tagged else None
+        sets.append(
+            PlatformSet(decision.target.platform, tuple(cand.packages), cand.variant.name, url)
+        )
+    python = decisions[0].target.python if decisions else "3.12"
+    return render_pyproject(
+        existing,
+        sets,
+        name=options.name or "environment",
+        python=python,
+        extra_requirements=options.extra_requirements,
+    )

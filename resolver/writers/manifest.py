@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -45,8 +46,11 @@ def render(files: dict[str, str]) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def write(directory: Path, files: dict[str, str]) -> None:
-    atomic_write(directory / MANIFEST, render(files))
+def write(directory: Path, files: dict[str, str], not_ours: Iterable[str] = ()) -> None:
+    """Record ``files``, less those named in ``not_ours`` (files of the user's we edit)."""
+    skip = set(not_ours)
+    owned = {n: t for n, t in files.items() if n.rsplit("/", 1)[-1] not in skip}
+    atomic_write(directory / MANIFEST, render(owned))
 
 
 def recorded(directory: Path) -> dict[str, str]:

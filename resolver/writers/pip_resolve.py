@@ -1,21 +1,19 @@
-"""Resolve a pinned set's whole closure for the target with pip's own resolver.
+"""Resolve a pinned set's whole closure for the target with uv's resolver.
 
-`pip install --dry-run --report` for the target's platform tags, Python and ABI (not this
-machine's) gives every distribution with its URL and sha256: what ``--hashes`` pins and what
+`uv pip compile --python-platform ... --python-version ... --generate-hashes` judges environment
+markers with the target's values and picks wheels by its tags (not this machine's), giving every
+distribution with its URL, sha256 and index: what ``--hashes`` pins, what pylock.toml and
 conda-lock.yml's pip entries hold. It needs the index (the network, or a mirror).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from resolver.conda import DEFAULT_GLIBC, DEFAULT_MACOS
 from resolver.errors import UserError
@@ -33,6 +31,7 @@ class ResolvedDist:
     url: str
     sha256: str
     requires: Mapping[str, str] = field(default_factory=dict)  # name -> specifier ("" any)
+    index: str | None = None  # the index it came from (uv's annotation)
 
 
 def pip_platforms(target: Target, glibc: str | None = None) -> list[str]:
@@ -52,28 +51,84 @@ def pip_platforms(target: Target, glibc: str | None = None) -> list[str]:
     raise UserError(f"no pip platform tags for {plat}")
 
 
-def pip_command(
-    requirements: Sequence[str],
+def uv_platform(target: Target, glibc: str | None = None) -> str:
+    """uv's ``--python-platform`` for the target: the marker environment and wheel tags in one."""
+    plat = target.platform
+    if plat.startswith("linux"):
+        arch = plat.split("-", 1)[1]
+        major, _, minor = (glibc or DEFAULT_GLIBC).partition(".")
+        if major != "2" or not minor.isdigit():
+            raise UserError(f"glibc {glibc!r}: expected a version like 2.28")
+        # uv names manylinux_2_17 ... manylinux_2_40; an older or newer glibc takes the bound.
+        return f"{arch}-manylinux_2_{min(max(int(minor), 17), 40)}"
+    if plat == "windows-x86_64":
+        return "x86_64-pc-windows-msvc"
+    if plat == "macos-arm64":
+        return "aarch64-apple-darwin"
+    raise UserError(f"no uv platform for {plat}")
+
+
+def find_uv() -> str:
+    """The uv executable: $GPURESOLVE_UV, the `uv` Python package's, or the one on PATH."""
+    import shutil
+
+    given = os.environ.get("GPURESOLVE_UV")
+    if given:
+        return given
+    try:
+        from uv import find_uv_bin  # type: ignore[import-not-found,unused-ignore]
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        pass
+    found = shutil.which("uv")
+    if found is None:
+        raise UserError(
+            "resolving the closure (--hashes, pylock, conda-lock) needs uv: "
+            "pip install 'gpuresolve[lock]' (or put uv on PATH)"
+        )
+    return found
+
+
+def default_index() -> str | None:
+    """The default index pip is configured with, unless uv is configured itself.
+
+    A machine set up for pip (a company mirror in pip.conf) resolves against the same index;
+    uv's own settings (UV_DEFAULT_INDEX, UV_INDEX_URL) it reads itself.
+    """
+    if os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL"):
+        return None
+    from resolver.dbupdate.collect import pip_index_url
+
+    return pip_index_url()
+
+
+def uv_command(
+    uv: str,
+    requirements: Path,
     index_lines: Sequence[str],
     target: Target,
-    report: Path,
-    glibc: str | None = None,
+    glibc: str | None,
+    output_format: str,
 ) -> list[str]:
-    """The pip invocation that resolves ``requirements`` for the target."""
-    py = target.python.rstrip("t")
-    abi = "cp" + py.replace(".", "") + ("t" if target.python.endswith("t") else "")
-    cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed"]
-    cmd += ["--quiet", "--no-input", "--disable-pip-version-check", "--retries", "2"]
-    # --target: older pip takes platform options only with it; nothing is installed (--dry-run).
-    cmd += ["--report", str(report), "--target", str(report.parent / "target")]
-    cmd += ["--only-binary=:all:"]
-    cmd += ["--python-version", py, "--implementation", "cp", "--abi", abi]
-    for tag in pip_platforms(target, glibc):
-        cmd += ["--platform", tag]
+    """`uv pip compile` for the target's marker environment and tags (never this machine's)."""
+    cmd = [uv, "pip", "compile", str(requirements), "--quiet", "--no-progress", "--no-config"]
+    cmd += ["--python-platform", uv_platform(target, glibc)]
+    cmd += ["--python-version", target.python.rstrip("t"), "--no-python-downloads"]
+    cmd += ["--generate-hashes", "--only-binary", ":all:", "--no-header", "--format", output_format]
+    # pip's meaning of several indexes (the best version of any), which the files are read with.
+    cmd += ["--index-strategy", "unsafe-best-match"]
+    if output_format == "requirements.txt":
+        cmd += ["--emit-index-annotation", "--annotation-style", "split"]
+    default = None
     for line in index_lines:
         option, _, url = line.partition(" ")
         cmd += [option, url.strip()]
-    return [*cmd, *requirements]
+        if option == "--extra-index-url":
+            default = default_index()
+    if default:
+        cmd += ["--default-index", default]
+    return cmd
 
 
 def resolve(
@@ -82,71 +137,130 @@ def resolve(
     target: Target,
     glibc: str | None = None,
 ) -> list[ResolvedDist]:
-    """The closure of ``requirements`` on the target, sorted by name, each with its sha256."""
-    with tempfile.TemporaryDirectory(prefix="gpuresolve-pip-") as tmp:
-        report = Path(tmp) / "report.json"
-        cmd = pip_command(requirements, index_lines, target, report, glibc)
-        try:
-            proc = subprocess.run(
-                cmd,
-                capture_output=True,
-                text=True,
-                timeout=PIP_TIMEOUT_S,
-                env={**os.environ, "PIP_NO_INPUT": "1"},
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise UserError(f"pip did not resolve the set within {PIP_TIMEOUT_S} s") from None
-        except OSError as exc:
-            raise UserError(f"cannot run pip ({exc})") from None
-        if proc.returncode != 0 or not report.is_file():
-            raise UserError(f"pip could not resolve the set for the target: {_pip_error(proc)}")
-        data = json.loads(report.read_text(encoding="utf-8"))
-    return parse_report(data, target)
+    """The closure of ``requirements`` on the target, sorted by name, each with its sha256.
+
+    uv evaluates environment markers for the target (pip's --platform chooses tags but judges
+    markers on the running interpreter), so a macOS lock made on Linux has no Linux-only deps.
+    """
+    uv = find_uv()
+    with tempfile.TemporaryDirectory(prefix="gpuresolve-uv-") as tmp:
+        req = Path(tmp) / "requirements.in"
+        req.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
+        outputs = {}
+        for fmt in ("pylock.toml", "requirements.txt"):
+            cmd = uv_command(uv, req, index_lines, target, glibc, fmt)
+            outputs[fmt] = _run(cmd, target)
+    return parse_uv(outputs["pylock.toml"], outputs["requirements.txt"], target, glibc)
 
 
-def _pip_error(proc: subprocess.CompletedProcess[str]) -> str:
+def _run(cmd: list[str], target: Target) -> str:
+    env = {**os.environ, "UV_NO_PROGRESS": "1"}
+    if target.platform.startswith("macos"):  # the macOS the wheel tags are judged for
+        env["MACOSX_DEPLOYMENT_TARGET"] = DEFAULT_MACOS
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, env=env, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise UserError(f"uv did not resolve the set within {PIP_TIMEOUT_S} s") from None
+    except OSError as exc:
+        raise UserError(f"cannot run uv ({exc})") from None
+    if proc.returncode != 0:
+        raise UserError(f"uv could not resolve the set for the target: {_uv_error(proc)}")
+    return proc.stdout
+
+
+def _uv_error(proc: subprocess.CompletedProcess[str]) -> str:
     lines = [ln.strip() for ln in (proc.stderr or "").splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("ERROR:")]
-    if "no such option: --report" in (proc.stderr or ""):
-        return "this pip is too old for --report (pip >= 22.2 is needed)"
-    if any("No module named pip" in ln for ln in lines):
-        return "pip is not installed for this Python"
-    text = (errors or lines or [f"exit code {proc.returncode}"])[0]
-    return text.removeprefix("ERROR:").strip()
+    picked = [ln for ln in lines if not ln.startswith(("warning:", "hint:"))]
+    text = " ".join((picked or lines or [f"exit code {proc.returncode}"])[:3])
+    text = text.removeprefix("error:").strip()
+    return text if len(text) < 600 else text[:597] + "..."
 
 
-def parse_report(data: Mapping[str, Any], target: Target) -> list[ResolvedDist]:
-    """pip's installation report -> the resolved distributions (every one needs a sha256)."""
+def _annotations(text: str) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """From uv's annotated requirements: {package: the packages it is required by}, {package:
+    the index it came from}."""
+    import re
+
     from packaging.utils import canonicalize_name
 
-    from resolver.markers import applicable, marker_env
+    parents: dict[str, set[str]] = {}
+    index: dict[str, str] = {}
+    current: str | None = None
+    in_via = False
+    for line in text.splitlines():
+        pin = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==", line)
+        if pin:
+            current = str(canonicalize_name(pin.group(1)))
+            parents.setdefault(current, set())
+            in_via = False
+            continue
+        body = line.strip()
+        if current is None or not body.startswith("#"):
+            continue
+        body = body.lstrip("#").strip()
+        if body.startswith("from "):
+            index[current] = body.removeprefix("from ").strip()
+            in_via = False
+        elif body.startswith("via"):
+            rest = body.removeprefix("via").strip()
+            in_via = not rest
+            if rest and not rest.startswith("-r"):
+                parents[current].add(str(canonicalize_name(rest)))
+        elif in_via and body and not body.startswith("-r"):
+            parents[current].add(str(canonicalize_name(body)))
+    return parents, index
 
-    env = marker_env(target.platform, target.python)
+
+def parse_uv(
+    pylock_text: str, requirements_text: str, target: Target, glibc: str | None = None
+) -> list[ResolvedDist]:
+    """uv's pylock.toml and annotated requirements -> the closure, one wheel per package (the
+    one whose tags fit the target best), with the index each came from."""
+    import tomlkit
+    from packaging.utils import canonicalize_name, parse_wheel_filename
+
+    from resolver.writers.wheel_tags import target_tags
+
+    try:
+        doc = tomlkit.parse(pylock_text).unwrap()
+    except Exception as exc:  # tomlkit raises its own ParseError family
+        raise UserError(f"uv wrote an unreadable pylock.toml ({exc})") from None
+    parents, index = _annotations(requirements_text)
+    tags = target_tags(target, glibc)
+    rank = {t: i for i, t in enumerate(tags)}
+    requires: dict[str, dict[str, str]] = {}
+    for child, ps in parents.items():
+        for parent in ps:
+            requires.setdefault(parent, {})[child] = ""
     out: list[ResolvedDist] = []
-    for item in data.get("install") or []:
-        meta = item.get("metadata") or {}
-        info = item.get("download_info") or {}
-        name = str(canonicalize_name(str(meta.get("name"))))
-        hashes = (info.get("archive_info") or {}).get("hashes") or {}
-        sha256 = hashes.get("sha256")
-        if not sha256:
-            legacy = str((info.get("archive_info") or {}).get("hash") or "")
-            sha256 = legacy.split("=", 1)[1] if legacy.startswith("sha256=") else None
-        if not sha256:
-            raise UserError(f"the index gave no sha256 for {name} ({info.get('url')})")
-        requires: dict[str, str] = {}
-        for req in applicable(meta.get("requires_dist") or [], env):
-            dep = str(canonicalize_name(req.name))
-            spec = str(req.specifier)
-            requires[dep] = ",".join(x for x in (requires.get(dep), spec) if x)
+    for pkg in doc.get("packages") or []:
+        name = str(canonicalize_name(str(pkg.get("name"))))
+        best: tuple[int, str, str] | None = None
+        for wheel in pkg.get("wheels") or []:
+            url = str(wheel.get("url") or "")
+            sha = str((wheel.get("hashes") or {}).get("sha256") or "")
+            filename = url.rsplit("/", 1)[-1].split("#", 1)[0]
+            from urllib.parse import unquote
+
+            try:
+                _, _, _, wtags = parse_wheel_filename(unquote(filename))
+            except ValueError:
+                continue
+            fit = min((rank[t] for t in wtags if t in rank), default=None)
+            if fit is not None and sha and (best is None or fit < best[0]):
+                best = (fit, url, sha)
+        if best is None:
+            raise UserError(f"uv found no wheel of {name} with a sha256 for the target")
         out.append(
             ResolvedDist(
                 name=name,
-                version=str(meta.get("version")),
-                url=str(info.get("url")),
-                sha256=str(sha256),
-                requires=dict(sorted(requires.items())),
+                version=str(pkg.get("version")),
+                url=best[1],
+                sha256=best[2],
+                requires=dict(sorted(requires.get(name, {}).items())),
+                index=index.get(name),
             )
         )
     return sorted(out, key=lambda d: d.name)

@@ -1,0 +1,50 @@
+"""Shell completion for option values: platforms, GPU models and compute capabilities.
+
+Click completes commands, options and choices (``--format``) itself once the shell is set up
+(``_GPURESOLVE_COMPLETE=bash_source gpuresolve``, see README.md); these callbacks add the
+values click cannot know. They never raise: a broken database completes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from click.shell_completion import CompletionItem
+
+
+def _cc_text(cc: tuple[int, int]) -> str:
+    return f"{cc[0]}.{cc[1]}"
+
+
+def complete_platform(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from resolver.catalog import PLATFORMS
+
+    return [CompletionItem(p) for p in PLATFORMS if p.startswith(incomplete.lower())]
+
+
+def complete_gpu(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """GPU model names of the database (and their compute capabilities) matching the prefix.
+
+    A prefix matches a name case-insensitively, with or without its "NVIDIA " brand, so
+    "rtx 40" offers "NVIDIA GeForce RTX 4090" as well as "GeForce RTX 4090 ...".
+    """
+    try:
+        from resolver import catalog as catalog_mod
+
+        catalog = catalog_mod.load()
+    except Exception:  # completion must never print a traceback into the shell
+        return []
+    wanted = incomplete.lower()
+    items: dict[str, str] = {}
+    for gpu in catalog.gpus:
+        names = [gpu.name, *gpu.aliases]
+        bare = gpu.name.removeprefix("NVIDIA ")
+        keys = [n.lower() for n in (*names, bare)]
+        if any(k.startswith(wanted) or (wanted and wanted in k.split(" ", 1)[-1]) for k in keys):
+            items.setdefault(gpu.name, f"sm_{gpu.cc[0]}{gpu.cc[1]}")
+    for cc in sorted({g.cc for g in catalog.gpus}):
+        text = _cc_text(cc)
+        if text.startswith(wanted):
+            items.setdefault(text, "compute capability")
+    return [CompletionItem(name, help=why) for name, why in sorted(items.items())]

@@ -1,0 +1,173 @@
+"""`gpuresolve lock`'s inputs: what the files record, and `--check` re-resolving from them.
+
+A lock records the request and options as the user gave them (so the same words re-resolve the
+same way) and the target as it was resolved (so `--check` needs neither this machine's Python,
+glibc nor detection). On `--check`, an option given on the command line (or through its
+environment variable) overrides its recorded value, and the command says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from resolver.commands.common import RequestOptions, TargetOptions
+from resolver.errors import UserError
+from resolver.solve import Target
+from resolver.writers import lockfiles, recorded
+
+# lock's own options a lock records (click parameter name -> record key)
+LOCK_OPTIONS = ("formats", "hashes", "conda_source", "channel", "env_name")
+TARGET_FLAGS = ("driver", "gpus", "no_gpu", "platform", "host_file")
+MAX_READ = 4 * 1024 * 1024
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the user set the option (on the command line or through its variable)."""
+    source = ctx.get_parameter_source(name)
+    kinds = click.core.ParameterSource
+    return source in (kinds.COMMANDLINE, kinds.ENVIRONMENT)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (tuple, list, frozenset, set)):
+        items = [_plain(v) for v in value]
+        return sorted(items) if isinstance(value, (frozenset, set)) else items
+    return value
+
+
+def request_record(request: RequestOptions, built: object) -> dict[str, Any]:
+    """The request as given; ``evidence`` (the documented-only default when absent) included."""
+    out = {f.name: _plain(getattr(request, f.name)) for f in fields(request)}
+    out.setdefault("evidence", getattr(request, "evidence", getattr(built, "evidence", None)))
+    if out["evidence"] is None:
+        out["evidence"] = "documented"
+    return out
+
+
+def inputs_record(
+    request: RequestOptions, built: object, options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ``request`` and ``files`` parts of a single lock's inputs line."""
+    return {
+        "request": request_record(request, built),
+        "files": {k: _plain(options[k]) for k in LOCK_OPTIONS},
+    }
+
+
+def find_recorded(directory: Path) -> tuple[str, dict[str, Any]] | None:
+    """The inputs recorded in the first of the directory's lock files that has them."""
+    for name in lockfiles.file_names(["all", "pylock"]):
+        path = directory / name
+        if name in lockfiles.UPDATED_IN_PLACE or not path.is_file():
+            continue
+        try:
+            with path.open(encoding="utf-8") as fh:
+                text = fh.read(MAX_READ)
+        except (OSError, UnicodeDecodeError):
+            continue
+        record = recorded.read(name, text)
+        if record is not None and isinstance(record.get("target"), dict):
+            return str(path), record
+    return None
+
+
+@dataclass(frozen=True)
+class Effective:
+    """What this run locks with: the recorded inputs with the command line's overrides."""
+
+    target: Target | None  # None: resolve from the options (no record, or target flags given)
+    glibc: str | None
+    request: RequestOptions
+    lock_options: dict[str, Any]
+    overrides: tuple[str, ...]  # the flags that replaced recorded values
+    python: str | None = None  # the recorded target's Python
+    recorded_target: Target | None = None
+    target_flags: tuple[str, ...] = ()  # target options given (they override when they differ)
+
+
+def _flag(name: str) -> str:
+    return {
+        "with_": "--with",
+        "torch_spec": "--torch",
+        "env_name": "--name",
+        "formats": "--format",
+        "gpus": "--gpu",
+        "host_file": "--host",
+    }.get(name, "--" + name.replace("_", "-"))
+
+
+def apply_record(
+    ctx: click.Context,
+    where: str,
+    record: Mapping[str, Any],
+    target: TargetOptions,
+    request: RequestOptions,
+    lock_options: dict[str, Any],
+    glibc: str | None,
+) -> Effective:
+    """The recorded inputs, each replaced by its option when the user gave that option."""
+    overrides: list[str] = []
+    rec_request = record.get("request") if isinstance(record.get("request"), dict) else {}
+    values: dict[str, Any] = {}
+    for f in fields(request):
+        known = isinstance(rec_request, dict) and f.name in rec_request
+        value = _tuple(rec_request[f.name]) if known and isinstance(rec_request, dict) else None
+        if given(ctx, f.name):
+            if not known or value != getattr(request, f.name):
+                overrides.append(_flag(f.name))
+        elif known:
+            values[f.name] = value
+    try:
+        request = replace(request, **values)
+    except TypeError:
+        raise UserError(
+            f"{where}: the recorded request is damaged; rerun `gpuresolve lock`"
+        ) from None
+    rec_files = record.get("files") if isinstance(record.get("files"), dict) else {}
+    options = dict(lock_options)
+    for key in LOCK_OPTIONS:
+        known = isinstance(rec_files, dict) and key in rec_files
+        value = _tuple(rec_files[key]) if known and isinstance(rec_files, dict) else None
+        if given(ctx, key):
+            mine = options[key]
+            same = sorted(mine) == sorted(value) if key == "formats" and value else mine == value
+            if not known or not same:
+                overrides.append(_flag(key))
+        elif known:
+            options[key] = value
+    rec_target, rec_glibc = recorded.target_from_record(record["target"], where)
+    if not given(ctx, "glibc"):
+        glibc = rec_glibc
+    elif glibc != rec_glibc:
+        overrides.append("--glibc")
+    effective: Target | None = rec_target
+    target_flags: tuple[str, ...] = ()
+    if any(given(ctx, name) for name in TARGET_FLAGS):
+        target_flags = tuple(_flag(n) for n in TARGET_FLAGS if given(ctx, n))
+        effective = None
+    if given(ctx, "python"):
+        target_flags += ("--python",)
+    return Effective(
+        effective,
+        glibc,
+        request,
+        options,
+        tuple(dict.fromkeys(overrides)),
+        rec_target.python,
+        rec_target,
+        target_flags,
+    )
+
+
+def _tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def same_target(a: Target, b: Target) -> bool:
+    """Whether two targets lock alike (their labels aside)."""
+    return replace(a, name=None) == replace(b, name=None)

@@ -1,0 +1,60 @@
+"""What each package of a resolved closure requires, with specifiers, for the target.
+
+uv's annotations name who requires whom but not the specifiers; conda-lock.yml's pip entries
+record them (``torchvision: {torch: "==2.8.0+cu126"}``). The wheel's core metadata has them:
+PEP 658 ``.metadata`` files where the index serves them, else the wheel's ``METADATA`` read with
+HTTP range requests (db update's reader). Markers are judged for the target, never this machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from resolver.solve import Target
+from resolver.writers.pip_resolve import ResolvedDist
+
+TIMEOUT_S = 20.0
+
+
+def with_requires(dists: Sequence[ResolvedDist], target: Target) -> list[ResolvedDist]:
+    """``dists`` with ``requires`` read from their metadata; a package whose metadata cannot
+    be read keeps the names uv's annotations gave (specifier "")."""
+    from packaging.utils import canonicalize_name
+
+    from resolver.dbupdate.fetch import Fetcher, FetchError
+    from resolver.dbupdate.metadata import (
+        TAIL_BYTES,
+        MetadataError,
+        metadata_from_zip,
+        parse_metadata,
+    )
+    from resolver.markers import applicable, marker_env
+
+    env = marker_env(target.platform, target.python)
+    out: list[ResolvedDist] = []
+    with Fetcher(timeout=TIMEOUT_S, tries=2) as fetcher:
+        for dist in dists:
+            url = dist.url.split("#", 1)[0]
+            try:
+                page = fetcher.get_optional(url + ".metadata")
+                if page is not None:
+                    data = page.body
+                else:
+                    tail, size = fetcher.read_range(url, None, TAIL_BYTES)
+
+                    def read(start: int, end: int, url: str = url) -> bytes:
+                        return fetcher.read_range(url, start, end)[0]
+
+                    data = metadata_from_zip(read, size, tail, dist.name)
+                meta = parse_metadata(data, dist.name, dist.version)
+            except (FetchError, MetadataError, OSError):
+                out.append(dist)
+                continue
+            requires: dict[str, str] = {}
+            for req in applicable(meta.requires_dist, env):
+                dep = str(canonicalize_name(req.name))
+                spec = str(req.specifier)
+                requires[dep] = ",".join(x for x in (requires.get(dep), spec) if x)
+            out.append(replace(dist, requires=dict(sorted(requires.items()))))
+    return out

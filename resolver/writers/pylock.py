@@ -1,0 +1,134 @@
+"""pylock.toml (PEP 751): the standard lock file uv installs and pip is adopting.
+
+The whole closure for one target, each package with its version, the index it comes from, and
+the one wheel for the target's platform and Python with its sha256. The document is validated
+with ``packaging.pylock`` (our own dependency) before it is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import unquote
+
+from resolver.errors import UserError
+from resolver.writers.pip_resolve import ResolvedDist
+
+NAME = "pylock.toml"
+
+# platform -> the PEP 508 marker that holds there (``environments``, a fleet's per-package markers)
+PLATFORM_MARKERS = {
+    "linux-x86_64": "sys_platform == 'linux' and platform_machine == 'x86_64'",
+    "linux-aarch64": "sys_platform == 'linux' and platform_machine == 'aarch64'",
+    "windows-x86_64": "sys_platform == 'win32' and platform_machine == 'AMD64'",
+    "macos-arm64": "sys_platform == 'darwin' and platform_machine == 'arm64'",
+}
+
+
+def environment_marker(platform: str, python: str) -> str:
+    """The marker of one target: its platform and its Python minor version."""
+    return f"{PLATFORM_MARKERS[platform]} and python_version == '{python.rstrip('t')}'"
+
+
+def document(
+    platform: str, python: str, closure: Sequence[ResolvedDist], created_by: str = "gpuresolve"
+) -> dict[str, Any]:
+    """The PEP 751 document (plain data) for one target's resolved closure."""
+    packages = [_package(dist) for dist in closure]
+    return {
+        "lock-version": "1.0",
+        "environments": [environment_marker(platform, python)],
+        "requires-python": f"=={python.rstrip('t')}.*",
+        "created-by": created_by,
+        "packages": packages,
+    }
+
+
+def fleet_document(
+    closures: Sequence[tuple[str, str, Sequence[ResolvedDist]]], created_by: str = "gpuresolve"
+) -> dict[str, Any]:
+    """One PEP 751 document for several platforms: each package carries the marker of the
+    platforms whose closure holds it (a wheel shared by all, such as a pure-Python one, once)."""
+    markers: dict[tuple[str, str, str], list[str]] = {}
+    dists: dict[tuple[str, str, str], ResolvedDist] = {}
+    for platform, _python, closure in closures:
+        for dist in closure:
+            key = (dist.name, dist.version, dist.url)
+            dists.setdefault(key, dist)
+            markers.setdefault(key, []).append(PLATFORM_MARKERS[platform])
+    everywhere = len(closures)
+    packages: list[dict[str, Any]] = []
+    for key in sorted(dists):
+        dist, found = dists[key], markers[key]
+        package = _package(dist)
+        if len(found) < everywhere:
+            package["marker"] = " or ".join(f"({m})" for m in found) if len(found) > 1 else found[0]
+        packages.append(package)
+    pythons = sorted({python.rstrip("t") for _, python, _ in closures})
+    return {
+        "lock-version": "1.0",
+        "environments": [environment_marker(p, py) for p, py, _ in closures],
+        "requires-python": f"=={pythons[0]}.*" if len(pythons) == 1 else f">={pythons[0]}",
+        "created-by": created_by,
+        "packages": packages,
+    }
+
+
+def _package(dist: ResolvedDist) -> dict[str, Any]:
+    filename = unquote(dist.url.rsplit("/", 1)[-1].split("#", 1)[0])
+    package: dict[str, Any] = {"name": dist.name, "version": dist.version}
+    if dist.index:
+        package["index"] = dist.index
+    package["wheels"] = [{"name": filename, "url": dist.url, "hashes": {"sha256": dist.sha256}}]
+    return package
+
+
+def validate(doc: dict[str, Any]) -> None:
+    """Load the document with ``packaging.pylock`` (raises ValueError when it is not valid)."""
+    try:
+        from packaging.pylock import Pylock, PylockValidationError
+    except ImportError:  # packaging < 26.0
+        raise UserError(
+            "pylock.toml needs packaging >= 26.0 (packaging.pylock): pip install -U packaging"
+        ) from None
+    try:
+        Pylock.from_dict(doc)
+    except PylockValidationError as exc:
+        raise ValueError(f"pylock.toml does not validate: {exc}") from exc
+
+
+def render_pylock(header: Sequence[str], doc: dict[str, Any]) -> str:
+    """The file's text: the header comments, then the TOML document (wheels one per line)."""
+    import tomlkit
+
+    validate(doc)
+    out = tomlkit.document()
+    for line in header:
+        out.add(tomlkit.comment(line.removeprefix("#").strip()))
+    for key, value in doc.items():
+        if key == "packages":
+            continue
+        if isinstance(value, list):
+            arr = tomlkit.array()
+            arr.extend(value)
+            out.add(key, arr)
+        else:
+            out.add(key, value)
+    aot = tomlkit.aot()
+    for package in doc["packages"]:
+        table = tomlkit.table()
+        for key, value in package.items():
+            if key == "wheels":
+                wheels = tomlkit.array()
+                for wheel in value:
+                    inline = tomlkit.inline_table()
+                    inline.update(wheel)
+                    wheels.append(inline)
+                wheels.multiline(True)
+                table.add(key, wheels)
+            else:
+                table.add(key, value)
+        aot.append(table)
+    out.add(tomlkit.nl())
+    out.add("packages", aot)
+    return tomlkit.dumps(out)

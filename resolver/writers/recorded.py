@@ -1,0 +1,145 @@
+"""The inputs a lock file was made from, recorded in the file itself.
+
+Every generated file carries one machine-readable comment line (the last of its header)::
+
+    # gpuresolve-inputs: {"database": "2026-11-22", "request": {...}, "sha256": "...", ...}
+
+It holds the target (platform, Python, driver, GPUs, glibc), the request (torch specifier,
+companions, CUDA pin, policy, evidence level, formats, index) and the database's version, so
+`gpuresolve lock --check` re-resolves from the file alone, on any machine. ``sha256`` is the
+digest of the file without that line: a file whose digest does not match was edited by hand
+(drift), one that matches was written by gpuresolve and is judged on its pins (stale or current).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from resolver.catalog import PLATFORMS
+from resolver.errors import UserError
+from resolver.solve import Target, TargetGpu
+from resolver.versions import parse_cc
+
+KEY = "gpuresolve-inputs:"
+VERSION = 1
+_MARKDOWN = (".md",)
+MAX_LINE = 64 * 1024  # a recorded line longer than this is not ours
+_PY = re.compile(r"^3\.\d{1,2}t?$")
+_GLIBC = re.compile(r"^2\.\d{1,3}$")
+
+
+def _comment(name: str) -> tuple[str, str]:
+    return ("<!-- ", " -->") if name.endswith(_MARKDOWN) else ("# ", "")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def stamp(name: str, text: str, inputs: Mapping[str, Any]) -> str:
+    """``text`` with the inputs line closing its leading comment block (ending a Markdown file)."""
+    record = {**inputs, "v": VERSION, "sha256": _digest(text)}
+    start, end = _comment(name)
+    line = f"{start}{KEY} {json.dumps(record, sort_keys=True, separators=(',', ':'))}{end}"
+    lines = text.splitlines(keepends=True)
+    if name.endswith(_MARKDOWN) or not lines:
+        return text + ("" if text.endswith("\n") or not text else "\n") + line + "\n"
+    n = 0
+    while n < len(lines) and lines[n].startswith("#"):
+        n += 1
+    return "".join(lines[:n]) + line + "\n" + "".join(lines[n:])
+
+
+def _split(name: str, text: str) -> tuple[str, dict[str, Any]] | None:
+    """(the text without the inputs line, the record), or None when there is none."""
+    start, end = _comment(name)
+    prefix = f"{start}{KEY} "
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        body = line.rstrip("\r\n")
+        if body.startswith(prefix) and body.endswith(end) and len(body) <= MAX_LINE:
+            raw = body[len(prefix) : len(body) - len(end)] if end else body[len(prefix) :]
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                return None
+            if not isinstance(record, dict):
+                return None
+            return "".join(lines[:i] + lines[i + 1 :]), record
+    return None
+
+
+def read(name: str, text: str) -> dict[str, Any] | None:
+    """The recorded inputs of a file's text (None: none recorded, or unreadable)."""
+    found = _split(name, text)
+    return found[1] if found else None
+
+
+def intact(name: str, text: str) -> bool:
+    """Whether the file is as gpuresolve wrote it (its recorded digest matches its text)."""
+    found = _split(name, text)
+    if found is None:
+        return False
+    rest, record = found
+    return record.get("sha256") == _digest(rest)
+
+
+def payload(text: str) -> list[str]:
+    """The lines that are not comments: what an installer reads (pins, indexes, hashes)."""
+    return [
+        ln
+        for ln in text.splitlines()
+        if ln.strip() and not ln.lstrip().startswith("#") and not ln.lstrip().startswith("<!--")
+    ]
+
+
+# --- targets as JSON -----------------------------------------------------------------------
+
+
+def target_record(target: Target, glibc: str | None) -> dict[str, Any]:
+    """The target as the lock saw it (no label: the same machine under another name locks alike)."""
+    return {
+        "platform": target.platform,
+        "python": target.python,
+        "driver": target.driver,
+        "driver_os": target.driver_os,
+        "gpus": [
+            {"cc": f"{g.cc[0]}.{g.cc[1]}", **({"name": g.name} if g.name else {})}
+            for g in target.gpus
+        ],
+        "nvidia": target.nvidia,
+        "unknown_gpus": list(target.unknown_gpus),
+        "glibc": glibc,
+    }
+
+
+def target_from_record(record: Mapping[str, Any], where: str) -> tuple[Target, str | None]:
+    """The recorded target and glibc; a damaged record is one clear error."""
+    try:
+        gpus = tuple(
+            TargetGpu(parse_cc(str(g["cc"])), str(g["name"]) if g.get("name") else None)
+            for g in record.get("gpus") or []
+        )
+        target = Target(
+            platform=str(record["platform"]),
+            python=str(record["python"]),
+            driver=str(record["driver"]) if record.get("driver") else None,
+            driver_os=str(record.get("driver_os") or "linux"),
+            gpus=gpus,
+            nvidia=bool(record.get("nvidia")),
+            unknown_gpus=tuple(str(u) for u in record.get("unknown_gpus") or ()),
+        )
+        glibc = record.get("glibc")
+        if target.platform not in PLATFORMS or not _PY.match(target.python):
+            raise ValueError(target.platform)
+        if glibc is not None and not _GLIBC.match(str(glibc)):
+            raise ValueError(glibc)
+    except (KeyError, TypeError, ValueError, AttributeError, UserError):
+        raise UserError(
+            f"{where}: the recorded target is damaged; rerun `gpuresolve lock`"
+        ) from None
+    return target, str(glibc) if glibc else None

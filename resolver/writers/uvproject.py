@@ -1,0 +1,243 @@
+"""`--format uv`: the torch set in a uv project's pyproject.toml, edited in place.
+
+uv installs PyTorch's CUDA builds from an explicit index per variant, mapped to torch (and its
+companions) in ``[tool.uv.sources]``, with platform markers when a fleet mixes platforms. This
+writer manages exactly three things and keeps every other byte of an existing file (comments,
+formatting, other tables) through tomlkit, a round-trip TOML library:
+
+- ``[[tool.uv.index]]`` entries named ``pytorch-<variant>`` (``explicit = true``);
+- ``[tool.uv.sources]`` entries for torch, torchvision and torchaudio;
+- their pins in ``[project].dependencies`` (other dependencies are left as they are).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from resolver.errors import UserError
+from resolver.writers.pylock import PLATFORM_MARKERS
+
+NAME = "pyproject.toml"
+MANAGED = ("torch", "torchvision", "torchaudio")
+INDEX_PREFIX = "pytorch-"
+_PROJECT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class PlatformSet:
+    """One platform's pins, and the PyTorch index they come from (None: the default index)."""
+
+    platform: str
+    pins: tuple[tuple[str, str], ...]  # (name, version) as the index has it
+    variant: str
+    index_url: str | None
+
+
+def _marker(platform: str, several: bool) -> str | None:
+    return PLATFORM_MARKERS[platform] if several else None
+
+
+def _managed_name(item: str) -> str | None:
+    try:
+        name = str(canonicalize_name(Requirement(item).name))
+    except InvalidRequirement:
+        return None
+    return name if name in MANAGED else None
+
+
+def _new_document(name: str, python: str) -> Any:
+    import tomlkit
+
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment("Written by `gpuresolve lock --format uv`; edit freely: gpuresolve"))
+    doc.add(tomlkit.comment("manages only the torch pins, their [tool.uv.sources] and indexes."))
+    project = tomlkit.table()
+    project.add("name", _PROJECT_NAME.sub("-", name).strip("-._") or "environment")
+    project.add("version", "0.1.0")
+    project.add("requires-python", f">={python.rstrip('t')}")
+    deps = tomlkit.array()
+    deps.multiline(True)
+    project.add("dependencies", deps)
+    doc.add("project", project)
+    return doc
+
+
+def render_pyproject(
+    existing: str | None,
+    sets: Sequence[PlatformSet],
+    *,
+    name: str,
+    python: str,
+    extra_requirements: Sequence[str] = (),
+) -> str:
+    """The pyproject.toml text: ``existing`` with the managed entries added or replaced.
+
+    ``extra_requirements`` (a team spec's other packages) are added to the dependencies when
+    no dependency of that name is there yet; gpuresolve never rewrites a user's own entry.
+    """
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        doc = tomlkit.parse(existing) if existing is not None else _new_document(name, python)
+    except TOMLKitError as exc:
+        raise UserError(f"pyproject.toml: not valid TOML ({exc}); fix it or move it away") from None
+    several = len({s.platform for s in sets}) > 1
+    project = doc.get("project")
+    if project is None:
+        project = tomlkit.table()
+        doc.add("project", project)
+    if not isinstance(project, dict):
+        raise UserError("pyproject.toml: [project] is not a table")
+    deps = project.get("dependencies")
+    if deps is None:
+        deps = tomlkit.array()
+        project["dependencies"] = deps
+    if not isinstance(deps, list):
+        raise UserError("pyproject.toml: [project].dependencies is not a list")
+
+    wanted: list[str] = []
+    for s in sets:
+        marker = _marker(s.platform, several)
+        for pkg, version in s.pins:
+            wanted.append(f"{pkg}=={version}" + (f"; {marker}" if marker else ""))
+    current = [str(d) for d in deps if _managed_name(str(d))]
+    if current != wanted:
+        positions = [i for i, d in enumerate(deps) if _managed_name(str(d))]
+        at = positions[0] if positions else len(deps)
+        for i in reversed(positions):
+            del deps[i]
+        for offset, item in enumerate(wanted):
+            deps.insert(at + offset, item)
+    present = {_name(str(d)) for d in deps}
+    for item in extra_requirements:
+        if _name(item) not in present:
+            deps.append(item)
+            present.add(_name(item))
+
+    tool = _table(doc, "tool", super_table=True)
+    uv = _table(tool, "uv", super_table=True)
+    _set_indexes(uv, sets, blank_line=existing is not None)
+    _set_sources(uv, sets, several)
+    return tomlkit.dumps(doc)
+
+
+def _name(item: str) -> str:
+    try:
+        return str(canonicalize_name(Requirement(item).name))
+    except InvalidRequirement:
+        return item.strip().lower()
+
+
+def _table(parent: Any, key: str, super_table: bool = False) -> Any:
+    import tomlkit
+
+    if key not in parent:
+        parent.add(key, tomlkit.table(is_super_table=super_table))
+    value = parent[key]
+    if not isinstance(value, dict):
+        raise UserError(f"pyproject.toml: [{key}] is not a table")
+    return value
+
+
+def _index_name(variant: str) -> str:
+    return f"{INDEX_PREFIX}{variant}"
+
+
+def _set_indexes(uv: Any, sets: Sequence[PlatformSet], blank_line: bool) -> None:
+    """Add or replace the ``pytorch-<variant>`` indexes; other indexes stay as they are."""
+    import tomlkit
+
+    wanted: dict[str, str] = {}
+    for s in sets:
+        if s.index_url is not None:
+            wanted.setdefault(_index_name(s.variant), s.index_url)
+    indexes = uv.get("index")
+    if indexes is None:
+        if not wanted:
+            return
+        indexes = tomlkit.aot()
+        uv.append("index", indexes)
+    if not isinstance(indexes, list):
+        raise UserError("pyproject.toml: [tool.uv].index is not an array of tables")
+    seen: set[str] = set()
+    for i in reversed(range(len(indexes))):
+        entry = indexes[i]
+        name = str(entry.get("name", ""))
+        if not name.startswith(INDEX_PREFIX):
+            continue
+        if name not in wanted or name in seen:
+            del indexes[i]
+            continue
+        seen.add(name)
+        if entry.get("url") != wanted[name]:
+            entry["url"] = wanted[name]
+        if entry.get("explicit") is not True:
+            entry["explicit"] = True
+    for name, url in wanted.items():
+        if name not in seen:
+            table = tomlkit.table()
+            if blank_line:  # before a new [[tool.uv.index]] in the user's file
+                table.trivia.indent = "\n"
+            table.add("name", name)
+            table.add("url", url)
+            table.add("explicit", True)
+            indexes.append(table)
+
+
+def _set_sources(uv: Any, sets: Sequence[PlatformSet], several: bool) -> None:
+    """torch and its companions from their variant's index (by platform marker in a fleet)."""
+    import tomlkit
+
+    entries: dict[str, list[dict[str, str]]] = {}
+    for s in sets:
+        if s.index_url is None:
+            continue  # the default index (macOS): no source entry
+        marker = _marker(s.platform, several)
+        for pkg, _ in s.pins:
+            entry = {"index": _index_name(s.variant)}
+            if marker:
+                entry["marker"] = marker
+            entries.setdefault(pkg, []).append(entry)
+    sources = uv.get("sources")
+    if sources is None:
+        if not entries:
+            return
+        sources = tomlkit.table()
+        uv.add("sources", sources)
+    for pkg in MANAGED:
+        want = entries.get(pkg)
+        have = sources.get(pkg)
+        if want is None:
+            if have is not None:
+                del sources[pkg]
+            continue
+        plain: Any = want[0] if len(want) == 1 else want
+        if have is not None and _unwrap(have) == plain:
+            continue
+        sources[pkg] = _toml_value(plain)
+
+
+def _unwrap(value: Any) -> Any:
+    return value.unwrap() if hasattr(value, "unwrap") else value
+
+
+def _toml_value(value: Any) -> Any:
+    import tomlkit
+
+    if isinstance(value, dict):
+        inline = tomlkit.inline_table()
+        inline.update(value)
+        return inline
+    arr = tomlkit.array()
+    for item in value:
+        arr.append(_toml_value(item))
+    if len(arr) > 1:
+        arr.multiline(True)
+    return arr

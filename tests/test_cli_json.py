@@ -1,0 +1,84 @@
+"""`--json` on db check, db update and install: stable keys other programs parse."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_support import run_cli
+from pytorch_index import IndexServer, closed_port, fixture_routes, serve, tree_snapshot
+
+from resolver import catalog as catalog_mod
+from resolver.dbupdate import fetch
+from resolver.dbupdate.write import dump_yaml
+
+run = run_cli
+
+
+@pytest.fixture(autouse=True)
+def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
+    import resolver.dbupdate.collect as collect
+
+    monkeypatch.setattr(collect, "pip_index_url", lambda environ=None: None)
+    monkeypatch.setattr(fetch, "BACKOFF", 0.0)
+    monkeypatch.delenv("GPURESOLVE_PYTORCH_INDEX", raising=False)
+    monkeypatch.delenv(catalog_mod.DATA_ENV, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+def synth_dir(tmp_path: Path, synth_raw: dict[str, Any]) -> Path:
+    directory = tmp_path / "db" / "data"
+    directory.mkdir(parents=True)
+    for name in catalog_mod.FILES:
+        (directory / name).write_text(dump_yaml(synth_raw[name]), encoding="utf-8")
+    return directory
+
+
+@pytest.fixture
+def index() -> Iterator[IndexServer]:
+    with serve(fixture_routes()) as srv:
+        yield srv
+
+
+def test_db_check_json(
+    capsys: pytest.CaptureFixture[str], synth_dir: Path, synth_raw: dict[str, Any]
+) -> None:
+    code, out, _ = run(capsys, "db", "check", "--data", str(synth_dir), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["ok"] is True and data["problems"] == []
+    assert data["updated"] == "2026-01-01" and data["counts"]["releases"] == 3
+    synth_raw["torch.yaml"]["series"][1]["variants"][2]["cuda"] = "12.6"
+    (synth_dir / "torch.yaml").write_text(dump_yaml(synth_raw["torch.yaml"]))
+    code, out, _ = run(capsys, "db", "check", "--data", str(synth_dir), "--json")
+    data = json.loads(out)
+    assert code == 1 and data["ok"] is False
+    assert any("a cu128 build must be CUDA 12.8" in p for p in data["problems"])
+
+
+def test_db_update_json(
+    capsys: pytest.CaptureFixture[str], index: IndexServer, synth_dir: Path
+) -> None:
+    args = ["db", "update", "--pytorch-index", f"{index.url}/whl", "--write-data", str(synth_dir)]
+    code, out, err = run(capsys, *args, "--json")
+    assert code == 0, err
+    data = json.loads(out)  # stdout is the JSON document alone: no progress bar, no summary
+    assert data["ok"] is True and data["changed"] is True and data["written"] is True
+    assert data["changes"]["releases"][0].startswith("torch 2.16.0 (cpu, cu126, cu130, cu136)")
+    assert data["target"] == str(synth_dir) and data["requests"] > 0
+    code, out, _ = run(capsys, *args, "--json")
+    assert code == 0 and json.loads(out)["changed"] is False
+
+
+def test_db_update_json_on_failure(capsys: pytest.CaptureFixture[str], synth_dir: Path) -> None:
+    before = tree_snapshot(synth_dir)
+    url = f"http://127.0.0.1:{closed_port()}/whl"
+    args = ["db", "update", "--pytorch-index", url, "--write-data", str(synth_dir), "--json"]
+    code, out, err = run(capsys, *args)
+    data = json.loads(out)
+    assert code == 1 and data["ok"] is False and "cannot connect" in data["error"]
+    assert "the database is unchanged" in err
+    assert tree_snapshot(synth_dir) == before
