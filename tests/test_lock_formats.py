@@ -315,7 +315,11 @@ def test_team_pylock_spans_platforms_with_markers(
     spec.write_text(SPEC)
     out = tmp_path / "mixed"
     _lock(capsys, index, str(spec), "--format", "pylock", "-o", str(out))
-    assert sorted(p.name for p in out.iterdir()) == ["pylock.toml", "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".gpuresolve-manifest.json",
+        "pylock.toml",
+        "report.md",
+    ]
     text = (out / "pylock.toml").read_text()
     lock = Pylock.from_dict(tomlkit.parse(text).unwrap())
     linux = 'sys_platform == "linux" and platform_machine == "x86_64"'

@@ -151,12 +151,14 @@ class Choice:
 
 
 def _user_present(user: Path) -> bool:
-    """A user database exists: anything at its path but an empty directory (a reset's leftover)."""
+    """A user database exists: any database file at its path (a file where the directory
+    should be counts too, as a damaged one). An empty directory (a reset's leftover) or one
+    holding only the user's own observations.yaml (what `verify` records) is no database."""
     try:
         if not user.is_dir():
             return os.path.lexists(user)
         with os.scandir(user) as entries:
-            return any(True for _ in entries)
+            return any(e.name in DB_FILES for e in entries)
     except OSError:
         return True  # there, but unreadable: damaged, not absent
 
