@@ -178,7 +178,7 @@ class JsonStream:
     def key(self) -> str:
         self._expect('"', "a key")
         self.pos -= 1
-        return str(self._parse(lambda s, i: json.decoder.scanstring(s, i + 1)))
+        return str(self.value())
 
     # -- structure -------------------------------------------------------------------------
 

@@ -11,8 +11,8 @@ each GPU node. What is read, and why (label names and formats from NVIDIA/k8s-de
 - compute capability: ``nvidia.com/gpu.compute.major`` / ``.minor`` (authoritative; else the
   model's, from the database);
 - GPU count: ``nvidia.com/gpu.count`` (under the MIG "single" strategy: MIG devices, not GPUs);
-- driver: ``nvidia.com/cuda.driver-version.full``, else ``cuda.driver-version.major/minor/revision``,
-  else the deprecated ``cuda.driver.major/minor/rev`` (all GFD releases write those);
+- driver: ``nvidia.com/cuda.driver-version.full``, else ``cuda.driver-version.major/minor/
+  revision``, else the deprecated ``cuda.driver.major/minor/rev`` (every GFD release writes them);
 - MIG: ``nvidia.com/mig.strategy`` and, for "mixed", ``nvidia.com/mig-<profile>.count``;
 - sharing: ``nvidia.com/gpu.sharing-strategy`` and ``nvidia.com/gpu.replicas``.
 
@@ -101,7 +101,9 @@ def read_node_list(
             )
         fh = open(path, encoding="utf-8", errors="strict")  # noqa: SIM115 (closed below)
     except FileNotFoundError:
-        raise UserError(f"{shown}: no such file (expected `kubectl get nodes -o json` output)") from None
+        raise UserError(
+            f"{shown}: no such file (expected `kubectl get nodes -o json` output)"
+        ) from None
     except OSError as exc:
         raise UserError(f"{shown}: cannot read: {exc.strerror}") from None
     reader = _Reader(catalog, selector or {}, shown)
@@ -126,7 +128,9 @@ def read_node_list(
         reader.add(top)
     elif kind not in ("List", "NodeList") or "items" not in top:
         what = f"kind {kind!r}" if isinstance(kind, str) else "no kind"
-        raise UserError(f"{shown}: not a node list ({what}); write it with `kubectl get nodes -o json`")
+        raise UserError(
+            f"{shown}: not a node list ({what}); write it with `kubectl get nodes -o json`"
+        )
     if reader.total == 0:
         raise UserError(f"{shown}: the node list is empty")
     if not reader.machines:
@@ -136,7 +140,7 @@ def read_node_list(
 
 
 class _Reader:
-    """Turns each node object into (name, shape) as the stream hands it over, keeping nothing else."""
+    """Turns each node into (name, shape) as the stream hands it over; keeps nothing else."""
 
     def __init__(self, catalog: Catalog, selector: Mapping[str, str], shown: str) -> None:
         self.catalog = catalog
@@ -190,7 +194,9 @@ class _Reader:
             raise self.fail(node, key, f"expected a string, got {value!r}")
         return value
 
-    def _match(self, node: str, labels: dict[str, Any], key: str, pattern: re.Pattern[str]) -> str | None:
+    def _match(
+        self, node: str, labels: dict[str, Any], key: str, pattern: re.Pattern[str]
+    ) -> str | None:
         value = self._label(node, labels, key)
         if value is not None and not pattern.fullmatch(value):
             raise self.fail(node, key, f"unexpected value {value!r}")
@@ -206,9 +212,13 @@ class _Reader:
         arch_key = arch_key or "status.nodeInfo.architecture"
         os_key = os_key or "status.nodeInfo.operatingSystem"
         if not isinstance(arch, str):
-            raise self.fail(node, "kubernetes.io/arch", "missing (and no status.nodeInfo.architecture)")
+            raise self.fail(
+                node, "kubernetes.io/arch", "missing (and no status.nodeInfo.architecture)"
+            )
         if not isinstance(os_, str):
-            raise self.fail(node, "kubernetes.io/os", "missing (and no status.nodeInfo.operatingSystem)")
+            raise self.fail(
+                node, "kubernetes.io/os", "missing (and no status.nodeInfo.operatingSystem)"
+            )
         platform = PLATFORMS.get((os_, arch))
         if platform is None:
             key, value = (os_key, os_) if os_ not in ("linux", "windows") else (arch_key, arch)
@@ -246,9 +256,14 @@ class _Reader:
         if major is not None or minor is not None:
             if major is None or minor is None:
                 missing = CC_MINOR if minor is None else CC_MAJOR
-                raise self.fail(node, missing, f"missing (the node has {CC_MAJOR if minor is None else CC_MINOR})")
+                raise self.fail(
+                    node,
+                    missing,
+                    f"missing (the node has {CC_MAJOR if minor is None else CC_MINOR})",
+                )
             if len(minor) != 1 or int(major) == 0:
-                raise self.fail(node, CC_MAJOR, f"not a compute capability: {major}.{minor}")
+                bad = CC_MINOR if len(minor) != 1 else CC_MAJOR
+                raise self.fail(node, bad, f"not a compute capability: {major}.{minor}")
             cc = (int(major), int(minor))
             if known_cc is not None and known_cc != cc:
                 notes.append(

@@ -60,7 +60,9 @@ class Shape:
         """A name from the shape: ``h100-80gb-hbm3-x8-580.95.05``, ``cpu``."""
         if not (self.nvidia or self.gpus or self.unknown_gpus):
             return "cpu"
-        models = [_model_slug(g.name) + (f"-x{g.count}" if (g.count or 1) > 1 else "") for g in self.gpus]
+        models = [
+            _model_slug(g.name) + (f"-x{g.count}" if (g.count or 1) > 1 else "") for g in self.gpus
+        ]
         models += [_model_slug(n) for n in self.unknown_gpus]
         parts = ["_".join(models) or "nvidia-gpu"]
         if self.mig:  # "1g.5gb x7" -> mig-1g.5gb; "mixed: ..." -> mig-mixed

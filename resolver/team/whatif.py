@@ -71,7 +71,12 @@ def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Un
         members = by_platform[platform]
         options: list[tuple[tuple[object, ...], str, list[Upgrade], bool]] = []
         blocker = None
-        names = {c.variant.name for _, d in members for c in _candidates(d) if c.release.version == version}
+        names = {
+            c.variant.name
+            for _, d in members
+            for c in _candidates(d)
+            if c.release.version == version
+        }
         for variant in sorted(names):
             needs: list[Upgrade] = []
             confirmed = True
