@@ -346,8 +346,11 @@ def test_one_node_document(shipped: Catalog, tmp_path: Path) -> None:
         ('{"items": [{"kind": "Pod", "metadata": {"name": "p"}}], "kind": "List"}', "not a Node"),
         ('{"items": [{"metadata": {"name": "Bad_Name"}}], "kind": "List"}', "not a node name"),
         ('{"items": [1], "kind": "List"}', "items[0]: expected a Node object"),
-        ('{"items": [{"metadata": {"name": "a", "labels": {"kubernetes.io/arch": "amd64", '
-         '"kubernetes.io/os": "linux"}}} {}], "kind": "List"}', "line 1 column 112"),
+        (
+            '{"items": [{"metadata": {"name": "a", "labels": {"kubernetes.io/arch": "amd64", '
+            '"kubernetes.io/os": "linux"}}} {}], "kind": "List"}',
+            "line 1 column 112",
+        ),
         ('{"items": [], "kind": "List"} trailing', "extra data"),
         ('{"items": [' + "[" * 100_000 + "]" * 100_000 + "]}", "nested too deeply"),
     ],
@@ -396,3 +399,67 @@ def test_groups_are_named_uniquely_and_sorted() -> None:
         ("l4-580.95.05-linux-x86_64", ("n-2", "n-10")),
         ("l4-580.95.05-windows-x86_64", ("w-1",)),
     ]
+
+
+# --- a folder of `detect --json` files -----------------------------------------------------------
+
+HOSTS = Path(__file__).parent.parent / "environments" / "hosts"
+H100 = Path(__file__).parent / "fixtures" / "host" / "h100_driver580" / "detect.json"
+
+
+def test_detect_folder_groups_machines_by_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    for name in ("laptop-1", "laptop-2", "laptop-3"):
+        (fleet / f"{name}.json").write_bytes((HOSTS / "pascal-laptop.json").read_bytes())
+    (fleet / "dgx-1.json").write_bytes(H100.read_bytes())
+    (fleet / "notes.txt").write_text("not a detect file")
+    spec = tmp_path / "fleet.yaml"
+    spec.write_text(SPEC.format(targets="  - name: lab\n    detect: fleet/"), encoding="utf-8")
+    code, _, err = run_cli(capsys, "lock", str(spec), "--split")
+    assert code == 0, err
+    report = (tmp_path / "cluster" / "report.md").read_text()
+    assert "| lab-geforce-gtx-1080-ti-560.35.03 | 3 |" in report
+    assert "laptop-1, laptop-2, laptop-3" in report
+    assert "4 machines in 2 groups" in report or "3 machines in 1 group" in report
+
+
+def test_detect_folder_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "fleet").mkdir()
+    spec = tmp_path / "fleet.yaml"
+    spec.write_text(SPEC.format(targets="  - detect: fleet/"), encoding="utf-8")
+    code, _, err = run_cli(capsys, "lock", str(spec))
+    assert code == 2 and "no *.json files" in err
+    (tmp_path / "fleet" / "bad.json").write_text('{"platform": "linux-x86_64"}')
+    code, _, err = run_cli(capsys, "lock", str(spec))
+    assert code == 2 and "bad.json: not a `gpuresolve detect --json` file" in err
+
+
+# --- what would change ---------------------------------------------------------------------------
+
+
+def test_what_would_change_names_a_blocker_no_driver_fixes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Pascal card: newer releases lack its kernels, so no driver upgrade unlocks them."""
+    doc = nodes()
+    pascal = copy.deepcopy(by_name(doc, "l4-shared-01"))
+    pascal["metadata"]["name"] = "p40-01"
+    labels(pascal).update(
+        {
+            "nvidia.com/gpu.product": "Tesla-P40",
+            "nvidia.com/gpu.compute.major": "6",
+            "nvidia.com/gpu.compute.minor": "1",
+            "nvidia.com/gpu.replicas": "1",
+            "nvidia.com/gpu.sharing-strategy": "none",
+        }
+    )
+    write_list(tmp_path / "nodes.json", [by_name(doc, "h100-01"), pascal])
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text(SPEC.format(targets="  - kubernetes: nodes.json"), encoding="utf-8")
+    code, _, err = run_cli(capsys, "lock", str(spec))
+    assert code == 0, err
+    change = (tmp_path / "cluster" / "report.md").read_text().split("## What would change")[1]
+    assert "no driver upgrade is enough — tesla-p40-570.172.08: no kernels for sm_61" in change

@@ -71,9 +71,12 @@ class JsonStream:
         if chunk:
             self.read_chars += len(chunk)
             if self.read_chars > self.max_chars:
-                raise UserError(
-                    f"{self.name}: larger than the {self.max_chars >> 20} MiB cap on node lists"
+                cap = (
+                    f"{self.max_chars >> 20} MiB"
+                    if self.max_chars >= 1 << 20
+                    else f"{self.max_chars}-character"
                 )
+                raise UserError(f"{self.name}: larger than the {cap} cap on node lists")
             self.pending += chunk
         else:
             self.eof = True

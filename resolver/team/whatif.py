@@ -60,6 +60,10 @@ def _vkey(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
 
 
+# Which blocker to name when none of a release's builds is within reach: the most telling.
+_BLOCKER_ORDER = {"arch": 0, "python": 1, "spec": 2, "companion": 3, "unknown": 4}
+
+
 def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Unlock:
     by_platform: dict[str, list[tuple[Target, Decision]]] = {}
     for t, d in fleet.members:
@@ -69,18 +73,20 @@ def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Un
     unconfirmed = False
     for platform in sorted(by_platform):
         members = by_platform[platform]
+        gpus = any(t.nvidia or t.gpus for t, _ in members)
         options: list[tuple[tuple[object, ...], str, list[Upgrade], bool]] = []
-        blocker = None
+        blockers: list[tuple[int, tuple[int, ...], str]] = []
         names = {
             c.variant.name
             for _, d in members
             for c in _candidates(d)
-            if c.release.version == version
+            if c.release.version == version and not (gpus and c.variant.kind == "cpu")
         }
         for variant in sorted(names):
+            cuda = _cuda(members, version, variant)
             needs: list[Upgrade] = []
             confirmed = True
-            why = None
+            why: tuple[int, tuple[int, ...], str] | None = None
             for t, d in members:
                 c = next(
                     (
@@ -92,7 +98,8 @@ def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Un
                 )
                 name = t.name or t.platform
                 if c is None:
-                    why = why or f"{name}: no torch {version} {variant} build for {platform}"
+                    text = f"{name}: no torch {version} {variant} build for {platform}"
+                    why = why or (9, cuda, text)
                     continue
                 confirmed = confirmed and c.confirmed
                 kinds = {r.kind for r in c.reasons}
@@ -101,16 +108,21 @@ def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Un
                 if kinds == {"driver"} and c.min_driver is not None:
                     needs.append(Upgrade(name, counts.get(name, 1), t.driver, c.min_driver))
                 else:
-                    first = next(r for r in c.reasons if r.kind != "driver")
-                    why = why or f"{name}: {first.text}"
+                    first = min(
+                        (r for r in c.reasons if r.kind != "driver"),
+                        key=lambda r: _BLOCKER_ORDER.get(r.kind, 5),
+                    )
+                    rank = (_BLOCKER_ORDER.get(first.kind, 5), tuple(-p for p in cuda))
+                    if why is None or rank < why[:2]:
+                        why = (*rank, f"{name}: {first.text}")
             if why is not None:
-                blocker = blocker or why
+                blockers.append(why)
                 continue
-            cuda = _cuda(members, version, variant)
             cost = (sum(u.machines for u in needs), tuple(-p for p in cuda))
             options.append((cost, variant, needs, confirmed))
         if not options:
-            return Unlock(version, (), (), blocker or f"no torch {version} build for {platform}")
+            blocker = min(blockers)[2] if blockers else f"no torch {version} build for {platform}"
+            return Unlock(version, (), (), blocker)
         _, variant, needs, confirmed = min(options, key=lambda o: o[0])
         variants.append(variant)
         unconfirmed = unconfirmed or not confirmed
