@@ -19,7 +19,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "kubernetes" / "nodes.json"
 
 
 def stream(text: str) -> tuple[dict[str, Any], list[Any], int]:
-    s = JsonStream(io.StringIO(text), "x.json", 1 << 30)
+    s = JsonStream(io.BytesIO(text.encode()), "x.json", 1 << 30)
     top: dict[str, Any] = {}
     items: list[Any] = []
     for key in s.object_keys():
@@ -28,7 +28,7 @@ def stream(text: str) -> tuple[dict[str, Any], list[Any], int]:
         else:
             top[key] = s.value()
     s.finish()
-    return top, items, s.dropped_arrays
+    return top, items, s.dropped_values
 
 
 def emptied(items: list[Any]) -> list[Any]:
@@ -41,11 +41,11 @@ def emptied(items: list[Any]) -> list[Any]:
 
 @pytest.mark.parametrize("chunk", [1, 7, 64, 4096, 1 << 20])
 def test_same_items_as_json_at_any_read_size(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jsonstream, "CHUNK_CHARS", chunk)
+    monkeypatch.setattr(jsonstream, "CHUNK_BYTES", chunk)
     text = FIXTURE.read_text(encoding="utf-8")
     expected = json.loads(text)
     top, items, dropped = stream(text)
-    assert dropped == len(expected["items"])  # every node's images skipped unparsed
+    assert dropped == len(expected["items"])  # every node's images skipped unread
     assert items == emptied(expected["items"])
     assert top == {k: v for k, v in expected.items() if k != "items"}
     compact = json.dumps(expected, separators=(",", ":"))  # no whitespace at all
@@ -71,7 +71,7 @@ TRICKY = [
 def test_images_arrays_that_are_not_plain_are_parsed(
     images: list[Any], chunk: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jsonstream, "CHUNK_CHARS", chunk)
+    monkeypatch.setattr(jsonstream, "CHUNK_BYTES", chunk)
     node = {"metadata": {"name": "n"}, "status": {"images": images, "nodeInfo": {"a": "b"}}}
     doc = {"items": [node, node], "kind": "List"}
     _, items, dropped = stream(json.dumps(doc, indent=2))
@@ -92,7 +92,7 @@ def test_the_word_images_inside_a_string_is_not_a_key() -> None:
 
 
 def test_numbers_at_the_window_edge(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jsonstream, "CHUNK_CHARS", 2)
+    monkeypatch.setattr(jsonstream, "CHUNK_BYTES", 2)
     top, items, _ = stream('{"a": 1234567, "items": [12345, 6.5e10, true, null, "x"]}')
     assert top == {"a": 1234567} and items == [12345, 6.5e10, True, None, "x"]
 
@@ -114,7 +114,33 @@ def test_errors_name_the_place(text: str, message: str) -> None:
 
 
 def test_the_cap_counts_what_is_read() -> None:
-    s = JsonStream(io.StringIO('{"items": [' + "1," * 1000 + "1]}"), "big.json", 100)
-    with pytest.raises(UserError, match="big.json: larger than"):
+    s = JsonStream(io.BytesIO(b'{"items": [' + b"1," * 1000 + b"1]}"), "big.json", 100)
+    with pytest.raises(UserError, match=r"big\.json: larger than"):
         list(s.object_keys())
         list(s.array_items())
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5])
+def test_multibyte_characters_across_reads(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jsonstream, "CHUNK_BYTES", chunk)
+    node = {
+        "metadata": {"name": "n", "labels": {"team": "Lösung-数据-🚀"}, "annotations": {"a": "é"}},
+        "status": {"images": [{"names": ["régistry/ü"], "sizeBytes": 1}]},
+    }
+    _, items, dropped = stream(json.dumps({"items": [node]}, ensure_ascii=False))
+    assert items[0]["metadata"]["labels"] == {"team": "Lösung-数据-🚀"} and dropped == 1
+
+
+def test_byte_order_marks() -> None:
+    s = JsonStream(io.BytesIO(b'\xef\xbb\xbf{"items": [1]}'), "bom.json", 1 << 20)
+    for key in s.object_keys():
+        assert key == "items" and list(s.array_items()) == [1]
+    s = JsonStream(io.BytesIO('{"items": []}'.encode("utf-16")), "ps.json", 1 << 20)
+    with pytest.raises(UserError, match=r"ps\.json: UTF-16 text"):
+        list(s.object_keys())
+
+
+def test_columns_count_what_was_skipped_on_one_line() -> None:
+    text = '{"items": [{"status": {"images": [{"names": ["abc"]}]}} {}]}'
+    with pytest.raises(UserError, match=f"line 1 column {text.index(' {}') + 2}:"):
+        stream(text)

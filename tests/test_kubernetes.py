@@ -17,6 +17,7 @@ from cli_support import run_cli
 
 from resolver.catalog import Catalog
 from resolver.errors import UserError
+from resolver.team import jsonstream
 from resolver.team.kubernetes import read_node_list
 from resolver.team.shapes import Shape, ShapeGpu, group
 
@@ -117,7 +118,7 @@ def test_prefix_and_selector(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         "    selector: {nvidia.com/gpu.present: true, kubernetes.io/arch: amd64}"
     )
     spec.write_text(SPEC.format(targets=targets), encoding="utf-8")
-    code, out, err = run_cli(capsys, "lock", str(spec))
+    code, _out, err = run_cli(capsys, "lock", str(spec))
     assert code == 0, err
     report = (tmp_path / "cluster" / "report.md").read_text()
     assert "| gpu-h100-80gb-hbm3-x8-580.95.05 | 3 |" in report
@@ -134,7 +135,7 @@ def test_bad_node_is_one_line_and_nothing_is_written(
     write_list(tmp_path / "nodes.json", doc["items"])
     spec = tmp_path / "cluster.yaml"
     spec.write_text(SPEC.format(targets="  - kubernetes: nodes.json"), encoding="utf-8")
-    code, out, err = run_cli(capsys, "lock", str(spec))
+    code, _out, err = run_cli(capsys, "lock", str(spec))
     assert code == 2
     assert err.count("\n") == 1
     assert "node h100-02: nvidia.com/gpu.compute.major: unexpected value 'nine'" in err
@@ -377,16 +378,22 @@ def test_size_cap_and_encoding(shipped: Catalog, tmp_path: Path) -> None:
         read_node_list(path, shipped)
 
 
-def test_error_lines_count_the_dropped_images(shipped: Catalog, tmp_path: Path) -> None:
+@pytest.mark.parametrize("chunk", [1000, 1 << 20])
+@pytest.mark.parametrize("bom", ["", "\ufeff"])
+def test_error_lines_count_the_dropped_images(
+    chunk: int, bom: str, shipped: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Line numbers in messages are the file's, though `status.images` never reaches the parser."""
-    text = FIXTURE.read_text(encoding="utf-8")
+    monkeypatch.setattr(jsonstream, "CHUNK_BYTES", chunk)  # small: the window moves many times
+    text = bom + FIXTURE.read_text(encoding="utf-8")
     doc = nodes()
     last = doc["items"][-1]["metadata"]["name"]
     broken = text.replace(f'"name": "{last}"', f'"name": "{last}",,')
     path = tmp_path / "n.json"
     path.write_text(broken, encoding="utf-8")
     line = next(i for i, s in enumerate(broken.splitlines(), 1) if ",," in s)
-    with pytest.raises(UserError, match=f"line {line} column"):
+    column = broken.splitlines()[line - 1].index(",,") + 2
+    with pytest.raises(UserError, match=f"line {line} column {column}: not JSON"):
         read_node_list(path, shipped)
 
 

@@ -2,14 +2,15 @@
 
 Why not ``json.load``: a real node list carries each node's ``status.images`` (the kubelet reports
 up to 50 image references per node, tens of KB), so a few thousand nodes make hundreds of MB, and
-``json.load`` would hold that text and the whole parsed tree at once. Here the text passes through
-a window of about a megabyte; every ``"images"`` array of flat objects is emptied before the
-decoder sees it (checked for shape, not parsed: nobody reads it); each item is decoded by the
-standard library's C decoder and handed over, so the caller keeps only what it needs.
+``json.load`` would hold that text and the whole parsed tree at once. Here the bytes pass through
+a window of about a megabyte; every ``"images"`` array of flat objects is emptied before it is even
+decoded (checked for shape, not parsed: nobody reads it); each item is decoded by the standard
+library's C decoder and handed over, so the caller keeps only what it needs.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -17,124 +18,165 @@ from typing import IO, Any
 
 from resolver.errors import UserError
 
-CHUNK_CHARS = 1 << 20  # one read; the window holds about this much beyond the current item
-_TAIL = 64  # characters held back, so that a key split between two reads is still recognised
-_MAX_SKIP_CHARS = 64 << 20  # an "images" array longer than this is left to the decoder
+CHUNK_BYTES = 1 << 20  # one read; the window holds about this much beyond the current item
+NEWLINE = b"\n"
+_TAIL = 64  # bytes held back, so that a key split between two reads is still recognised
+_MAX_SKIP_BYTES = 64 << 20  # a value longer than this is left to the decoder
 
-_IMAGES_KEY = re.compile(r'"images"\s{0,16}:\s{0,16}\[')
-_EMPTY_ARRAY = re.compile(r"\[\s*\]")
-_OBJECTS_END = re.compile(r"\}\s*\]")  # where an array of objects closes
-_BARE = " \t\r\n:,0123456789.eE+-aeflnrstu"  # whitespace, separators, numbers, true/false/null
-_DROP_BARE = str.maketrans("", "", _BARE)
-_FLAT_OBJECTS = re.compile(r"\[(?:\{(?:\[\])*\})*\]")  # [{..[..]..}, ...]: no deeper nesting
+# Skipped unread: the one big value of a node (other values cost less to decode than to check).
+_SKIP_KEY = re.compile(rb'"images"\s{0,16}:\s{0,16}[\[{]')
+_EMPTY = re.compile(rb"\[\s*\]|\{\s*\}")
+_OBJECTS_END = re.compile(rb"\}\s*\]")  # where an array of objects closes
+_BARE = b" \t\r\n:,0123456789.eE+-aeflnrstu"  # whitespace, separators, numbers, true/false/null
+_FLAT_OBJECTS = re.compile(rb"\[(?:\{(?:\[\])*\})*\]")  # [{..[..]..}, ...]: no deeper nesting
 
 
-def _flat_objects(segment: str) -> bool:
-    """Whether ``segment`` is exactly one array of flat objects (values: scalars, arrays of them).
+def _plain(segment: bytes) -> bool:
+    """Whether ``segment`` is exactly one array of flat objects, or one object of scalars.
 
     Without backslashes every quote delimits a string, so removing the strings leaves the
-    structure; its brackets must nest as ``[{[]...}...]``, which proves the segment ends where the
-    array ends (an early ``}]`` inside a string leaves an odd number of quotes).
+    structure; its brackets must nest as ``[{[]...}...]`` (or be ``{}``), which proves the segment
+    ends where the value ends (an early ``}`` inside a string leaves an odd number of quotes).
     """
-    if "\\" in segment:
+    if b"\\" in segment:
         return False
-    parts = segment.split('"')
+    parts = segment.split(b'"')
     if not len(parts) % 2:
         return False
-    return _FLAT_OBJECTS.fullmatch("".join(parts[0::2]).translate(_DROP_BARE)) is not None
+    shape = b"".join(parts[0::2]).translate(None, _BARE)
+    return shape == b"{}" or _FLAT_OBJECTS.fullmatch(shape) is not None
 
 
 class JsonStream:
-    """A window over a text file: top-level keys are read one by one, list items one at a time."""
+    """A window over a JSON file: top-level keys one by one, list items one at a time."""
 
-    def __init__(self, fh: IO[str], name: str, max_chars: int) -> None:
+    def __init__(self, fh: IO[bytes], name: str, max_bytes: int) -> None:
         self.fh = fh
         self.name = name
-        self.max_chars = max_chars
+        self.max_bytes = max_bytes
         self.text = ""  # decoded, filtered text; self.pos indexes it
         self.pos = 0
+        self.base = 0  # how many characters of filtered text were discarded before text[0]
+        # (filtered offset, file offset) where each decoded piece starts: errors name the line
+        self.anchors: list[tuple[int, int]] = [(0, 0)]
         self.eof = False
-        self.pending = ""  # read but not yet filtered
-        self.prev = ""  # the last character moved from pending to text
-        self.read_chars = 0
-        self.line_base = 1  # the line number of text[0]
-        self.dropped_arrays = 0
+        self.pending = b""  # read but not yet filtered
+        self.prev = b""  # the last byte moved from pending to text
+        self.read_bytes = 0
+        self.dropped_values = 0
         self._decoder = json.JSONDecoder()
 
     # -- reading and filtering ---------------------------------------------------------------
 
     def _more(self, want: int = 0) -> bool:
-        """Read (at least ``want`` more characters), filter, append; False once at the end."""
+        """Read (at least ``want`` more bytes), filter, append; False once at the end."""
         if self.eof:
             return False
-        chunk = self.fh.read(max(want, CHUNK_CHARS))
+        chunk = self.fh.read(max(want, CHUNK_BYTES))
         if chunk:
-            self.read_chars += len(chunk)
-            if self.read_chars > self.max_chars:
+            if not self.read_bytes:
+                chunk = self._start(chunk)
+            self.read_bytes += len(chunk)
+            if self.read_bytes > self.max_bytes:
                 cap = (
-                    f"{self.max_chars >> 20} MiB"
-                    if self.max_chars >= 1 << 20
-                    else f"{self.max_chars}-character"
+                    f"{self.max_bytes >> 20} MiB"
+                    if self.max_bytes >= 1 << 20
+                    else f"{self.max_bytes}-byte"
                 )
                 raise UserError(f"{self.name}: larger than the {cap} cap on node lists")
             self.pending += chunk
         else:
             self.eof = True
-        if self.pos > CHUNK_CHARS:  # drop what was consumed, keeping line numbers right
-            self.line_base += self.text.count("\n", 0, self.pos)
+        if self.pos > CHUNK_BYTES:  # drop what was consumed, anchored at the new start
+            at, raw = self.anchors[
+                bisect.bisect_right(self.anchors, (self.base + self.pos, 1 << 62)) - 1
+            ]
+            raw += len(self.text[at - self.base : self.pos].encode("utf-8"))
+            self.base += self.pos
             self.text = self.text[self.pos :]
             self.pos = 0
+            self.anchors = [(self.base, raw), *(a for a in self.anchors if a[0] > self.base)]
         self.text += self._filter()
         return True
 
+    def _start(self, chunk: bytes) -> bytes:
+        if chunk.startswith((b"\xff\xfe", b"\xfe\xff")):
+            raise UserError(
+                f"{self.name}: UTF-16 text (Windows PowerShell writes that): save it as UTF-8, "
+                "e.g. `kubectl get nodes -o json | Out-File -Encoding utf8 nodes.json`"
+            )
+        if chunk.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark: skipped
+            self.read_bytes = 3
+            self.anchors = [(0, 3)]
+            chunk = chunk[3:]
+        return chunk
+
     def _filter(self) -> str:
-        """Move pending text into the window, each complete ``"images": [...]`` emptied."""
+        """Move pending bytes into the window, decoded, each value nobody reads emptied."""
         p = self.pending
+        raw0 = self.read_bytes - len(p)  # the file offset of p[0]
+        offset = self.base + len(self.text)  # the filtered offset of what comes out next
         out: list[str] = []
         start = search = 0
         keep = max(0, len(p) - _TAIL) if not self.eof else len(p)
         while True:
-            m = _IMAGES_KEY.search(p, search)
+            m = _SKIP_KEY.search(p, search)
             if m is None:
                 break
             k = m.start()
-            if (p[k - 1] if k else self.prev) == "\\":  # inside a string: "\"images\": ["
+            if (p[k - 1 : k] if k else self.prev) == b"\\":  # inside a string: "\"images\": ["
                 search = k + 1
                 continue
             a = m.end() - 1
-            if _EMPTY_ARRAY.match(p, a):
+            if _EMPTY.match(p, a):
                 search = m.end()
                 continue
-            end = _OBJECTS_END.search(p, a, a + _MAX_SKIP_CHARS)
-            if end is None:
-                if self.eof or len(p) - a >= _MAX_SKIP_CHARS:
+            if p[a] == 0x5B:  # "[": an array of objects ends at "}]"
+                end_m = _OBJECTS_END.search(p, a, a + _MAX_SKIP_BYTES)
+                end = end_m.end() if end_m else -1
+            else:  # "{": a flat object ends at its first "}"
+                end = p.find(b"}", a, a + _MAX_SKIP_BYTES)
+                end = end + 1 if end >= 0 else -1
+            if end < 0:
+                if self.eof or len(p) - a >= _MAX_SKIP_BYTES:
                     search = m.end()  # leave it to the decoder
                     continue
-                keep = k  # wait for the rest of the array
+                keep = k  # wait for the rest of the value
                 break
-            segment = p[a : end.end()]
-            if _flat_objects(segment):
-                # The same number of newlines, so line numbers in messages stay right.
-                out += [p[start:a], "[", "\n" * segment.count("\n"), "]"]
-                start = search = end.end()
-                self.dropped_arrays += 1
+            if _plain(p[a:end]):
+                piece = p[start:a].decode("utf-8")
+                out.append(piece)
+                out.append("[]" if p[a] == 0x5B else "{}")
+                offset += len(piece) + 2
+                self.anchors.append((offset, raw0 + end))
+                self.dropped_values += 1
+                start = search = end
             else:
                 search = m.end()
         keep = max(keep, start)
-        out.append(p[start:keep])
+        while start < keep < len(p) and p[keep] & 0xC0 == 0x80:  # not inside a UTF-8 character
+            keep -= 1
+        out.append(p[start:keep].decode("utf-8"))
         self.pending = p[keep:]
-        text = "".join(out)
-        if text:
-            self.prev = text[-1]
-        return text
+        if keep:
+            self.prev = p[keep - 1 : keep]
+        return "".join(out)
 
     # -- tokens ----------------------------------------------------------------------------
 
     def fail(self, msg: str, pos: int | None = None) -> UserError:
-        at = self.pos if pos is None else pos
-        line = self.line_base + self.text.count("\n", 0, at)
-        column = at - self.text.rfind("\n", 0, at)
-        return UserError(f"{self.name}: line {line} column {column}: {msg}")
+        """An error naming the line and column in the file (read again: only errors need it)."""
+        at = self.base + (self.pos if pos is None else pos)
+        start, raw = self.anchors[bisect.bisect_right(self.anchors, (at, 1 << 62)) - 1]
+        raw += len(self.text[max(start - self.base, 0) : at - self.base].encode("utf-8"))
+        where = f"byte {raw + 1}"
+        if self.fh.seekable():
+            self.fh.seek(0)
+            head = self.fh.read(raw)
+            line_start = head.rfind(NEWLINE) + 1
+            column = len(head[line_start:].decode("utf-8", errors="replace")) + 1
+            where = f"line {head.count(NEWLINE) + 1} column {column}"
+        return UserError(f"{self.name}: {where}: {msg}")
 
     def _ws(self) -> None:
         while True:

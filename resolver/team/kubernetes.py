@@ -57,6 +57,23 @@ SHARING = "nvidia.com/gpu.sharing-strategy"
 REPLICAS = "nvidia.com/gpu.replicas"
 NVIDIA_PCI = "feature.node.kubernetes.io/pci-10de.present"  # Node Feature Discovery
 
+_READ = (  # every label a node's shape depends on (with MIG "mixed": also its profiles)
+    *ARCH,
+    *OS,
+    PRESENT,
+    PRODUCT,
+    COUNT,
+    CC_MAJOR,
+    CC_MINOR,
+    DRIVER_FULL,
+    *DRIVER_PARTS[0],
+    *DRIVER_PARTS[1],
+    MIG_STRATEGY,
+    SHARING,
+    REPLICAS,
+    NVIDIA_PCI,
+)
+
 PLATFORMS = {
     ("linux", "amd64"): "linux-x86_64",
     ("linux", "arm64"): "linux-aarch64",
@@ -99,7 +116,7 @@ def read_node_list(
             raise UserError(
                 f"{shown}: {size >> 20} MiB is over the {max_bytes >> 20} MiB cap on node lists"
             )
-        fh = open(path, encoding="utf-8", errors="strict")  # noqa: SIM115 (closed below)
+        fh = open(path, "rb")  # noqa: SIM115 (closed below)
     except FileNotFoundError:
         raise UserError(
             f"{shown}: no such file (expected `kubectl get nodes -o json` output)"
@@ -120,7 +137,7 @@ def read_node_list(
                     top[key] = stream.value()
             stream.finish()
     except UnicodeDecodeError as exc:
-        raise UserError(f"{shown}: not UTF-8 text (byte {exc.start} of a read)") from None
+        raise UserError(f"{shown}: not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
         raise UserError(f"{shown}: cannot read: {exc.strerror}") from None
     kind = top.get("kind")
@@ -151,6 +168,7 @@ class _Reader:
         self.names: set[str] = set()
         self.total = 0
         self._models: dict[str, tuple[str | None, tuple[int, int] | None]] = {}
+        self._shapes: dict[tuple[Any, ...], tuple[Shape, tuple[str, ...]]] = {}
 
     def fail(self, node: str, label: str, msg: str) -> UserError:
         return UserError(f"{self.shown}: node {node}: {label}: {msg}")
@@ -181,12 +199,28 @@ class _Reader:
             if labels.get(key) != wanted:
                 return
         self.names.add(name)
-        notes: list[str] = []
-        platform = self._platform(name, labels, item.get("status"))
-        shape = self._shape(name, labels, platform, notes)
-        self.machines.append((name, shape))
-        if notes:
-            self.notes[name] = tuple(notes)
+        # Nodes of one kind carry the same values in the labels read: work each kind out once.
+        status = item.get("status")
+        seen: tuple[Any, ...] | None = tuple(labels.get(k) for k in _READ)
+        if labels.get(MIG_STRATEGY) == "mixed":  # its per-profile labels are not in the key
+            seen = None
+        elif not (labels.get(ARCH[0]) and labels.get(OS[0])):
+            info = status.get("nodeInfo") if isinstance(status, dict) else None
+            if isinstance(info, dict):
+                seen = (*seen, info.get("architecture"), info.get("operatingSystem"))
+        try:
+            known = self._shapes.get(seen) if seen is not None else None
+        except TypeError:  # a label holding a list: the checks below say so
+            seen = known = None
+        if known is None:
+            notes: list[str] = []
+            platform = self._platform(name, labels, status)
+            known = (self._shape(name, labels, platform, notes), tuple(notes))
+            if seen is not None:
+                self._shapes[seen] = known
+        self.machines.append((name, known[0]))
+        if known[1]:
+            self.notes[name] = known[1]
 
     def _label(self, node: str, labels: dict[str, Any], key: str) -> str | None:
         value = labels.get(key)
