@@ -35,33 +35,38 @@ WEIGHTS = {
 
 
 def write_inventory(path: Path, nodes: int, images: int) -> None:
-    templates = {i["metadata"]["name"]: i for i in json.loads(FIXTURE.read_text())["items"]}
+    """The node list, written as kubectl writes it (4-space indents), one node at a time."""
+    templates = {}
+    for item in json.loads(FIXTURE.read_text())["items"]:
+        node = copy.deepcopy(item)
+        base = [i["names"][1] for i in node["status"]["images"]]
+        node["metadata"]["name"] = node["metadata"]["labels"]["kubernetes.io/hostname"] = "@NAME@"
+        node["status"]["images"] = "@IMAGES@"
+        text = json.dumps(node, indent=4).replace("\n", "\n        ")
+        templates[item["metadata"]["name"]] = (text, base)
     cycle = [name for name, w in WEIGHTS.items() for _ in range(w)]
+    pad = " " * 20
     with open(path, "w", encoding="utf-8") as fh:
         fh.write('{\n    "apiVersion": "v1",\n    "items": [\n')
         for n in range(nodes):
-            node = copy.deepcopy(templates[cycle[n % len(cycle)]])
+            text, base = templates[cycle[n % len(cycle)]]
             name = f"node-{n:05d}"
-            node["metadata"]["name"] = name
-            node["metadata"]["labels"]["kubernetes.io/hostname"] = name
-            base = node["status"]["images"]
-            node["status"]["images"] = [
-                {
-                    "names": [
-                        f"{base[k % len(base)]['names'][1]}-{k}@sha256:"
-                        + hashlib.sha256(f"{name}{k}".encode()).hexdigest(),
-                        f"{base[k % len(base)]['names'][1]}-{k}",
-                    ],
-                    "sizeBytes": 1_000_000 + 7919 * k,
-                }
-                for k in range(images)
-            ]
-            text = json.dumps(node, indent=4)
-            fh.write("        " + text.replace("\n", "\n        "))
+            entries = []
+            for k in range(images):
+                ref = f"{base[k % len(base)]}-{k}"
+                digest = hashlib.sha256(f"{name}{k}".encode()).hexdigest()
+                entries.append(
+                    f'{pad}{{\n{pad}    "names": [\n{pad}        "{ref}@sha256:{digest}",\n'
+                    f'{pad}        "{ref}"\n{pad}    ],\n'
+                    f'{pad}    "sizeBytes": {1_000_000 + 7919 * k}\n{pad}}}'
+                )
+            listed = "[\n" + ",\n".join(entries) + "\n" + " " * 16 + "]" if entries else "[]"
+            fh.write(
+                "        " + text.replace('"@NAME@"', f'"{name}"').replace('"@IMAGES@"', listed)
+            )
             fh.write(",\n" if n + 1 < nodes else "\n")
-        fh.write(
-            '    ],\n    "kind": "List",\n    "metadata": {\n        "resourceVersion": ""\n    }\n}\n'
-        )
+        fh.write('    ],\n    "kind": "List",\n    "metadata": {\n')
+        fh.write('        "resourceVersion": ""\n    }\n}\n')
 
 
 CHILD = """

@@ -64,6 +64,7 @@ class JsonStream:
         self.prev = b""  # the last byte moved from pending to text
         self.read_bytes = 0
         self.dropped_values = 0
+        self._closed_upto = 0  # items starting before this (filtered) offset are in the window
         self._decoder = json.JSONDecoder()
 
     # -- reading and filtering ---------------------------------------------------------------
@@ -247,9 +248,33 @@ class JsonStream:
             self.pos += 1
             return
         while True:
+            self._await_item()
             yield self.value()
             if self._expect(",]", "',' or ']'") == "]":
                 return
+
+    def _await_item(self) -> None:
+        """Read on until the item's closing brace is in the window, where the layout shows it.
+
+        Only an economy: a decode that fails at the window's edge is retried with more text
+        anyway, but each failure costs a count over the whole window (the decoder's error
+        message). Indented output (kubectl's, jq's) closes an item on a line indented like its
+        opening brace.
+        """
+        if self._peek() != "{" or self.base + self.pos < self._closed_upto:
+            return
+        line = self.text.rfind("\n", 0, self.pos) + 1
+        indent = self.text[line : self.pos]
+        if not indent or indent.strip(" "):
+            return  # another layout: just try
+        closing = "\n" + indent + "}"
+        while True:
+            # The last item closed in the window: every item before it is complete too.
+            last = self.text.rfind(closing, self.pos)
+            if last >= 0 or self.eof or len(self.text) - self.pos >= 4 * CHUNK_BYTES:
+                self._closed_upto = self.base + last
+                return
+            self._more()
 
     def finish(self) -> None:
         if self._peek():

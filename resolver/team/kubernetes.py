@@ -201,7 +201,7 @@ class _Reader:
         self.names.add(name)
         # Nodes of one kind carry the same values in the labels read: work each kind out once.
         status = item.get("status")
-        seen: tuple[Any, ...] | None = tuple(labels.get(k) for k in _READ)
+        seen: tuple[Any, ...] | None = tuple(map(labels.get, _READ))
         if labels.get(MIG_STRATEGY) == "mixed":  # its per-profile labels are not in the key
             seen = None
         elif not (labels.get(ARCH[0]) and labels.get(OS[0])):
