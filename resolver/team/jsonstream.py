@@ -24,27 +24,36 @@ _TAIL = 64  # bytes held back, so that a key split between two reads is still re
 _MAX_SKIP_BYTES = 64 << 20  # a value longer than this is left to the decoder
 
 # Skipped unread: the one big value of a node (other values cost less to decode than to check).
-_SKIP_KEY = re.compile(rb'"images"\s{0,16}:\s{0,16}[\[{]')
-_EMPTY = re.compile(rb"\[\s*\]|\{\s*\}")
+_SKIP_KEY = re.compile(rb'"images"\s{0,16}:\s{0,16}\[')
+_EMPTY = re.compile(rb"\[\s*\]")
 _OBJECTS_END = re.compile(rb"\}\s*\]")  # where an array of objects closes
-_BARE = b" \t\r\n:,0123456789.eE+-aeflnrstu"  # whitespace, separators, numbers, true/false/null
-_FLAT_OBJECTS = re.compile(rb"\[(?:\{(?:\[\])*\})*\]")  # [{..[..]..}, ...]: no deeper nesting
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')  # deleted by translate
+_MAX_DEPTH = 4  # deeper arrays are left to the decoder
 
 
 def _plain(segment: bytes) -> bool:
-    """Whether ``segment`` is exactly one array of flat objects, or one object of scalars.
+    """Whether ``segment`` is exactly one array whose brackets close where it ends.
 
-    Without backslashes every quote delimits a string, so removing the strings leaves the
-    structure; its brackets must nest as ``[{[]...}...]`` (or be ``{}``), which proves the segment
-    ends where the value ends (an early ``}`` inside a string leaves an odd number of quotes).
+    Without backslashes every quote delimits a string. Keeping only quotes and brackets, a string
+    without brackets shrinks to ``""`` and drops out; the brackets left must be balanced inside
+    the outer pair (an image record nests three deep: ``[{[]}...]``), which proves the segment
+    ends where the array ends. A string holding a bracket keeps a quote and fails the check, as
+    does a segment cut inside a string (an odd quote).
     """
     if b"\\" in segment:
         return False
-    parts = segment.split(b'"')
-    if not len(parts) % 2:
+    shape = segment.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    if shape[:1] != b"[" or shape[-1:] != b"]":
         return False
-    shape = b"".join(parts[0::2]).translate(None, _BARE)
-    return shape == b"{}" or _FLAT_OBJECTS.fullmatch(shape) is not None
+    inner = shape[1:-1]
+    for _ in range(_MAX_DEPTH):
+        if not inner:
+            return True
+        size = len(inner)
+        inner = inner.replace(b"[]", b"").replace(b"{}", b"")
+        if len(inner) == size:
+            return False
+    return not inner
 
 
 class JsonStream:
@@ -132,12 +141,8 @@ class JsonStream:
             if _EMPTY.match(p, a):
                 search = m.end()
                 continue
-            if p[a] == 0x5B:  # "[": an array of objects ends at "}]"
-                end_m = _OBJECTS_END.search(p, a, a + _MAX_SKIP_BYTES)
-                end = end_m.end() if end_m else -1
-            else:  # "{": a flat object ends at its first "}"
-                end = p.find(b"}", a, a + _MAX_SKIP_BYTES)
-                end = end + 1 if end >= 0 else -1
+            found = _OBJECTS_END.search(p, a, a + _MAX_SKIP_BYTES)  # "}]": objects end
+            end = found.end() if found else -1
             if end < 0:
                 if self.eof or len(p) - a >= _MAX_SKIP_BYTES:
                     search = m.end()  # leave it to the decoder
@@ -147,7 +152,7 @@ class JsonStream:
             if _plain(p[a:end]):
                 piece = p[start:a].decode("utf-8")
                 out.append(piece)
-                out.append("[]" if p[a] == 0x5B else "{}")
+                out.append("[]")
                 offset += len(piece) + 2
                 self.anchors.append((offset, raw0 + end))
                 self.dropped_values += 1
