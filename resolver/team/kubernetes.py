@@ -201,17 +201,18 @@ class _Reader:
         self.names.add(name)
         # Nodes of one kind carry the same values in the labels read: work each kind out once.
         status = item.get("status")
-        seen: tuple[Any, ...] | None = tuple(map(labels.get, _READ))
-        if labels.get(MIG_STRATEGY) == "mixed":  # its per-profile labels are not in the key
-            seen = None
-        elif not (labels.get(ARCH[0]) and labels.get(OS[0])):
+        facts: tuple[Any, ...] = tuple(map(labels.get, _READ))
+        if not (labels.get(ARCH[0]) and labels.get(OS[0])):
             info = status.get("nodeInfo") if isinstance(status, dict) else None
             if isinstance(info, dict):
-                seen = (*seen, info.get("architecture"), info.get("operatingSystem"))
+                facts = (*facts, info.get("architecture"), info.get("operatingSystem"))
+        # With MIG "mixed", the per-profile labels are not in the key: no reuse.
+        seen = None if labels.get(MIG_STRATEGY) == "mixed" else facts
+        known: tuple[Shape, tuple[str, ...]] | None = None
         try:
             known = self._shapes.get(seen) if seen is not None else None
         except TypeError:  # a label holding a list: the checks below say so
-            seen = known = None
+            seen = None
         if known is None:
             notes: list[str] = []
             platform = self._platform(name, labels, status)
