@@ -176,12 +176,19 @@ class JsonStream:
         start, raw = self.anchors[bisect.bisect_right(self.anchors, (at, 1 << 62)) - 1]
         raw += len(self.text[max(start - self.base, 0) : at - self.base].encode("utf-8"))
         where = f"byte {raw + 1}"
-        if self.fh.seekable():
+        if self.fh.seekable():  # count the lines up to it, a chunk at a time
             self.fh.seek(0)
-            head = self.fh.read(raw)
-            line_start = head.rfind(NEWLINE) + 1
-            column = len(head[line_start:].decode("utf-8", errors="replace")) + 1
-            where = f"line {head.count(NEWLINE) + 1} column {column}"
+            lines, column, done = 1, 1, 0
+            while done < raw:
+                chunk = self.fh.read(min(CHUNK_BYTES, raw - done))
+                if not chunk:
+                    break
+                done += len(chunk)
+                lines += chunk.count(NEWLINE)
+                cut = chunk.rfind(NEWLINE)
+                text = chunk[cut + 1 :].decode("utf-8", errors="replace")
+                column = len(text) + 1 if cut >= 0 else column + len(text)
+            where = f"line {lines} column {column}"
         return UserError(f"{self.name}: {where}: {msg}")
 
     def _ws(self) -> None:
