@@ -1,11 +1,12 @@
 """Read a large JSON list (`kubectl get nodes -o json`) one item at a time, within a size cap.
 
 Why not ``json.load``: a real node list carries each node's ``status.images`` (the kubelet reports
-up to 50 image references per node, tens of KB), so a few thousand nodes make hundreds of MB, and
-``json.load`` would hold that text and the whole parsed tree at once. Here the bytes pass through
-a window of about a megabyte; every ``"images"`` array of flat objects is emptied before it is even
-decoded (checked for shape, not parsed: nobody reads it); each item is decoded by the standard
-library's C decoder and handed over, so the caller keeps only what it needs.
+50 image references per node by default, ``nodeStatusMaxImages``: tens of KB), so a few thousand
+nodes make hundreds of MB, and ``json.load`` would hold that text and the whole parsed tree at
+once. Here the bytes pass through a window of about a megabyte; every ``"images"`` array is
+emptied before it is even decoded (its brackets checked, its content never parsed: nobody reads
+it); each item is decoded by the standard library's C decoder and handed over, so the caller keeps
+only what it needs.
 """
 
 from __future__ import annotations
