@@ -32,7 +32,7 @@ class Unlock:
     variants: tuple[str, ...]  # the build chosen per platform ("cu132")
     upgrades: tuple[Upgrade, ...]
     blocker: str | None = None  # why no driver upgrade is enough
-    unconfirmed: bool = False  # it runs already, but an arch list rests on a secondary source
+    unconfirmed: bool = False  # an architecture list of the builds rests on a secondary source
 
 
 def unlocks(fleet: FleetDecision, counts: Mapping[str, int]) -> list[Unlock]:
@@ -118,7 +118,8 @@ def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Un
             if why is not None:
                 blockers.append(why)
                 continue
-            cost = (sum(u.machines for u in needs), tuple(-p for p in cuda))
+            # Fewest machines to upgrade, then a confirmed build, then the newest CUDA.
+            cost = (sum(u.machines for u in needs), not confirmed, tuple(-p for p in cuda))
             options.append((cost, variant, needs, confirmed))
         if not options:
             blocker = min(blockers)[2] if blockers else f"no torch {version} build for {platform}"
@@ -133,7 +134,7 @@ def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Un
         tuple(variants),
         tuple(sorted(upgrades.values(), key=lambda u: (driver_key(u.needed), u.member))),
         None,
-        unconfirmed and not upgrades,
+        unconfirmed,
     )
 
 
@@ -151,9 +152,11 @@ def sentence(u: Unlock, noun: str = "machine") -> str:
     builds = "/".join(dict.fromkeys(u.variants))
     if u.blocker is not None:
         return f"torch {u.torch}: no driver upgrade is enough — {u.blocker}"
+    doubt = " (an architecture list rests on a secondary source)" if u.unconfirmed else ""
     if not u.upgrades:
-        tail = " (an architecture list rests on a secondary source; `allow_unconfirmed: true`)"
-        return f"torch {u.torch} ({builds}) already runs everywhere{tail if u.unconfirmed else ''}"
+        if u.unconfirmed:
+            doubt = doubt[:-1] + "; `allow_unconfirmed: true` takes it)"
+        return f"torch {u.torch} ({builds}) already runs everywhere{doubt}"
     parts = []
     for need in sorted({x.needed for x in u.upgrades}, key=driver_key):
         these = [x for x in u.upgrades if x.needed == need]
@@ -163,4 +166,4 @@ def sentence(u: Unlock, noun: str = "machine") -> str:
             for x in these
         )
         parts.append(f"the {total} {noun}{'s' if total != 1 else ''} of {who} to driver ≥ {need}")
-    return f"upgrading {'; '.join(parts)} would allow torch {u.torch} ({builds}) everywhere"
+    return f"upgrading {'; '.join(parts)} would allow torch {u.torch} ({builds}) everywhere{doubt}"
