@@ -430,7 +430,8 @@ def test_detect_folder_groups_machines_by_shape(
     report = (tmp_path / "cluster" / "report.md").read_text()
     assert "| lab-geforce-gtx-1080-ti-560.35.03 | 3 |" in report
     assert "laptop-1, laptop-2, laptop-3" in report
-    assert "4 machines in 2 groups" in report or "3 machines in 1 group" in report
+    assert "4 machines in 2 groups of identical hardware and driver, from `fleet/`" in report
+    assert "| lab-h100-80gb-hbm3-580.159.04 | 1 |" in report
 
 
 def test_detect_folder_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
