@@ -185,6 +185,18 @@ def test_only_the_deprecated_driver_labels(shipped: Catalog, tmp_path: Path) -> 
     assert one(shipped, tmp_path, node).driver == "535.104.05"
 
 
+def test_old_driver_labels_with_an_empty_revision(shipped: Catalog, tmp_path: Path) -> None:
+    node = without(by_name(nodes(), "a100-01"), "nvidia.com/cuda.driver")
+    labels(node).update(
+        {
+            "nvidia.com/cuda.driver.major": "455",
+            "nvidia.com/cuda.driver.minor": "06",
+            "nvidia.com/cuda.driver.rev": "",
+        }
+    )
+    assert one(shipped, tmp_path, node).driver == "455.06"
+
+
 def test_split_new_driver_labels_and_an_empty_revision(shipped: Catalog, tmp_path: Path) -> None:
     node = without(by_name(nodes(), "h100-01"), "nvidia.com/cuda.driver")
     labels(node).update(
@@ -280,6 +292,8 @@ def test_compute_labels_missing_uses_the_model(shipped: Catalog, tmp_path: Path)
     listed = read_node_list(write_list(tmp_path / "n.json", [node]), shipped)
     assert listed.machines[0][1].gpus[0].cc == (8, 0)
     assert "compute capability from the model name" in listed.notes["a100-01"][0]
+    labels(node)["nvidia.com/gpu.product"] = "A100-SXM4-40GB"  # an older driver's NVML name
+    assert one(shipped, tmp_path, node).gpus[0].cc == (8, 0)
     labels(node)["nvidia.com/gpu.product"] = "NVIDIA-Quantum-Accelerator-9000"
     with pytest.raises(UserError, match=r"node a100-01: nvidia.com/gpu.product: .* not a GPU"):
         one(shipped, tmp_path, node)
