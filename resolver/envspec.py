@@ -26,6 +26,10 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
         detect: hosts/laptop.json    # `gpuresolve detect --json` output, relative to this file
       - name: ci-runners
         no_gpu: true                 # no NVIDIA GPU (not with driver or gpus)
+      - name: prod                   # a prefix here: one target per machine shape
+        kubernetes: nodes.json       # `kubectl get nodes -o json`, read through GFD's labels
+        selector: {nvidia.com/gpu.present: "true"}   # optional: label: value, all must match
+      - detect: fleet/               # a folder of `detect --json` files: one target per shape
 
 Every error names the file and the key (and, for YAML syntax, the line); nothing is written then.
 """
@@ -35,12 +39,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import PLATFORMS, Catalog
 from resolver.errors import UserError
 from resolver.readers.bounded import SPEC_LIMIT, load_yaml, read_text
 from resolver.solve import Request, Target
+
+if TYPE_CHECKING:
+    from resolver.team.shapes import ShapeGroup
 
 TOP_KEYS = {
     "name",
@@ -58,6 +65,7 @@ TOP_KEYS = {
 SPLIT_VALUES = ("auto", "true", "false")
 PACKAGE_KEYS = {"torch", "with", "pip"}
 TARGET_KEYS = {"name", "count", "platform", "driver", "gpus", "no_gpu", "detect"}
+TARGET_KEYS |= {"kubernetes", "selector"}  # many machines: resolver/team/expand.py
 RESERVED_PIP = {"torch", "torchvision", "torchaudio"}
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the output folder's name: no "/", ".."
 
@@ -67,6 +75,7 @@ class FleetMember:
     target: Target
     count: int = 1
     source: str = "described"  # or the detect file's path as written in the spec
+    group: ShapeGroup | None = None  # the machines of a `kubernetes:` or `detect: DIR/` shape
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,7 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
         python_version,
         target_from_profile,
     )
+    from resolver.team.expand import expand_entry, is_many
 
     spec_path = Path(path)
     s = _Spec(spec_path)
@@ -201,6 +211,17 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
     for i, raw in enumerate(raw_targets):
         key = f"targets[{i}]"
         t = s.mapping(raw, key, TARGET_KEYS)
+        if is_many(t, spec_path.parent):  # a cluster or a folder: one member per machine shape
+            for member in expand_entry(spec_path, t, key, catalog, python):
+                gname = member.target.name or ""
+                if not SAFE_NAME.match(gname) or gname in names:
+                    why = "is used twice" if gname in names else "is not a folder name"
+                    raise s.fail(f"{key}.name", f"the group name {gname!r} {why}")
+                names.add(gname)
+                members.append(member)
+            continue
+        if "selector" in t:
+            raise s.fail(f"{key}.selector", "only with `kubernetes:` (a node list)")
         tname = s.string(t.get("name"), f"{key}.name") if "name" in t else f"target-{i + 1}"
         if not SAFE_NAME.match(tname):  # `lock --split` names a group's folder after a target
             raise s.fail(f"{key}.name", f"{tname!r}: letters, digits, '.', '_' and '-' only")

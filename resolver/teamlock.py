@@ -142,6 +142,7 @@ def lock_team(
                 counts,
                 label or None,
                 options.pytorch_index,
+                [m.group for m in spec.members if m.group is not None],
             )
         )
         if not decision.ok:

@@ -6,12 +6,16 @@ Deterministic (no timestamps, stable order), so `lock --check` can compare it by
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
 from resolver.fleet import FleetDecision
 from resolver.render import describe_build, index_url
 from resolver.solve import Candidate, Decision, Target
 from resolver.versions import cc_sm
+
+if TYPE_CHECKING:
+    from resolver.team.shapes import ShapeGroup
 
 
 def _target_cell(t: Target) -> str:
@@ -45,8 +49,13 @@ def render_report(
     counts: dict[str, int],
     group_label: str | None = None,
     pytorch_index: str | None = None,
+    groups: Sequence[ShapeGroup] = (),
 ) -> str:
-    """Markdown: the selected set, a target × build × why table, alternatives and hints."""
+    """Markdown: the selected set, a target × build × why table, alternatives and hints.
+
+    ``groups`` (targets read from a cluster or a folder of detect files) add the machine groups
+    and what a driver upgrade would change.
+    """
     lines = [f"# {title}" + (f" — {group_label}" if group_label else ""), ""]
     if description:
         lines += [description, ""]
@@ -97,6 +106,10 @@ def render_report(
             build, why = f"(alone: {_own_best(d)})", "; ".join(_reasons(d))
         lines.append(f"| {name} | {counts.get(name, 1)} | {_target_cell(t)} | {build} | {why} |")
     lines.append("")
+    if groups:
+        from resolver.writers.cluster_report import cluster_sections
+
+        lines += cluster_sections(fleet, groups, counts)
     if fleet.alternatives:
         lines += ["## Alternatives", ""]
         lines += [f"- torch {v} also runs on every target" for v in fleet.alternatives]

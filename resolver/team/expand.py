@@ -1,0 +1,95 @@
+"""Spec target entries that stand for many machines: `kubernetes: FILE` and `detect: DIR/`.
+
+Each expands into one fleet member per machine shape, named from the shape (after the entry's
+optional ``name:`` prefix), with ``count`` = its number of machines and the machine names kept for
+the report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from resolver.catalog import Catalog
+from resolver.errors import UserError
+from resolver.team.shapes import ShapeGroup, detect_dir_machines, group
+
+if TYPE_CHECKING:
+    from resolver.envspec import FleetMember
+
+KUBERNETES_KEYS = {"kubernetes", "selector", "name"}
+DETECT_DIR_KEYS = {"detect", "name"}
+
+
+def is_many(entry: dict[str, Any], spec_dir: Path) -> bool:
+    """Whether a target entry stands for many machines (a node list or a folder of detect files)."""
+    if "kubernetes" in entry:
+        return True
+    detect = entry.get("detect")
+    return isinstance(detect, str) and bool(detect.strip()) and (spec_dir / detect).is_dir()
+
+
+def expand_entry(
+    spec_path: Path, entry: dict[str, Any], key: str, catalog: Catalog, python: str
+) -> list[FleetMember]:
+    """The fleet members of one entry; every problem is one UserError naming the spec and key."""
+    from resolver.envspec import FleetMember
+
+    def fail(sub: str, msg: str) -> UserError:
+        return UserError(f"{spec_path}: {key}.{sub}: {msg}")
+
+    kind = "kubernetes" if "kubernetes" in entry else "detect"
+    allowed = KUBERNETES_KEYS if kind == "kubernetes" else DETECT_DIR_KEYS
+    extra = sorted(str(k) for k in entry if k not in allowed)
+    if extra:
+        what = "a node list" if kind == "kubernetes" else "a folder of detect files"
+        counted = " (it counts the machines)" if extra[0] == "count" else ""
+        raise fail(extra[0], f"not with `{kind}:`: {what} describes the machines{counted}")
+    rel = entry[kind]
+    if not isinstance(rel, str) or not rel.strip():
+        raise fail(kind, "expected a path relative to the spec")
+    rel = rel.strip()
+    prefix = entry.get("name")
+    if prefix is not None and (not isinstance(prefix, str) or not prefix.strip()):
+        raise fail("name", "expected a string (the prefix of the group names)")
+    path = spec_path.parent / rel
+    try:
+        if kind == "kubernetes":
+            groups = _kubernetes(path, rel, entry.get("selector"), catalog, prefix, fail)
+        else:
+            groups = group(
+                detect_dir_machines(catalog, path), source=rel, prefix=prefix and prefix.strip()
+            )
+    except UserError as exc:
+        raise fail(kind, str(exc)) from None
+    return [FleetMember(g.shape.target(python, g.name), g.count, rel, g) for g in groups]
+
+
+def _kubernetes(
+    path: Path,
+    rel: str,
+    selector: Any,
+    catalog: Catalog,
+    prefix: str | None,
+    fail: Any,
+) -> list[ShapeGroup]:
+    from resolver.team.kubernetes import read_node_list
+
+    wanted: dict[str, str] = {}
+    if selector is not None:
+        if not isinstance(selector, dict) or not selector:
+            raise fail("selector", "expected a mapping of label: value (all must match)")
+        for label, value in selector.items():
+            if isinstance(value, bool):  # `nvidia.com/gpu.present: true`: labels are strings
+                value = "true" if value else "false"
+            elif isinstance(value, int):
+                value = str(value)
+            if not isinstance(label, str) or not isinstance(value, str):
+                raise fail(f"selector.{label}", f"expected a string value, got {value!r}")
+            wanted[label] = value
+    if not path.is_file():
+        raise fail("kubernetes", f"no such file: {rel} (write it with `kubectl get nodes -o json`)")
+    nodes = read_node_list(path, catalog, wanted, shown=rel)
+    return group(
+        nodes.machines, source=rel, prefix=prefix and prefix.strip(), notes=nodes.notes, unit="node"
+    )

@@ -1,0 +1,403 @@
+"""A Kubernetes cluster as a fleet: `kubectl get nodes -o json`, read through GPU Feature Discovery.
+
+NVIDIA's GPU Feature Discovery (GFD; part of the GPU Operator and of the k8s-device-plugin) labels
+each GPU node. What is read, and why (label names and formats from NVIDIA/k8s-device-plugin
+``internal/lm``: ``nvml.go``, ``resource.go``, ``mig-strategy.go``):
+
+- platform: ``kubernetes.io/arch`` and ``kubernetes.io/os`` (else ``status.nodeInfo``);
+- GPU model: ``nvidia.com/gpu.product``, the NVML name with spaces written as ``-``; MIG appends
+  ``-MIG-<profile>`` (``-MIG-INVALID`` for a rejected layout), sharing appends ``-SHARED``; both
+  are stripped before the database lookup and reported;
+- compute capability: ``nvidia.com/gpu.compute.major`` / ``.minor`` (authoritative; else the
+  model's, from the database);
+- GPU count: ``nvidia.com/gpu.count`` (under the MIG "single" strategy: MIG devices, not GPUs);
+- driver: ``nvidia.com/cuda.driver-version.full``, else ``cuda.driver-version.major/minor/
+  revision``, else the deprecated ``cuda.driver.major/minor/rev`` (every GFD release writes them);
+- MIG: ``nvidia.com/mig.strategy`` and, for "mixed", ``nvidia.com/mig-<profile>.count``;
+- sharing: ``nvidia.com/gpu.sharing-strategy`` and ``nvidia.com/gpu.replicas``.
+
+A node without NVIDIA labels is a CPU machine. Any label read that holds nonsense is one error
+naming the node and the label; nothing is written then.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from resolver.catalog import Catalog
+from resolver.errors import UserError
+from resolver.team.jsonstream import JsonStream
+from resolver.team.shapes import Shape, ShapeGpu
+
+# `kubectl get nodes -o json` is tens of KB a node (status.images): 2 GiB is ~50,000 nodes.
+MAX_NODE_LIST_BYTES = 2 << 30
+
+ARCH = ("kubernetes.io/arch", "beta.kubernetes.io/arch")
+OS = ("kubernetes.io/os", "beta.kubernetes.io/os")
+PRESENT = "nvidia.com/gpu.present"
+PRODUCT = "nvidia.com/gpu.product"
+COUNT = "nvidia.com/gpu.count"
+CC_MAJOR = "nvidia.com/gpu.compute.major"
+CC_MINOR = "nvidia.com/gpu.compute.minor"
+DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
+DRIVER_PARTS = (
+    (
+        "nvidia.com/cuda.driver-version.major",
+        "nvidia.com/cuda.driver-version.minor",
+        "nvidia.com/cuda.driver-version.revision",
+    ),
+    ("nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev"),
+)
+MIG_STRATEGY = "nvidia.com/mig.strategy"
+SHARING = "nvidia.com/gpu.sharing-strategy"
+REPLICAS = "nvidia.com/gpu.replicas"
+NVIDIA_PCI = "feature.node.kubernetes.io/pci-10de.present"  # Node Feature Discovery
+
+_READ = (  # every label a node's shape depends on (with MIG "mixed": also its profiles)
+    *ARCH,
+    *OS,
+    PRESENT,
+    PRODUCT,
+    COUNT,
+    CC_MAJOR,
+    CC_MINOR,
+    DRIVER_FULL,
+    *DRIVER_PARTS[0],
+    *DRIVER_PARTS[1],
+    MIG_STRATEGY,
+    SHARING,
+    REPLICAS,
+    NVIDIA_PCI,
+)
+
+PLATFORMS = {
+    ("linux", "amd64"): "linux-x86_64",
+    ("linux", "arm64"): "linux-aarch64",
+    ("windows", "amd64"): "windows-x86_64",
+}
+
+_NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")  # a DNS subdomain
+_PRODUCT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")  # GFD's sanitised name, <= 63
+_MIG_SUFFIX = re.compile(r"-MIG-([A-Za-z0-9._-]{1,40})$")
+_DRIVER = re.compile(r"^\d{2,4}\.\d{1,4}(\.\d{1,4})?$")
+_DRIVER_PART = re.compile(r"^\d{1,4}$")
+_SMALL_INT = re.compile(r"^\d{1,6}$")
+_WORD = re.compile(r"^[a-z][a-z-]{0,31}$")
+_SHARING_VALUE = re.compile(r"^(|[a-z][a-z-]{0,31})$")
+_REVISION = re.compile(r"^\d{0,4}$")
+_MIG_COUNT_KEY = re.compile(r"^nvidia\.com/mig-([0-9a-z.+_-]{1,40})\.count$")
+
+
+@dataclass(frozen=True)
+class NodeList:
+    """The nodes of one `kubernetes:` entry that pass its selector, as (name, shape)."""
+
+    machines: list[tuple[str, Shape]]
+    notes: dict[str, tuple[str, ...]]  # node -> what the report should say about it
+    total: int  # nodes in the file, before the selector
+
+
+def read_node_list(
+    path: Path,
+    catalog: Catalog,
+    selector: Mapping[str, str] | None = None,
+    shown: str | None = None,
+    max_bytes: int = MAX_NODE_LIST_BYTES,
+) -> NodeList:
+    """Read `kubectl get nodes -o json` (a List of Nodes, or one Node) into node shapes."""
+    shown = shown or str(path)
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise UserError(
+                f"{shown}: {size >> 20} MiB is over the {max_bytes >> 20} MiB cap on node lists"
+            )
+        fh = open(path, "rb")  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        raise UserError(
+            f"{shown}: no such file (expected `kubectl get nodes -o json` output)"
+        ) from None
+    except OSError as exc:
+        raise UserError(f"{shown}: cannot read: {exc.strerror}") from None
+    reader = _Reader(catalog, selector or {}, shown)
+    try:
+        with fh:
+            stream = JsonStream(fh, shown, max_bytes)
+            top: dict[str, Any] = {}
+            for key in stream.object_keys():
+                if key == "items":
+                    for item in stream.array_items():
+                        reader.add(item)
+                    top["items"] = True
+                else:
+                    top[key] = stream.value()
+            stream.finish()
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{shown}: not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise UserError(f"{shown}: cannot read: {exc.strerror}") from None
+    kind = top.get("kind")
+    if kind == "Node" and "items" not in top:  # `kubectl get node NAME -o json`
+        reader.add(top)
+    elif kind not in ("List", "NodeList") or "items" not in top:
+        what = f"kind {kind!r}" if isinstance(kind, str) else "no kind"
+        raise UserError(
+            f"{shown}: not a node list ({what}); write it with `kubectl get nodes -o json`"
+        )
+    if reader.total == 0:
+        raise UserError(f"{shown}: the node list is empty")
+    if not reader.machines:
+        wanted = ", ".join(f"{k}={v}" for k, v in sorted((selector or {}).items()))
+        raise UserError(f"{shown}: none of its {reader.total} nodes matches the selector {wanted}")
+    return NodeList(reader.machines, reader.notes, reader.total)
+
+
+class _Reader:
+    """Turns each node into (name, shape) as the stream hands it over; keeps nothing else."""
+
+    def __init__(self, catalog: Catalog, selector: Mapping[str, str], shown: str) -> None:
+        self.catalog = catalog
+        self.selector = selector
+        self.shown = shown
+        self.machines: list[tuple[str, Shape]] = []
+        self.notes: dict[str, tuple[str, ...]] = {}
+        self.names: set[str] = set()
+        self.total = 0
+        self._models: dict[str, tuple[str | None, tuple[int, int] | None]] = {}
+        self._shapes: dict[tuple[Any, ...], tuple[Shape, tuple[str, ...]]] = {}
+
+    def fail(self, node: str, label: str, msg: str) -> UserError:
+        return UserError(f"{self.shown}: node {node}: {label}: {msg}")
+
+    def add(self, item: Any) -> None:
+        where = f"items[{self.total}]"
+        self.total += 1
+        if not isinstance(item, dict):
+            raise UserError(f"{self.shown}: {where}: expected a Node object")
+        kind = item.get("kind")
+        if kind is not None and kind != "Node":
+            raise UserError(
+                f"{self.shown}: {where} is a {kind!r}, not a Node: "
+                "write the list with `kubectl get nodes -o json`"
+            )
+        meta = item.get("metadata")
+        if not isinstance(meta, dict):
+            raise UserError(f"{self.shown}: {where}: no metadata")
+        name = meta.get("name")
+        if not isinstance(name, str) or not _NODE_NAME.fullmatch(name):
+            raise UserError(f"{self.shown}: {where}: metadata.name: not a node name: {name!r}")
+        if name in self.names:
+            raise UserError(f"{self.shown}: node {name} is listed twice")
+        labels = meta.get("labels") or {}
+        if not isinstance(labels, dict):
+            raise self.fail(name, "metadata.labels", "expected an object of strings")
+        for key, wanted in self.selector.items():
+            if labels.get(key) != wanted:
+                return
+        self.names.add(name)
+        # Nodes of one kind carry the same values in the labels read: work each kind out once.
+        status = item.get("status")
+        facts: tuple[Any, ...] = tuple(map(labels.get, _READ))
+        if not (labels.get(ARCH[0]) and labels.get(OS[0])):
+            info = status.get("nodeInfo") if isinstance(status, dict) else None
+            if isinstance(info, dict):
+                facts = (*facts, info.get("architecture"), info.get("operatingSystem"))
+        # With MIG "mixed", the per-profile labels are not in the key: no reuse.
+        seen = None if labels.get(MIG_STRATEGY) == "mixed" else facts
+        known: tuple[Shape, tuple[str, ...]] | None = None
+        try:
+            known = self._shapes.get(seen) if seen is not None else None
+        except TypeError:  # a label holding a list: the checks below say so
+            seen = None
+        if known is None:
+            notes: list[str] = []
+            platform = self._platform(name, labels, status)
+            known = (self._shape(name, labels, platform, notes), tuple(notes))
+            if seen is not None:
+                self._shapes[seen] = known
+        self.machines.append((name, known[0]))
+        if known[1]:
+            self.notes[name] = known[1]
+
+    def _label(self, node: str, labels: dict[str, Any], key: str) -> str | None:
+        value = labels.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self.fail(node, key, f"expected a string, got {value!r}")
+        return value
+
+    def _match(
+        self, node: str, labels: dict[str, Any], key: str, pattern: re.Pattern[str]
+    ) -> str | None:
+        value = self._label(node, labels, key)
+        if value is not None and not pattern.fullmatch(value):
+            raise self.fail(node, key, f"unexpected value {value!r}")
+        return value
+
+    def _platform(self, node: str, labels: dict[str, Any], status: Any) -> str:
+        info = status.get("nodeInfo") if isinstance(status, dict) else None
+        info = info if isinstance(info, dict) else {}
+        arch_key = next((k for k in ARCH if k in labels), None)
+        os_key = next((k for k in OS if k in labels), None)
+        arch = self._label(node, labels, arch_key) if arch_key else info.get("architecture")
+        os_ = self._label(node, labels, os_key) if os_key else info.get("operatingSystem")
+        arch_key = arch_key or "status.nodeInfo.architecture"
+        os_key = os_key or "status.nodeInfo.operatingSystem"
+        if not isinstance(arch, str):
+            raise self.fail(
+                node, "kubernetes.io/arch", "missing (and no status.nodeInfo.architecture)"
+            )
+        if not isinstance(os_, str):
+            raise self.fail(
+                node, "kubernetes.io/os", "missing (and no status.nodeInfo.operatingSystem)"
+            )
+        platform = PLATFORMS.get((os_, arch))
+        if platform is None:
+            key, value = (os_key, os_) if os_ not in ("linux", "windows") else (arch_key, arch)
+            raise self.fail(
+                node,
+                key,
+                f"{value!r}: gpuresolve locks linux amd64/arm64 and windows amd64 nodes "
+                "(leave this node out with `selector:`)",
+            )
+        return platform
+
+    def _shape(self, node: str, labels: dict[str, Any], platform: str, notes: list[str]) -> Shape:
+        present = self._label(node, labels, PRESENT)
+        if present not in (None, "true", "false"):
+            raise self.fail(node, PRESENT, f"expected true or false, got {present!r}")
+        product = self._match(node, labels, PRODUCT, _PRODUCT)
+        major = self._match(node, labels, CC_MAJOR, _DRIVER_PART)
+        minor = self._match(node, labels, CC_MINOR, _DRIVER_PART)
+        if product is None and major is None and present != "true":
+            if labels.get(NVIDIA_PCI) == "true":
+                notes.append(
+                    f"an NVIDIA PCI device ({NVIDIA_PCI}) but no GPU Feature Discovery labels: "
+                    "locked as a CPU machine"
+                )
+            return Shape(platform)
+        if product is None and major is None:
+            raise self.fail(
+                node,
+                PRODUCT,
+                f"missing: the node has {PRESENT}=true but no GPU Feature Discovery labels "
+                "(is GFD running there?)",
+            )
+        model, mig, sharing = self._product(node, labels, product or "")
+        known_name, known_cc = self._model(model) if model else (None, None)
+        if major is not None or minor is not None:
+            if major is None or minor is None:
+                missing = CC_MINOR if minor is None else CC_MAJOR
+                raise self.fail(
+                    node,
+                    missing,
+                    f"missing (the node has {CC_MAJOR if minor is None else CC_MINOR})",
+                )
+            if len(minor) != 1 or int(major) == 0:
+                bad = CC_MINOR if len(minor) != 1 else CC_MAJOR
+                raise self.fail(node, bad, f"not a compute capability: {major}.{minor}")
+            cc = (int(major), int(minor))
+            if known_cc is not None and known_cc != cc:
+                notes.append(
+                    f"GFD reports compute capability {cc[0]}.{cc[1]} where the database has "
+                    f"{known_cc[0]}.{known_cc[1]} for {known_name}: the label is used"
+                )
+        elif known_cc is not None:
+            cc = known_cc
+            notes.append(f"no {CC_MAJOR}/{CC_MINOR} labels: compute capability from the model name")
+        else:
+            raise self.fail(
+                node,
+                PRODUCT,
+                f"{product!r} is not a GPU gpuresolve knows, and the node has no {CC_MAJOR} / "
+                f"{CC_MINOR} labels to say its compute capability",
+            )
+        count_text = self._match(node, labels, COUNT, _SMALL_INT)
+        count = int(count_text) if count_text is not None else None
+        if mig is not None and not mig.startswith("mixed") and mig != "invalid":
+            mig = f"{mig} x{count}" if count else mig  # "single": the count is of MIG devices
+            count = None
+        driver = self._driver(node, labels)
+        if driver is None:
+            raise self.fail(
+                node,
+                DRIVER_FULL,
+                "missing: a GPU node without driver labels "
+                "(neither cuda.driver-version.* nor cuda.driver.*)",
+            )
+        return Shape(
+            platform=platform,
+            driver=driver,
+            driver_os="windows" if platform.startswith("windows") else "linux",
+            gpus=(ShapeGpu(model or f"sm_{cc[0]}{cc[1]}", cc, count),),
+            nvidia=True,
+            mig=mig,
+            sharing=sharing,
+        )
+
+    def _product(
+        self, node: str, labels: dict[str, Any], product: str
+    ) -> tuple[str, str | None, str | None]:
+        """(model, MIG, sharing) from the product label and the MIG and sharing labels."""
+        model = product
+        shared = model.endswith("-SHARED")
+        if shared:
+            model = model.removesuffix("-SHARED")
+        mig: str | None = None
+        m = _MIG_SUFFIX.search(model)
+        if m is not None:
+            model = model[: m.start()]
+            mig = "invalid" if m.group(1) == "INVALID" else m.group(1)
+        if product and not model:
+            raise self.fail(node, PRODUCT, f"no model name in {product!r}")
+        strategy = self._match(node, labels, MIG_STRATEGY, _WORD)
+        if strategy == "mixed" and mig is None:
+            devices = []
+            for key, value in labels.items():
+                hit = _MIG_COUNT_KEY.fullmatch(key)
+                if hit is None:
+                    continue
+                if not isinstance(value, str) or not _SMALL_INT.fullmatch(value):
+                    raise self.fail(node, key, f"unexpected value {value!r}")
+                if int(value):
+                    devices.append(f"{hit.group(1)} x{int(value)}")
+            if devices:
+                mig = "mixed: " + ", ".join(sorted(devices))
+        how = self._match(node, labels, SHARING, _SHARING_VALUE)
+        replicas = self._match(node, labels, REPLICAS, _SMALL_INT)
+        sharing = None
+        n = int(replicas) if replicas else 0
+        if how in ("time-slicing", "mps") or shared or n > 1:
+            name = how if how and how != "none" else "shared"
+            sharing = f"{name} x{n}" if n > 1 else name
+        return model, mig, sharing
+
+    def _model(self, model: str) -> tuple[str | None, tuple[int, int] | None]:
+        """The database's name and CC for a product (GFD writes NVML's name, spaces as '-')."""
+        if model not in self._models:
+            hit = self.catalog.gpu_by_name(model)
+            self._models[model] = (hit.name, hit.cc) if hit else (None, None)
+        return self._models[model]
+
+    def _driver(self, node: str, labels: dict[str, Any]) -> str | None:
+        full = self._label(node, labels, DRIVER_FULL)
+        if full is not None:
+            if not _DRIVER.fullmatch(full):
+                raise self.fail(node, DRIVER_FULL, f"not a driver version: {full!r}")
+            return full
+        for major_key, minor_key, rev_key in DRIVER_PARTS:
+            major = self._match(node, labels, major_key, _DRIVER_PART)
+            if major is None:
+                continue
+            minor = self._match(node, labels, minor_key, _DRIVER_PART)
+            if minor is None:
+                raise self.fail(node, minor_key, f"missing (the node has {major_key})")
+            rev = self._match(node, labels, rev_key, _REVISION)
+            text = f"{major}.{minor}" + (f".{rev}" if rev else "")
+            if not _DRIVER.fullmatch(text):
+                raise self.fail(node, major_key, f"not a driver version: {text!r}")
+            return text
+        return None

@@ -1,0 +1,211 @@
+"""Machine shapes: many machines, few kinds. A fleet is locked per shape, not per machine.
+
+A shape is what the solver and the report need to know about a machine (platform, driver, each GPU
+model with its compute capability and count, MIG and sharing), minus its name. Thousands of nodes of
+a cluster (or a folder of `gpuresolve detect --json` files) collapse into a handful of shapes, each
+becoming one fleet target whose ``count`` is its number of machines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from resolver.catalog import Catalog
+from resolver.errors import UserError
+from resolver.solve import Target, TargetGpu
+from resolver.versions import CC, cc_sm, driver_key
+
+# A folder of detect files is read whole: bound it (a detect file is a few KB).
+MAX_DETECT_FILES = 100_000
+MAX_DETECT_FILE_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, order=True)
+class ShapeGpu:
+    name: str  # the model as the machine reports it ("NVIDIA-H100-80GB-HBM3" from a GFD label)
+    cc: CC
+    count: int | None = None  # physical GPUs of this model; None: not published (MIG "single")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One kind of machine: everything but its name."""
+
+    platform: str
+    driver: str | None = None
+    driver_os: str = "linux"
+    gpus: tuple[ShapeGpu, ...] = ()
+    nvidia: bool = False
+    unknown_gpus: tuple[str, ...] = ()
+    mig: str | None = None  # "1g.5gb", "mixed: 1g.5gb x4, 2g.10gb x2", "invalid"
+    sharing: str | None = None  # "time-slicing x4", "mps x2"
+
+    def target(self, python: str, name: str) -> Target:
+        """The fleet target standing for every machine of this shape."""
+        return Target(
+            platform=self.platform,
+            python=python,
+            driver=self.driver,
+            driver_os=self.driver_os,
+            gpus=tuple(TargetGpu(g.cc, g.name) for g in self.gpus),
+            nvidia=self.nvidia or bool(self.gpus),
+            name=name,
+            unknown_gpus=self.unknown_gpus,
+        )
+
+    def slug(self) -> str:
+        """A name from the shape: ``h100-80gb-hbm3-x8-580.95.05``, ``cpu``."""
+        if not (self.nvidia or self.gpus or self.unknown_gpus):
+            return "cpu"
+        models = [
+            _model_slug(g.name) + (f"-x{g.count}" if (g.count or 1) > 1 else "") for g in self.gpus
+        ]
+        models += [_model_slug(n) for n in self.unknown_gpus]
+        parts = ["_".join(models) or "nvidia-gpu"]
+        if self.mig:  # "1g.5gb x7" -> mig-1g.5gb; "mixed: ..." -> mig-mixed
+            parts.append("mig-" + self.mig.split()[0].rstrip(":"))
+        if self.sharing:
+            parts.append("mps" if self.sharing.startswith("mps") else "shared")
+        parts.append(self.driver or "driver-unknown")
+        return _SLUG_BAD.sub("-", "-".join(parts).lower()).strip("-.")
+
+
+_SLUG_BAD = re.compile(r"[^a-z0-9._-]+")
+
+
+def _model_slug(name: str) -> str:
+    words = re.findall(r"[A-Za-z0-9.]+", name)
+    if len(words) > 1 and words[0].lower() == "nvidia":
+        words = words[1:]
+    return "-".join(words).lower()
+
+
+@dataclass(frozen=True)
+class ShapeGroup:
+    """The machines of one shape, named for the spec's targets and the report."""
+
+    name: str
+    shape: Shape
+    nodes: tuple[str, ...]  # machine (node, file) names, sorted
+    source: str  # the spec's `kubernetes:` or `detect:` value
+    notes: tuple[str, ...] = ()  # what the report should say about these machines
+    unit: str = "machine"  # what the report calls one of them ("node" for a cluster)
+
+    @property
+    def count(self) -> int:
+        return len(self.nodes)
+
+
+def group(
+    machines: Iterable[tuple[str, Shape]],
+    *,
+    source: str,
+    prefix: str | None = None,
+    notes: dict[str, tuple[str, ...]] | None = None,
+    unit: str = "machine",
+) -> list[ShapeGroup]:
+    """Group named machines by shape; names are the shapes' slugs, made unique and prefixed.
+
+    Deterministic (sorted shapes and node names), so `lock --check` sees no change unless the
+    fleet changed. ``notes`` maps a machine name to what the report should say about it.
+    """
+    by_shape: dict[Shape, list[str]] = {}
+    for name, shape in machines:
+        by_shape.setdefault(shape, []).append(name)
+    shapes = sorted(by_shape, key=lambda s: (s.platform, s.slug(), _shape_order(s)))
+    names = _unique_names(shapes)
+    out = []
+    for shape in shapes:
+        nodes = tuple(sorted(by_shape[shape], key=_natural))
+        said: dict[str, None] = {}
+        for node in nodes:
+            for note in (notes or {}).get(node, ()):
+                said.setdefault(note, None)
+        name = f"{prefix}-{names[shape]}" if prefix else names[shape]
+        out.append(ShapeGroup(name, shape, nodes, source, tuple(said), unit))
+    return out
+
+
+def _shape_order(s: Shape) -> tuple[object, ...]:
+    return (
+        driver_key(s.driver) if s.driver else (),
+        tuple((g.name, g.cc, g.count or 0) for g in s.gpus),
+        s.mig or "",
+        s.sharing or "",
+        s.driver_os,
+        s.unknown_gpus,
+    )
+
+
+def _unique_names(shapes: list[Shape]) -> dict[Shape, str]:
+    """Slugs; where two shapes share one, the platform is added, then a number."""
+    names = {s: s.slug() for s in shapes}
+    for attempt in ("platform", "number"):
+        seen: dict[str, list[Shape]] = {}
+        for s in shapes:
+            seen.setdefault(names[s], []).append(s)
+        for clash in (v for v in seen.values() if len(v) > 1):
+            for i, s in enumerate(clash):
+                if attempt == "platform":
+                    names[s] = f"{names[s]}-{s.platform}"
+                else:
+                    names[s] = f"{names[s]}-{i + 1}"
+    return names
+
+
+def _natural(name: str) -> tuple[object, ...]:
+    """gpu-2 before gpu-10."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+
+
+def abbreviate(names: tuple[str, ...], keep: int = 6) -> str:
+    """`a, b, c, … (+97 more), z`: node names for a report line."""
+    if len(names) <= keep + 1:
+        return ", ".join(names)
+    head = ", ".join(names[: keep - 1])
+    return f"{head}, … (+{len(names) - keep} more), {names[-1]}"
+
+
+# --- a folder of `gpuresolve detect --json` files ------------------------------------------------
+
+
+def detect_dir_machines(catalog: Catalog, folder: Path) -> list[tuple[str, Shape]]:
+    """Each ``*.json`` file of ``folder`` (a `detect --json` output) as (file stem, shape)."""
+    from resolver.inputs import load_profile, target_from_profile
+
+    files = []
+    for i, path in enumerate(sorted(folder.glob("*.json"))):
+        if i >= MAX_DETECT_FILES:
+            raise UserError(f"{folder}: more than {MAX_DETECT_FILES} detect files")
+        files.append(path)
+    if not files:
+        raise UserError(f"{folder}: no *.json files (expected `gpuresolve detect --json` outputs)")
+    out = []
+    for path in files:
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read: {exc.strerror}") from None
+        if size > MAX_DETECT_FILE_BYTES:
+            raise UserError(f"{path}: {size} bytes; a detect file is a few KB (cap 1 MiB)")
+        profile = load_profile(str(path))
+        target = target_from_profile(catalog, profile, path.stem)
+        counts: dict[tuple[str, CC], int] = {}
+        for g in target.gpus:
+            key = (g.name or cc_sm(g.cc), g.cc)
+            counts[key] = counts.get(key, 0) + 1
+        mig = "enabled" if any(g.mig == "enabled" for g in profile.gpus) else None
+        shape = Shape(
+            platform=target.platform,
+            driver=target.driver,
+            driver_os=target.driver_os,
+            gpus=tuple(ShapeGpu(n, cc, c) for (n, cc), c in sorted(counts.items())),
+            nvidia=target.nvidia,
+            unknown_gpus=tuple(sorted(target.unknown_gpus)),
+            mig=mig,
+        )
+        out.append((path.stem, shape))
+    return out

@@ -1,0 +1,169 @@
+"""What would change: the driver upgrade that unlocks a newer torch release for a whole fleet.
+
+Pure, over the fleet decision the lock already made (every member's decision carries every
+release's candidate with the reasons it was rejected), so it costs no extra solving. A newer
+release is within reach when, on each platform, one of its builds is blocked on every member by
+driver reasons only: then upgrading those members to the build's minimum driver unlocks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from resolver.fleet import FleetDecision
+from resolver.solve import Candidate, Decision, Target
+from resolver.versions import cuda_key, driver_key
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    member: str
+    machines: int
+    driver: str | None
+    needed: str
+
+
+@dataclass(frozen=True)
+class Unlock:
+    """How a newer release would run everywhere: its builds, the upgrades, or what blocks it."""
+
+    torch: str
+    variants: tuple[str, ...]  # the build chosen per platform ("cu132")
+    upgrades: tuple[Upgrade, ...]
+    blocker: str | None = None  # why no driver upgrade is enough
+    unconfirmed: bool = False  # an architecture list of the builds rests on a secondary source
+
+
+def unlocks(fleet: FleetDecision, counts: Mapping[str, int]) -> list[Unlock]:
+    """For the next newer release and the newest one: the upgrades, or what blocks them."""
+    if not fleet.ok or fleet.torch is None:
+        return []
+    current = _vkey(fleet.torch)
+    releases: dict[str, tuple[int, ...]] = {}
+    for _, d in fleet.members:
+        for c in _candidates(d):
+            if c.release.key > current:
+                releases[c.release.version] = c.release.key
+    if not releases:
+        return []
+    ordered = sorted(releases, key=lambda v: releases[v])
+    wanted = [ordered[0]] if len(ordered) == 1 else [ordered[0], ordered[-1]]
+    return [_unlock(fleet, counts, version) for version in wanted]
+
+
+def _candidates(d: Decision) -> list[Candidate]:
+    return [c for c in (d.selection, *d.alternatives, *d.rejected) if c is not None]
+
+
+def _vkey(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+# Which blocker to name when none of a release's builds is within reach: the most telling.
+_BLOCKER_ORDER = {"arch": 0, "python": 1, "spec": 2, "companion": 3, "unknown": 4}
+
+
+def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Unlock:
+    by_platform: dict[str, list[tuple[Target, Decision]]] = {}
+    for t, d in fleet.members:
+        by_platform.setdefault(t.platform, []).append((t, d))
+    variants: list[str] = []
+    upgrades: dict[str, Upgrade] = {}
+    unconfirmed = False
+    for platform in sorted(by_platform):
+        members = by_platform[platform]
+        gpus = any(t.nvidia or t.gpus for t, _ in members)
+        options: list[tuple[tuple[object, ...], str, list[Upgrade], bool]] = []
+        blockers: list[tuple[int, tuple[int, ...], str]] = []
+        names = {
+            c.variant.name
+            for _, d in members
+            for c in _candidates(d)
+            if c.release.version == version and not (gpus and c.variant.kind == "cpu")
+        }
+        for variant in sorted(names):
+            cuda = _cuda(members, version, variant)
+            needs: list[Upgrade] = []
+            confirmed = True
+            why: tuple[int, tuple[int, ...], str] | None = None
+            for t, d in members:
+                c = next(
+                    (
+                        c
+                        for c in _candidates(d)
+                        if c.release.version == version and c.variant.name == variant
+                    ),
+                    None,
+                )
+                name = t.name or t.platform
+                if c is None:
+                    text = f"{name}: no torch {version} {variant} build for {platform}"
+                    why = why or (9, cuda, text)
+                    continue
+                confirmed = confirmed and c.confirmed
+                kinds = {r.kind for r in c.reasons}
+                if not kinds:
+                    continue
+                if kinds == {"driver"} and c.min_driver is not None:
+                    needs.append(Upgrade(name, counts.get(name, 1), t.driver, c.min_driver))
+                else:
+                    first = min(
+                        (r for r in c.reasons if r.kind != "driver"),
+                        key=lambda r: _BLOCKER_ORDER.get(r.kind, 5),
+                    )
+                    rank = (_BLOCKER_ORDER.get(first.kind, 5), tuple(-p for p in cuda))
+                    if why is None or rank < why[:2]:
+                        why = (*rank, f"{name}: {first.text}")
+            if why is not None:
+                blockers.append(why)
+                continue
+            # Fewest machines to upgrade, then a confirmed build, then the newest CUDA.
+            cost = (sum(u.machines for u in needs), not confirmed, tuple(-p for p in cuda))
+            options.append((cost, variant, needs, confirmed))
+        if not options:
+            blocker = min(blockers)[2] if blockers else f"no torch {version} build for {platform}"
+            return Unlock(version, (), (), blocker)
+        _, variant, needs, confirmed = min(options, key=lambda o: o[0])
+        variants.append(variant)
+        unconfirmed = unconfirmed or not confirmed
+        for u in needs:
+            upgrades[u.member] = u
+    return Unlock(
+        version,
+        tuple(variants),
+        tuple(sorted(upgrades.values(), key=lambda u: (driver_key(u.needed), u.member))),
+        None,
+        unconfirmed,
+    )
+
+
+def _cuda(members: list[tuple[Target, Decision]], version: str, variant: str) -> tuple[int, ...]:
+    """The CUDA version of a build (0.0 for the CPU build), for preferring the newest."""
+    for _, d in members:
+        for c in _candidates(d):
+            if c.release.version == version and c.variant.name == variant and c.variant.cuda:
+                return cuda_key(c.variant.cuda)
+    return (0, 0)
+
+
+def sentence(u: Unlock, noun: str = "machine") -> str:
+    """One line for report.md: the upgrades (grouped by the driver they need), or the blocker."""
+    builds = "/".join(dict.fromkeys(u.variants))
+    if u.blocker is not None:
+        return f"torch {u.torch}: no driver upgrade is enough — {u.blocker}"
+    doubt = " (an architecture list rests on a secondary source)" if u.unconfirmed else ""
+    if not u.upgrades:
+        if u.unconfirmed:
+            doubt = doubt[:-1] + "; `allow_unconfirmed: true` takes it)"
+        return f"torch {u.torch} ({builds}) already runs everywhere{doubt}"
+    parts = []
+    for need in sorted({x.needed for x in u.upgrades}, key=driver_key):
+        these = [x for x in u.upgrades if x.needed == need]
+        total = sum(x.machines for x in these)
+        who = ", ".join(
+            f"{x.member} ({x.machines}" + (f", from {x.driver})" if x.driver else ")")
+            for x in these
+        )
+        parts.append(f"the {total} {noun}{'s' if total != 1 else ''} of {who} to driver ≥ {need}")
+    return f"upgrading {'; '.join(parts)} would allow torch {u.torch} ({builds}) everywhere{doubt}"
