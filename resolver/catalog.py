@@ -18,7 +18,6 @@ from typing import Any, NamedTuple
 
 from resolver.db import cache as _cache
 from resolver.db import location as _location
-from resolver.db import yamlfile as _yamlfile
 from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
 from resolver.errors import DataError, UserError
 from resolver.versions import CC, cc_str, cuda_key, driver_key, parse_cc
@@ -570,7 +569,9 @@ def _write_cache(path: Path, catalog: Catalog) -> None:
 
 
 def _read_yaml(path: Path, *, bounded: bool = True) -> Any:
-    return _yamlfile.read_yaml(path, bounded=bounded)
+    from resolver.db import yamlfile  # imports PyYAML: only when the cache cannot answer
+
+    return yamlfile.read_yaml(path, bounded=bounded)
 
 
 class _Reader:
