@@ -84,6 +84,7 @@ def verify(
 
     catalog, catalog_error = _load_catalog()
     host = _detect(catalog)
+    curated = None if no_record else _curated_builds()  # still while torch imports
     run = proc.finish()
     if not run.started and not run.signal and not run.timed_out:
         last = run.stderr_tail[-1][:200] if run.stderr_tail else f"exit status {run.returncode}"
@@ -98,7 +99,7 @@ def verify(
         stderr_tail=run.stderr_tail,
     )
     bench = (run.data or {}).get("benchmark") if benchmark else None
-    recorded = None if no_record else _record(run.data)
+    recorded = None if no_record else _record(run.data, curated)
     if benchmark:
         bench = _judge_speed(run, bench, catalog, results)
     status = checks.overall(results)
@@ -115,13 +116,25 @@ def verify(
     sys.exit(1 if status == checks.FAIL else 0)
 
 
-def _record(probe: dict[str, Any] | None) -> Recorded:
+def _curated_builds() -> dict[str, Any] | None:
+    """The curated torch.yaml an observation is compared with, read ahead (None: unreadable)."""
+    from resolver import catalog as catalog_mod
+    from resolver.errors import UserError
+    from resolver.observe import compare
+
+    try:
+        return compare.read_torch_doc(catalog_mod.data_dir())
+    except UserError:
+        return None
+
+
+def _record(probe: dict[str, Any] | None, curated: dict[str, Any] | None) -> Recorded:
     """The probed build's facts into the user's observations (machine-independent only)."""
     from resolver import catalog as catalog_mod
     from resolver.observe.runtime import record_verified
     from resolver.observe.store import FILE
 
-    return record_verified(probe, catalog_mod.user_data_dir() / FILE, catalog_mod.data_dir())
+    return record_verified(probe, catalog_mod.user_data_dir() / FILE, curated)
 
 
 def _judge_speed(

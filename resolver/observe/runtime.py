@@ -38,18 +38,26 @@ class Recorded:
 
 
 def record_verified(
-    probe: Mapping[str, Any] | None, target: Path, database: Path | None
+    probe: Mapping[str, Any] | None,
+    target: Path,
+    database: Path | Mapping[str, Any] | None,
 ) -> Recorded:
-    """Record the probed build into ``target``; compare it with ``database``'s torch.yaml."""
+    """Record the probed build into ``target``; compare it with ``database``'s torch.yaml
+    (a database directory, or its torch.yaml already parsed: verify reads it while the probe
+    runs)."""
     entry = runtime_entry(probe or {})
     if entry is None:
         return Recorded(None, "none", None)
     lines: list[str] = []
     if database is not None:
-        try:
-            doc = compare.read_torch_doc(database)
-        except UserError:
-            doc = None
+        doc: Mapping[str, Any] | None = None
+        if isinstance(database, Path):
+            try:
+                doc = compare.read_torch_doc(database)
+            except UserError:
+                doc = None
+        else:
+            doc = database
         if doc is not None:
             found = compare.contradictions(
                 entry, compare.find(doc, entry["torch"], entry["variant"], entry["platform"])
