@@ -305,7 +305,7 @@ def test_verify_records_and_compares(tmp_path: Path, synth_raw: dict[str, Any]) 
 def test_verify_records_into_the_user_database() -> None:
     from resolver.commands import verify as verify_cmd
 
-    rec = verify_cmd._record(_probe())
+    rec = verify_cmd._record(_probe(), verify_cmd._curated_builds())
     assert rec.status == "added"
     path = catalog_mod.user_data_dir() / store.FILE
     assert store.load(path).runtime[0]["version"] == "2.11.0+cu130"
