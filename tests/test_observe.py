@@ -128,8 +128,12 @@ def test_store_round_trip_and_merge(tmp_path: Path) -> None:
     [
         ("observations:\n  - {wheel: x.whl}\n", "missing sha256"),
         ("observations: []\nhosts: [a]\n", "only"),
-        ("a: &x [1]\nb: *x\n", "alias"),
-        ("observations: []\nobservations: []\n", "duplicate"),
+        ("a: &x [1]\nb: *x\n", "only"),  # aliases are bounded, not banned
+        ("x: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+         + "".join(f"x{i}: &a{i} [{', '.join(['*a' if i == 0 else f'*a{i - 1}'] * 10)}]\n"
+                   for i in range(7)), "expands to more than"),
+        ("observations: []\nobservations: []\n", "given twice"),
+        ("observations: " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
         ("runtime:\n  - {torch: '2.8.0', variant: cu128, platform: linux-x86_64, "
          "version: '2.8.0+cu128', seen: '2026-11-24', hostname: box}\n", "unknown key"),
         ("runtime:\n  - {torch: '2.8.0', variant: cu128, platform: linux-x86_64, "

@@ -23,11 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from resolver import __version__
 from resolver.dbupdate.write import dump_yaml
 from resolver.errors import UserError
+from resolver.readers.bounded import load_yaml
 from resolver.writers.atomic import atomic_write
 
 FILE = "observations.yaml"
@@ -251,31 +250,13 @@ def _sort_key(entry: dict[str, Any], kind: str) -> tuple[Any, ...]:
     return (release, entry["variant"], entry["platform"], entry.get("wheel") or "")
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """Safe loading without aliases (no alias bombs) and without duplicate keys."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            raise yaml.YAMLError("aliases are not allowed in an observations file")
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        for key_node, _value in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.YAMLError(f"duplicate key {key!r} ({key_node.start_mark})")
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+OBSERVATION_NODES = 500_000  # values after alias expansion: far above MAX_ENTRIES' worth
 
 
 def parse(text: str, origin: str) -> Observations:
     """A validated document from YAML text; UserError naming ``origin`` and the entry."""
-    try:
-        doc = yaml.load(text, Loader=_StrictLoader)
-    except yaml.YAMLError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid YAML"
-        raise UserError(f"{origin}: not valid YAML ({first})") from None
+    # the shared bounded loader: no key given twice, nesting and alias expansion capped
+    doc = load_yaml(text, origin, max_nodes=OBSERVATION_NODES)
     if doc is None:
         return Observations()
     if not isinstance(doc, dict) or set(doc) - {"observations", "runtime"}:
