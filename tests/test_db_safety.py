@@ -277,7 +277,7 @@ def test_db_check_on_a_damaged_directory_is_one_line(
 ) -> None:
     _alias_bomb(user_db)
     code, _out, err = run_cli(capsys, "db", "check", "--data", str(user_db))
-    assert code == 2 and err.count("\n") == 1 and "aliases expand" in err
+    assert code == 2 and err.count("\n") == 1 and "expands to more than" in err
 
 
 # --- bounded reading ---------------------------------------------------------------------------
@@ -293,9 +293,7 @@ def test_the_shipped_aliases_are_within_bounds() -> None:
 def test_a_self_referencing_alias_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "loop.yaml"
     path.write_text("a: &a [1, *a]\n", encoding="utf-8")
-    with pytest.raises(
-        DataError, match=r"loop\.yaml: a YAML alias refers to a node that contains it"
-    ):
+    with pytest.raises(DataError, match=r"loop\.yaml: nested more than 64 levels deep"):
         yamlfile.read_yaml(path)
 
 

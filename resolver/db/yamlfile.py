@@ -13,60 +13,14 @@ from typing import Any
 
 import yaml
 
-from resolver.errors import DataError
-from resolver.readers.bounded import yaml_depth
+from resolver.errors import DataError, UserError
+from resolver.readers.bounded import load_yaml
 
 MAX_BYTES = 16 * 1024 * 1024  # the shipped files are well under 1 MiB together
 MAX_DEPTH = 64  # the shipped files nest 8 deep
 MAX_NODES = 2_000_000  # nodes after aliases are expanded (the shipped torch.yaml: ~60,000)
 
 _BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster
-
-
-class _Loader(_BASE):  # type: ignore[misc]
-    """The safe loader, refusing an alias graph that expands beyond MAX_NODES (or loops)."""
-
-    def get_single_node(self) -> Any:
-        node = super().get_single_node()
-        if node is not None:
-            _expanded_size(node)
-        return node
-
-
-def _expanded_size(root: yaml.Node) -> int:
-    """Nodes in ``root`` with every alias expanded (shared nodes are measured once)."""
-    sizes: dict[int, int] = {}
-    active: set[int] = set()
-
-    def size(node: yaml.Node) -> int:
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in active:
-            raise DataError("a YAML alias refers to a node that contains it")
-        total = 1
-        if isinstance(node, (yaml.SequenceNode, yaml.MappingNode)):
-            active.add(key)
-            children = (
-                node.value
-                if isinstance(node, yaml.SequenceNode)
-                else [n for pair in node.value for n in pair]
-            )
-            for child in children:
-                total += size(child)
-                if total > MAX_NODES:
-                    raise DataError(f"YAML aliases expand beyond {MAX_NODES:,} nodes")
-            active.discard(key)
-        sizes[key] = total
-        return total
-
-    return size(root)
-
-
-def _check_depth(text: str, path: Path) -> None:
-    """Refuse nesting deeper than MAX_DEPTH before composing (libyaml's composer recurses)."""
-    if yaml_depth(text, MAX_DEPTH) > MAX_DEPTH:
-        raise DataError(f"{path}: nested deeper than {MAX_DEPTH} levels")
 
 
 def read_yaml(path: Path, *, bounded: bool = True) -> Any:
@@ -84,19 +38,16 @@ def read_yaml(path: Path, *, bounded: bool = True) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    if bounded:  # the shared reader: nesting, duplicate keys and alias expansion capped
+        try:
+            return load_yaml(text, path, max_nodes=MAX_NODES)
+        except DataError:
+            raise
+        except UserError as exc:
+            raise DataError(str(exc)) from None
     try:
-        if bounded:
-            _check_depth(text, path)
-            return yaml.load(text, Loader=_Loader)
         return yaml.load(text, Loader=_BASE)
-    except DataError as exc:
-        message = str(exc)
-        raise DataError(
-            message if message.startswith(str(path)) else f"{path}: {message}"
-        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
         raise DataError(f"{path}:{line} invalid YAML: {getattr(exc, 'problem', exc)}") from None
-    except RecursionError:
-        raise DataError(f"{path}: nested too deeply") from None
