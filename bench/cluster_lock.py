@@ -74,8 +74,8 @@ import resource, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
 from pathlib import Path
 from resolver import catalog as catalog_mod
-from resolver.envspec import load_spec
-from resolver.teamlock import lock_team
+from resolver.team.spec import load_spec
+from resolver.team.lock import lock_team
 from resolver.writers import lockfiles
 catalog = catalog_mod.load()
 t1 = time.perf_counter()

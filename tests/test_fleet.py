@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from resolver.catalog import Catalog
-from resolver.envspec import load_spec
 from resolver.errors import UserError
-from resolver.fleet import solve_fleet, split_groups
 from resolver.solve import Request, Target, TargetGpu
+from resolver.team.fleet import solve_fleet, split_groups
+from resolver.team.spec import load_spec
 
 
 def member(

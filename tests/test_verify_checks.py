@@ -17,7 +17,7 @@ from resolver import lockpins
 from resolver.catalog import Catalog
 from resolver.host.profile import STATE_NO_DRIVER, GpuInfo, HostProfile
 from resolver.verify import checks
-from resolver.verify.checks import FAIL, PASS, SKIP, WARN, CheckResult
+from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult, overall
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verify"
 H100 = FIXTURES / "h100_torch211_cu130"
@@ -51,7 +51,7 @@ def test_recorded_h100_run_passes(
     probe: dict[str, Any], host: HostProfile, shipped: Catalog
 ) -> None:
     res = run(probe, host, shipped)
-    assert checks.overall(res.values()) == PASS, {k: r.reason for k, r in res.items()}
+    assert overall(res.values()) == PASS, {k: r.reason for k, r in res.items()}
     assert res["cudnn"].reason == "cuDNN 9.19.0 (the database lists 9.19.0.56)"
     assert res["nccl"].reason == "NCCL 2.28.9"
     assert res["arch"].reason == "sm_90 (GPU 0 NVIDIA H100 80GB HBM3): SASS sm_90"
@@ -62,7 +62,7 @@ def test_recorded_h100_run_passes(
     assert {"libcudnn.so.9", "libcudart.so.13", "libcublas.so.13", "libnccl.so.2"} <= set(paths)
     assert all(p.startswith(f"{SITE}/nvidia/") for p in paths.values())
     assert "cuDNN ran the convolution" in res["compute"].reason
-    assert list(res) == list(checks.CHECKS)  # every check, in report order
+    assert list(res) == list(CHECKS)  # every check, in report order
     assert [k for k in res if res[k].status == SKIP] == ["lock"]
     assert res["lock"].reason == "no lock file given (--lock)"
 
@@ -81,7 +81,7 @@ def test_recorded_verify_json_matches_a_replay(
     added = {"probe": PASS, "lock": SKIP}
     assert [(r.id, r.status) for r in res if r.id not in added] == recorded
     assert {r.id: r.status for r in res if r.id in added} == added
-    assert [r.id for r in res] == list(checks.CHECKS)
+    assert [r.id for r in res] == list(CHECKS)
     assert report["status"] == "pass" and report["torch"] == "2.11.0+cu130"
 
 
@@ -327,7 +327,7 @@ def test_cuda_build_without_a_gpu_warns(probe: dict[str, Any], shipped: Catalog)
     probe["cuda"] = {"available": False, "devices": [], "warnings": []}
     probe["gpu_tests"] = []
     res = run(probe, bare, shipped)
-    assert checks.overall(res.values()) == WARN
+    assert overall(res.values()) == WARN
     assert res["build"].status == WARN
     assert {res[k].status for k in ("driver", "cuda", "arch", "compute")} == {SKIP}
 
@@ -359,11 +359,11 @@ def test_probe_failure_is_one_fail() -> None:
         stderr_tail=["Segmentation fault"],
     )
     assert [(r.id, r.status) for r in res] == [("probe", FAIL)] + [
-        (key, SKIP) for key in checks.CHECKS if key != "probe"
+        (key, SKIP) for key in CHECKS if key != "probe"
     ]
     assert res[0].details == ("last stage: gpu-tests", "stderr: Segmentation fault")
     assert {r.reason for r in res[1:]} == {"the probe did not finish: no facts to judge"}
-    assert checks.overall(res) == FAIL
+    assert overall(res) == FAIL
 
 
 def test_gpu_from_the_host_when_torch_sees_none(shipped: Catalog) -> None:
@@ -406,8 +406,8 @@ def test_cpu_build_skips_what_does_not_apply(probe: dict[str, Any], shipped: Cat
     cpu_build(probe)
     bare = HostProfile(platform="linux-x86_64", python="3.12", state=STATE_NO_DRIVER)
     res = run(probe, bare, shipped)
-    assert list(res) == list(checks.CHECKS)
-    assert checks.overall(res.values()) == PASS  # SKIP does not change the outcome
+    assert list(res) == list(CHECKS)
+    assert overall(res.values()) == PASS  # SKIP does not change the outcome
     skipped = {k: r.reason for k, r in res.items() if r.status == SKIP}
     assert skipped == {
         **{

@@ -24,6 +24,7 @@ from resolver import lockpins
 from resolver.catalog import Catalog
 from resolver.host.profile import STATE_NO_DRIVER, GpuInfo, HostProfile
 from resolver.verify import checks
+from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, overall
 from resolver.verify.run import run_probe
 
 pytestmark = pytest.mark.slow
@@ -110,14 +111,14 @@ def test_probe_reports_the_cpu_build(probe: dict[str, Any], torch_venv: Path) ->
 
 def test_cpu_torch_on_a_gpu_less_host_passes(probe: dict[str, Any], shipped: Catalog) -> None:
     results = checks.evaluate(probe, no_gpu(), shipped)
-    assert checks.overall(results) == checks.PASS, [(r.id, r.reason) for r in results]
+    assert overall(results) == PASS, [(r.id, r.reason) for r in results]
     by_id = {r.id: r for r in results}
     assert by_id["build"].reason == "CPU build on a host without an NVIDIA GPU"
     assert by_id["import"].reason.startswith("torch 2.13.0+cpu from ")
-    assert list(by_id) == list(checks.CHECKS)
+    assert list(by_id) == list(CHECKS)
     for key in ("driver", "cuda", "arch", "cudnn", "nccl", "compute"):
-        assert (by_id[key].status, by_id[key].reason) == (checks.SKIP, "not a CUDA build (cpu)")
-    assert by_id["lock"].status == checks.SKIP
+        assert (by_id[key].status, by_id[key].reason) == (SKIP, "not a CUDA build (cpu)")
+    assert by_id["lock"].status == SKIP
 
 
 def test_cpu_torch_on_a_gpu_host_fails(probe: dict[str, Any], shipped: Catalog) -> None:
@@ -129,14 +130,14 @@ def test_cpu_torch_on_a_gpu_host_fails(probe: dict[str, Any], shipped: Catalog) 
         gpus=[GpuInfo(0, "NVIDIA H100 80GB HBM3", "9.0")],
     )
     by_id = {r.id: r for r in checks.evaluate(probe, host, shipped)}
-    assert by_id["build"].status == checks.FAIL
+    assert by_id["build"].status == FAIL
     assert "gpuresolve suggest" in (by_id["build"].fix or "")
 
 
 def test_lock_pinning_another_torch_fails(probe: dict[str, Any], shipped: Catalog) -> None:
     lock = lockpins.read(LOCK, platform="linux-x86_64")
     by_id = {r.id: r for r in checks.evaluate(probe, no_gpu(), shipped, lock=lock)}
-    assert by_id["lock"].status == checks.FAIL
+    assert by_id["lock"].status == FAIL
     assert by_id["lock"].reason.startswith(
         "torch 2.13.0+cpu installed; the lock pins torch==2.15.0+cu132"
     )
@@ -174,7 +175,7 @@ def test_cli_on_this_gpu_less_host(torch_venv: Path, tmp_path: Path) -> None:
     report = json.loads(done.stdout)
     assert (report["status"], report["torch"], report["variant"]) == ("pass", "2.13.0+cpu", "cpu")
     assert report["summary"]["fail"] == 0
-    assert [c["id"] for c in report["checks"]] == list(checks.CHECKS)
+    assert [c["id"] for c in report["checks"]] == list(CHECKS)
     assert "SKIP  cuDNN" in _cli("--python", str(torch_venv)).stdout
     done = _cli("--python", str(torch_venv), "--lock", str(LOCK))
     assert done.returncode == 1

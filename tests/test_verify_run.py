@@ -20,6 +20,7 @@ from resolver.commands import verify as verify_cmd
 from resolver.errors import UserError
 from resolver.host.profile import STATE_NO_DRIVER, HostProfile
 from resolver.verify import checks
+from resolver.verify.result import CHECKS, FAIL, SKIP
 from resolver.verify.run import PROBE_FILE, resolve_python, run_probe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,9 +61,9 @@ def test_crash_is_a_fail_with_its_signal_and_stage(tmp_path: Path) -> None:
     result, *others = checks.evaluate(
         run.data, None, None, probe_failure=run.failure, stderr_tail=run.stderr_tail
     )
-    assert (result.id, result.status) == ("probe", checks.FAIL)
+    assert (result.id, result.status) == ("probe", FAIL)
     assert "stderr: boom" in result.details
-    assert {r.status for r in others} == {checks.SKIP}
+    assert {r.status for r in others} == {SKIP}
 
 
 @posix_only
@@ -74,7 +75,7 @@ def test_crash_through_the_cli_exits_1_without_a_traceback(tmp_path: Path) -> No
     report = json.loads(done.stdout)
     assert report["status"] == "fail"
     assert report["checks"][0]["reason"] == "the probe crashed with SIGSEGV during 'cuda-init'"
-    assert [c["id"] for c in report["checks"]] == list(checks.CHECKS)
+    assert [c["id"] for c in report["checks"]] == list(CHECKS)
     assert {c["status"] for c in report["checks"][1:]} == {"skip"}
     assert report["probe_run"]["signal"] == "SIGSEGV"
 
@@ -225,7 +226,7 @@ def test_cpu_build_report_lists_every_check(
     code, out, _ = run_cli(capsys, "verify", "--python", str(python), "--json")
     assert code == 0
     report = json.loads(out)
-    assert [c["id"] for c in report["checks"]] == list(checks.CHECKS)
+    assert [c["id"] for c in report["checks"]] == list(CHECKS)
     by_id = {c["id"]: c for c in report["checks"]}
     assert (by_id["cudnn"]["status"], by_id["cudnn"]["reason"]) == (
         "skip",
@@ -236,7 +237,7 @@ def test_cpu_build_report_lists_every_check(
     assert code == 0
     lines = out.splitlines()
     assert [ln[:4] for ln in lines[1:-1]] == [
-        "SKIP" if by_id[k]["status"] == "skip" else "PASS" for k in checks.CHECKS
+        "SKIP" if by_id[k]["status"] == "skip" else "PASS" for k in CHECKS
     ]
     assert "SKIP  cuDNN             not a CUDA build (cpu)" in lines
     assert lines[-1] == "result: PASS: 5 passed, 0 warning(s), 0 failed, 9 skipped"

@@ -8,7 +8,7 @@ import pytest
 
 from resolver.errors import DataError
 from resolver.verify import speed
-from resolver.verify.checks import FAIL, PASS, SKIP, WARN
+from resolver.verify.result import FAIL, PASS, SKIP, WARN
 
 H100 = "NVIDIA H100 80GB HBM3"
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from resolver import catalog as catalog_mod
 from resolver.catalog import Catalog
-from resolver.fleet import solve_fleet
 from resolver.solve import Request, Target, TargetGpu
+from resolver.team.fleet import solve_fleet
 from resolver.team.whatif import sentence, unlocks
 
 H100 = Target(

@@ -339,8 +339,8 @@ def _lock_team(
     as_json: bool = False,
 ) -> None:
     """`gpuresolve lock SPEC`: every platform's files and report.md; exits."""
-    from resolver.envspec import load_spec
-    from resolver.teamlock import default_output, lock_team
+    from resolver.team.lock import default_output, lock_team
+    from resolver.team.spec import load_spec
 
     spec = load_spec(spec_path, catalog)
     if evidence != "documented":  # given on the command line: overrides the spec's

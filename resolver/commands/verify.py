@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from resolver.catalog import Catalog
     from resolver.host.profile import HostProfile
     from resolver.observe.runtime import Recorded
-    from resolver.verify.checks import CheckResult
+    from resolver.verify.result import CheckResult
     from resolver.verify.run import ProbeRun
 
 VERIFY_JSON_VERSION = 1
@@ -80,7 +80,7 @@ def verify(
     # the host is detected and the database loads here.
     proc = ProbeProcess(interpreter, want=want, benchmark=benchmark, timeout_s=timeout)
     from resolver.errors import UserError
-    from resolver.verify import checks
+    from resolver.verify import checks, result
 
     catalog, catalog_error = _load_catalog()
     host = _detect(catalog)
@@ -102,7 +102,7 @@ def verify(
     recorded = None if no_record else _record(run.data, curated)
     if benchmark:
         bench = _judge_speed(run, bench, catalog, results)
-    status = checks.overall(results)
+    status = result.overall(results)
     if as_json:
         data = report_json(
             interpreter, run, results, host, catalog, lock_file, bench, time.monotonic() - t0
@@ -113,7 +113,7 @@ def verify(
         click.echo(report_text(interpreter, run, results, bench, benchmark))
         for line in recorded.lines if recorded else ():
             click.echo(f"note: {line}", err=True)
-    sys.exit(1 if status == checks.FAIL else 0)
+    sys.exit(1 if status == result.FAIL else 0)
 
 
 def _curated_builds() -> dict[str, Any] | None:
@@ -143,7 +143,7 @@ def _judge_speed(
     """Each measurement as a fraction of the GPU's datasheet peak, and the `speed` check."""
     from resolver.errors import UserError
     from resolver.verify import speed
-    from resolver.verify.checks import SKIP, CheckResult
+    from resolver.verify.result import SKIP, CheckResult
 
     if not isinstance(bench, dict) or bench.get("error"):
         results.append(speed.judge(bench, None))
@@ -197,16 +197,17 @@ def report_json(
     bench: Any,
     elapsed: float,
 ) -> dict[str, Any]:
-    from resolver.verify import checks
+    from resolver.verify import result
+    from resolver.verify.context import build_variant
 
     torch = (run.data or {}).get("torch") or {}
     return {
         "verify": VERIFY_JSON_VERSION,
-        "status": checks.overall(results),
-        "summary": checks.summary(results),
+        "status": result.overall(results),
+        "summary": result.summary(results),
         "python": interpreter,
         "torch": torch.get("version"),
-        "variant": checks.build_variant(torch),
+        "variant": build_variant(torch),
         "checks": [r.to_json() for r in results],
         "lock": lock_file,
         "benchmark": bench,
@@ -232,7 +233,7 @@ def report_text(
     bench: Any,
     bench_asked: bool,
 ) -> str:
-    from resolver.verify import checks
+    from resolver.verify import result
 
     torch = (run.data or {}).get("torch") or {}
     py = ((run.data or {}).get("python") or {}).get("version")
@@ -250,9 +251,9 @@ def report_text(
             lines.append(f"{pad}fix: {r.fix}")
     if bench_asked:
         lines.extend(benchmark_lines(run, bench))
-    s = checks.summary(results)
+    s = result.summary(results)
     lines.append(
-        f"result: {checks.overall(results).upper()}: {s['pass']} passed, {s['warn']} warning(s), "
+        f"result: {result.overall(results).upper()}: {s['pass']} passed, {s['warn']} warning(s), "
         f"{s['fail']} failed" + (f", {s['skip']} skipped" if s["skip"] else "")
     )
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from resolver.errors import UserError
 from resolver.team.shapes import ShapeGroup, detect_dir_machines, group
 
 if TYPE_CHECKING:
-    from resolver.envspec import FleetMember
+    from resolver.team.spec import FleetMember
 
 KUBERNETES_KEYS = {"kubernetes", "selector", "name"}
 DETECT_DIR_KEYS = {"detect", "name"}
@@ -33,7 +33,7 @@ def expand_entry(
     spec_path: Path, entry: dict[str, Any], key: str, catalog: Catalog, python: str
 ) -> list[FleetMember]:
     """The fleet members of one entry; every problem is one UserError naming the spec and key."""
-    from resolver.envspec import FleetMember
+    from resolver.team.spec import FleetMember
 
     def fail(sub: str, msg: str) -> UserError:
         return UserError(f"{spec_path}: {key}.{sub}: {msg}")

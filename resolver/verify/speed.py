@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.errors import DataError
-from resolver.verify.checks import FAIL, PASS, SKIP, WARN, CheckResult
+from resolver.verify.result import FAIL, PASS, SKIP, WARN, CheckResult
 
 FILE = "gpu_peaks.yaml"
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")

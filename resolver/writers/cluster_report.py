@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from resolver.fleet import FleetDecision
+from resolver.team.fleet import FleetDecision
 from resolver.team.shapes import ShapeGroup, abbreviate
 from resolver.team.whatif import sentence, unlocks
 from resolver.versions import cc_sm

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
-from resolver.fleet import FleetDecision
 from resolver.render import describe_build, index_url
 from resolver.solve import Candidate, Decision, Target
+from resolver.team.fleet import FleetDecision
 from resolver.versions import cc_sm
 
 if TYPE_CHECKING:

@@ -19,9 +19,9 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 
 from resolver.catalog import Catalog
-from resolver.envspec import EnvSpec
-from resolver.fleet import FleetDecision, PlatformChoice, solve_fleet, split_groups
 from resolver.solve import Decision, Target, TargetGpu, solve
+from resolver.team.fleet import FleetDecision, PlatformChoice, solve_fleet, split_groups
+from resolver.team.spec import EnvSpec
 from resolver.versions import driver_key
 from resolver.writers import lockfiles, recorded
 from resolver.writers.report import render_report

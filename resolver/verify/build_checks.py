@@ -1,0 +1,283 @@
+"""The checks on the build and the host: the probe ran, torch imports, the build fits the host.
+
+A CUDA build on a GPU host, a driver new enough for its CUDA version, CUDA available, and kernels
+for every GPU: judged by the solver's own rules (`solve.kernel_coverage`, `solve.driver_need`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from resolver.catalog import ArchList, Provenance
+from resolver.host.profile import HostProfile
+from resolver.solve import driver_need, is_jit, kernel_coverage
+from resolver.verify.context import Context, build_variant, first_line, skipped
+from resolver.verify.package_checks import missing_lib_fix
+from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult
+from resolver.versions import CC, cc_sm, driver_key, parse_cc
+
+
+def probe_failed(
+    probe: Mapping[str, Any] | None, failure: str, stderr_tail: Sequence[str]
+) -> CheckResult:
+    stage = (probe or {}).get("stage") if probe else None
+    if "crashed" in failure or "signal" in failure:
+        fix = (
+            "a library crashed the interpreter: check LD_LIBRARY_PATH / LD_PRELOAD, then reinstall "
+            "torch in a clean environment (`gpuresolve suggest` gives the command)"
+        )
+    elif "did not finish" in failure:
+        fix = (
+            "something blocked (a GPU held by a stuck process, a driver problem?): check "
+            "`nvidia-smi`, then run again (or raise --timeout)"
+        )
+    else:
+        fix = "run the interpreter by hand (`python -c 'import torch'`) to see the error"
+    details = tuple(f"stderr: {line}" for line in stderr_tail[-5:])
+    if stage:
+        details = (f"last stage: {stage}", *details)
+    return CheckResult("probe", CHECKS["probe"], FAIL, failure, fix, details)
+
+
+def check_probe(ctx: Context) -> CheckResult:
+    elapsed = ctx.probe.get("elapsed_s")
+    took = f" in {elapsed:.1f} s" if isinstance(elapsed, int | float) else ""
+    return CheckResult("probe", CHECKS["probe"], PASS, f"the probe finished{took}")
+
+
+def check_environment(ctx: Context) -> CheckResult:
+    py = ctx.probe.get("python") or {}
+    where = py.get("executable") or "?"
+    prefix = py.get("prefix")
+    elapsed = ctx.probe.get("elapsed_s")
+    took = f", probe took {elapsed:.1f} s" if isinstance(elapsed, int | float) else ""
+    reason = f"Python {py.get('version', '?')} at {where}{took}"
+    details = (f"prefix: {prefix}",) if prefix else ()
+    return CheckResult("environment", CHECKS["environment"], PASS, reason, None, details)
+
+
+def check_import(ctx: Context) -> CheckResult:
+    t = ctx.torch
+    title = CHECKS["import"]
+    if t.get("imported"):
+        return CheckResult(
+            "import", title, PASS, f"torch {t.get('version')} from {t.get('file')}", None
+        )
+    err = t.get("error") or {}
+    etype, message = str(err.get("type", "")), str(err.get("message", ""))
+    if etype == "ModuleNotFoundError" and "'torch'" in message:
+        return CheckResult(
+            "import",
+            title,
+            FAIL,
+            "torch is not installed in this environment",
+            "install the build for this machine: `gpuresolve suggest` prints the pip command",
+        )
+    missing = re.search(r"(lib[\w.+-]+?\.so(?:\.\d+)*): cannot open shared object file", message)
+    if missing:
+        lib = missing.group(1)
+        return CheckResult(
+            "import",
+            title,
+            FAIL,
+            f"torch cannot load {lib}: not found",
+            missing_lib_fix(ctx, lib),
+            (f"{etype}: {first_line(message)}",),
+        )
+    undefined = re.search(r"undefined symbol: (\S+)", message)
+    if undefined:
+        ld = (ctx.probe.get("env") or {}).get("LD_LIBRARY_PATH")
+        fix = (
+            f"a library from LD_LIBRARY_PATH ({ld}) shadows the one torch was built with: unset it"
+            if ld
+            else "a library torch loads does not match it: reinstall torch with its dependencies"
+        )
+        return CheckResult(
+            "import",
+            title,
+            FAIL,
+            f"a library torch loaded does not match it (undefined symbol {undefined.group(1)})",
+            fix,
+            (f"{etype}: {first_line(message)}",),
+        )
+    return CheckResult(
+        "import",
+        title,
+        FAIL,
+        f"import torch failed: {etype}: {first_line(message)}",
+        "reinstall torch (`gpuresolve suggest` prints the command for this machine)",
+    )
+
+
+def check_build(ctx: Context) -> CheckResult:
+    skip = skipped(ctx, "build", cuda=False)
+    if skip is not None:
+        return skip
+    t, title = ctx.torch, CHECKS["build"]
+    variant = build_variant(t) or "?"
+    gpus = _host_gpu_text(ctx.host)
+    if t.get("hip"):
+        status = FAIL if ctx.host_gpu else PASS
+        fix = "install a CUDA build: `gpuresolve suggest`" if ctx.host_gpu else None
+        return CheckResult("build", title, status, f"ROCm build ({variant}); host: {gpus}", fix)
+    if not t.get("cuda"):
+        if ctx.host_gpu:
+            return CheckResult(
+                "build",
+                title,
+                FAIL,
+                f"CPU build ({variant}) on a host with {gpus}: torch will not use the GPU",
+                "install a CUDA build: `gpuresolve suggest` prints the command for this machine",
+            )
+        return CheckResult("build", title, PASS, "CPU build on a host without an NVIDIA GPU")
+    if ctx.host_gpu:
+        return CheckResult(
+            "build", title, PASS, f"CUDA {t['cuda']} build ({variant}) on a host with {gpus}"
+        )
+    note = (ctx.host.messages[0] if ctx.host and ctx.host.messages else "") or ""
+    return CheckResult(
+        "build",
+        title,
+        WARN,
+        f"CUDA {t['cuda']} build ({variant}) on a host without a usable NVIDIA GPU: CPU only",
+        first_line(note) or "the CPU build is much smaller: `gpuresolve suggest`",
+    )
+
+
+def _host_gpu_text(host: HostProfile | None) -> str:
+    if host is None:
+        return "unknown host"
+    if not host.gpus:
+        return "an NVIDIA driver but no usable GPU" if host.driver else "no NVIDIA GPU"
+    names = sorted({g.name or f"CC {g.cc}" for g in host.gpus})
+    count = len(host.gpus)
+    return f"{count} NVIDIA GPU{'s' if count > 1 else ''} ({', '.join(names)})"
+
+
+def _gpus(ctx: Context) -> list[tuple[str, str]]:
+    """(label, CC) of every visible GPU: torch's view when it has one, else the host's."""
+    devices = (ctx.probe.get("cuda") or {}).get("devices") or []
+    if devices:
+        return [(f"GPU {d['index']} {d.get('name') or ''}".strip(), str(d["cc"])) for d in devices]
+    if ctx.host is None:
+        return []
+    return [(f"GPU {g.index} {g.name or ''}".strip(), g.cc) for g in ctx.host.gpus if g.cc]
+
+
+def _arch_list(ctx: Context) -> ArchList | None:
+    names = ctx.torch.get("arch_list") or []
+    sass: list[CC] = []
+    ptx: list[CC] = []
+    for name in names:
+        try:
+            cc = parse_cc(str(name))
+        except Exception:
+            continue
+        (ptx if str(name).startswith("compute_") else sass).append(cc)
+    if not sass and not ptx:
+        return None
+    return ArchList(tuple(sorted(set(sass))), tuple(sorted(set(ptx))), Provenance(("torch",)))
+
+
+def _coverage(ctx: Context) -> tuple[list[str], list[str], bool]:
+    """Per GPU: covered lines, uncovered lines, and whether any GPU needs the PTX JIT."""
+    arch = _arch_list(ctx)
+    covered: list[str] = []
+    missing: list[str] = []
+    jit = False
+    if arch is None:
+        return covered, missing, jit
+    for label, cc_text in _gpus(ctx):
+        cc = parse_cc(cc_text)
+        how = kernel_coverage(ctx.db, arch, cc)
+        if how is None:
+            missing.append(f"{cc_sm(cc)} ({label})")
+        else:
+            jit = jit or is_jit(how)
+            covered.append(f"{cc_sm(cc)} ({label}): {how}")
+    return covered, missing, jit
+
+
+def check_driver(ctx: Context) -> CheckResult:
+    skip = skipped(ctx, "driver")
+    if skip is not None:
+        return skip
+    title = CHECKS["driver"]
+    host = ctx.host
+    cuda = str(ctx.torch["cuda"])
+    if host is None or not host.driver:
+        if not ctx.host_gpu:
+            return CheckResult("driver", title, SKIP, "no NVIDIA driver on this host")
+        return CheckResult("driver", title, WARN, "the host's driver version is unknown")
+    _, _, jit = _coverage(ctx)
+    need, why = driver_need(ctx.db, cuda, host.driver_os, needs_jit=jit)
+    if need is None:
+        return CheckResult(
+            "driver",
+            title,
+            WARN,
+            f"the minimum {host.driver_os} driver for CUDA {cuda} is unknown ({ctx.db_note()})",
+            "update the database: `gpuresolve db update`",
+        )
+    if driver_key(host.driver) < driver_key(need):
+        return CheckResult(
+            "driver",
+            title,
+            FAIL,
+            f"CUDA {cuda} build needs driver >= {need} ({why}); this host has {host.driver}",
+            f"upgrade the NVIDIA driver to >= {need}, or install a build this driver runs "
+            "(`gpuresolve suggest`)",
+        )
+    return CheckResult(
+        "driver", title, PASS, f"driver {host.driver} >= {need} ({why}) for CUDA {cuda}"
+    )
+
+
+def check_cuda_available(ctx: Context) -> CheckResult:
+    skip = skipped(ctx, "cuda")
+    if skip is not None:
+        return skip
+    title = CHECKS["cuda"]
+    cuda = ctx.probe.get("cuda") or {}
+    if cuda.get("available") and not cuda.get("error"):
+        n = cuda.get("device_count", len(cuda.get("devices") or []))
+        return CheckResult("cuda", title, PASS, f"True, {n} device{'s' if n != 1 else ''}")
+    if not ctx.host_gpu:
+        return CheckResult("cuda", title, SKIP, "no usable NVIDIA GPU on this host")
+    said = [str((cuda.get("error") or {}).get("message") or ""), *(cuda.get("warnings") or [])]
+    why = next((first_line(s) for s in said if s.strip()), "")
+    reason = "False" + (f": {why}" if why else " although the host has an NVIDIA GPU")
+    visible = (ctx.probe.get("env") or {}).get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and not visible.strip(","):
+        fix = f"CUDA_VISIBLE_DEVICES is {visible!r}: unset it or name a GPU"
+    elif "too old" in why.lower() or "driver" in why.lower():
+        fix = "the driver cannot run this build: upgrade the driver or `gpuresolve suggest`"
+    else:
+        fix = "`gpuresolve detect` shows what the host has; see the driver check above"
+    return CheckResult("cuda", title, FAIL, reason, fix)
+
+
+def check_arch(ctx: Context) -> CheckResult:
+    skip = skipped(ctx, "arch")
+    if skip is not None:
+        return skip
+    title = CHECKS["arch"]
+    gpus = _gpus(ctx)
+    if not gpus:
+        return CheckResult("arch", title, SKIP, "no GPU to check")
+    if _arch_list(ctx) is None:
+        return CheckResult("arch", title, WARN, "torch reports no compiled architecture list")
+    covered, missing, _ = _coverage(ctx)
+    listed = " ".join(ctx.torch.get("arch_list") or [])
+    if missing:
+        return CheckResult(
+            "arch",
+            title,
+            FAIL,
+            f"no kernels for {', '.join(missing)}: the build has {listed}",
+            "install a build with kernels for this GPU: `gpuresolve suggest`",
+            tuple(covered),
+        )
+    return CheckResult("arch", title, PASS, "; ".join(covered), None, (f"build: {listed}",))

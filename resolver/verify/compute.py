@@ -1,0 +1,86 @@
+"""The GPU compute check: the probe's matmul and conv2d (forward and backward) on every GPU model.
+
+float32 results against the float64 CPU reference prove the kernels run and are right; the
+convolution must have run in cuDNN, not a slow fallback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from resolver.verify.context import Context, first_line, skipped
+from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, CheckResult
+
+# A float32 result on the GPU against the float64 CPU reference: TF32 alone would give ~1e-3.
+MAX_REL_ERR = 1e-3
+
+
+def check_gpu_compute(ctx: Context) -> CheckResult:
+    skip = skipped(ctx, "compute")
+    if skip is not None:
+        return skip
+    title = CHECKS["compute"]
+    tests = ctx.probe.get("gpu_tests")
+    if not tests:
+        cuda = ctx.probe.get("cuda") or {}
+        why = "CUDA is not available" if ctx.host_gpu else "no GPU on this host"
+        if cuda.get("available"):
+            why = "no device was tested"
+        return CheckResult("compute", title, SKIP, why)
+    names = {d["index"]: d.get("name") for d in (ctx.probe.get("cuda") or {}).get("devices") or []}
+    fails: list[str] = []
+    lines: list[str] = []
+    cudnn_used = False
+    for t in tests:
+        label = f"GPU {t.get('device')}" + (
+            f" ({names[t['device']]})" if names.get(t.get("device")) else ""
+        )
+        if t.get("error"):
+            fails.append(f"{label}: {first_line(t['error'].get('message', ''))}")
+            continue
+        for op in ("matmul", "conv2d"):
+            r = t.get(op) or {}
+            if r.get("error"):
+                fails.append(f"{label} {op}: {first_line(r['error'].get('message', ''))}")
+            elif r.get("rel_err") is None or float(r["rel_err"]) > MAX_REL_ERR:
+                fails.append(f"{label} {op}: wrong result (relative error {r.get('rel_err')})")
+        backend = str(t.get("conv_backend") or "")
+        used = "cudnn" in backend.lower() if backend else bool(t.get("cudnn_libs_loaded"))
+        cudnn_used = cudnn_used or (bool(t.get("cudnn_acceptable", True)) and used)
+        lines.append(
+            f"{label}: matmul rel. error {_err(t, 'matmul')}, conv2d fwd+bwd {_err(t, 'conv2d')}"
+            + (f", conv backend {backend}" if backend else "")
+        )
+    if fails:
+        return CheckResult(
+            "compute",
+            title,
+            FAIL,
+            "; ".join(fails[:2]),
+            "see the checks above (kernels, driver, libraries); reinstall torch for this machine",
+            tuple(lines),
+        )
+    if not cudnn_used:
+        return CheckResult(
+            "compute",
+            title,
+            FAIL,
+            "results are right, but cuDNN did not run the convolution (slow fallback kernels)",
+            "see the cuDNN and library checks above",
+            tuple(lines),
+        )
+    return CheckResult(
+        "compute",
+        title,
+        PASS,
+        f"{len(tests)} GPU model{'s' if len(tests) != 1 else ''}: float32 results within "
+        f"{MAX_REL_ERR:g} of float64 CPU; cuDNN ran the convolution",
+        None,
+        tuple(lines),
+    )
+
+
+def _err(t: Mapping[str, Any], op: str) -> str:
+    v = (t.get(op) or {}).get("rel_err")
+    return f"{float(v):.1e}" if v is not None else "?"
