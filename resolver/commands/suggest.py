@@ -65,7 +65,7 @@ def suggest(
             catalog, decision, machine, wanted, pytorch_index
         )
     if explain_build is not None:
-        from resolver.explain import explain
+        from resolver.solve.explain import explain
 
         text, fits = explain(catalog, decision, explain_build)
         click.echo(text)

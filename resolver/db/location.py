@@ -210,17 +210,19 @@ def ignored_warning(directory: Path, reason: str) -> str:
 
 
 def cache_file(
-    directory: Path, required: tuple[str, ...], optional: tuple[str, ...], code: Path
+    directory: Path, required: tuple[str, ...], optional: tuple[str, ...], code: tuple[Path, ...]
 ) -> Path | None:
     """The cache file for the catalog parsed from ``directory``: named by a checksum of the
-    gpuresolve version, the parser's file ``code``, the directory and its files' sizes and
-    mtimes; None where a file is missing or the cache directory cannot be named."""
+    gpuresolve version, the mtimes of the ``code`` files (the record classes the pickle names and
+    the parser), the directory and its files' sizes and mtimes; None where a file is missing or
+    the cache directory cannot be named."""
     import zlib  # a checksum names the file; hashlib would cost more start-up than it saves
 
     from resolver import __version__
 
     try:
-        parts = [__version__, str(code.stat().st_mtime_ns), str(directory.resolve())]
+        parts = [__version__, *(f"{c.name}:{c.stat().st_mtime_ns}" for c in code)]
+        parts.append(str(directory.resolve()))
         for name in (*required, *optional):
             path = directory / name
             if name in required or path.is_file():

@@ -12,8 +12,8 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from resolver.catalog import PLATFORMS, ArchList, Catalog, Pinned, Release
 from resolver.db.evidence import Contradiction, Provenance
+from resolver.db.models import PLATFORMS, ArchList, Catalog, Pinned, Release
 from resolver.errors import DataError
 from resolver.versions import CC, cc_str, parse_cc
 

@@ -11,7 +11,7 @@ import re
 from resolver.catalog import Catalog
 from resolver.db.evidence import Fact, trusted
 from resolver.errors import UserError
-from resolver.solve import REQUEST_KINDS, Candidate, Decision
+from resolver.solve.solver import REQUEST_KINDS, Candidate, Decision
 
 _BUILD_RE = re.compile(r"^(?:torch\s*==\s*)?(\d+\.\d+\.\d+)(?:\+([a-z0-9.]+))?$")
 _CHECKS = (

@@ -1,0 +1,261 @@
+"""The database's typed records: what the solver, the writers and the CLI see, never raw YAML.
+
+These classes are pickled into the catalog cache (resolver/db/cache.py), so the cache key covers
+this file: a change here is a cache miss, not a stale object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, NamedTuple
+
+from resolver.db import gpunames
+from resolver.db.evidence import Provenance
+from resolver.errors import UserError
+from resolver.versions import CC, cuda_key, driver_key
+
+PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
+
+
+class DriverWindow(NamedTuple):
+    """Which driver branches drive GPUs of an architecture at all (major numbers, inclusive)."""
+
+    first: int | None  # None: no edge known
+    last: int | None  # None: still supported
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    version: str
+    min_driver: Mapping[str, str | None]  # "linux" / "windows" -> version or None (unknown)
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class CompatFloor:
+    major: int
+    min_driver: Mapping[str, str | None]
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class Architecture:
+    cc: CC
+    name: str
+    tegra: bool
+    prov: Provenance
+    drivers: DriverWindow | None = None
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    name: str
+    cc: CC
+    kind: str
+    pci_ids: tuple[str, ...]
+    aliases: tuple[str, ...]
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class ArchList:
+    """The kernels compiled into a build for one platform."""
+
+    sass: tuple[CC, ...]
+    ptx: tuple[CC, ...]
+    prov: Provenance
+    ptx_prov: Provenance | None = None  # None: the same as the SASS list's
+
+    @property
+    def ptx_provenance(self) -> Provenance:
+        return self.ptx_prov or self.prov
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """A library version a build ships with (cuDNN, NCCL)."""
+
+    version: str | None
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str  # cpu | cu126 | rocm6.4 | xpu
+    cuda: str | None
+    cudnn: Pinned | None
+    nccl: Pinned | None
+    pypi: frozenset[str]  # platforms whose Python Package Index wheel is this build
+    platforms: Mapping[str, ArchList | None]  # platform -> arch list (None: unknown)
+    prov: Provenance
+
+    @property
+    def kind(self) -> str:
+        """cpu, cuda, rocm or xpu: only cpu and cuda get solver logic."""
+        if self.name == "cpu":
+            return "cpu"
+        if self.name.startswith("cu"):
+            return "cuda"
+        return "rocm" if self.name.startswith("rocm") else "xpu"
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    minor: str
+    date: str | None
+    python: Mapping[str, tuple[str, ...]]  # platform -> CPython versions with wheels
+    torchvision: str | None
+    torchaudio: str | None
+    variants: tuple[Variant, ...]
+    prov: Provenance
+    companion_prov: Mapping[str, Provenance] = field(
+        default_factory=dict
+    )  # where not the release's
+    companion_untagged: frozenset[str] = frozenset()  # py3-none wheels: no +cuXYZ tag
+    python_prov: Provenance | None = None  # the Python tags' own sources (None: the release's)
+
+    @cached_property
+    def key(self) -> tuple[int, ...]:
+        return tuple(int(p) for p in self.version.split("."))
+
+    def companion(self, name: str) -> str | None:
+        if name == "torchvision":
+            return self.torchvision
+        if name == "torchaudio":
+            return self.torchaudio
+        raise UserError(f"unknown companion package {name!r} (torchvision or torchaudio)")
+
+
+@dataclass(frozen=True)
+class CondaBuild:
+    """One conda-forge build of a release on one platform: its CUDA (None: CPU), its kernels."""
+
+    cuda: str | None
+    arch: ArchList | None
+    glibc: str | None  # the lowest glibc it needs on Linux, when above conda-forge's 2.17
+
+
+@dataclass(frozen=True)
+class CondaRelease:
+    version: str
+    python: tuple[str, ...]
+    builds: Mapping[str, tuple[CondaBuild, ...]]  # platform -> its builds
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class CondaForge:
+    """conda-forge's own PyTorch builds (``conda_forge.yaml``), for conda environments."""
+
+    channel: str  # a channel name ("conda-forge")
+    package: str  # "pytorch"
+    cuda_string: str  # build-string prefix of a CUDA build: "cuda{major}{minor}"
+    cpu_string: str  # of a CPU build: "cpu"
+    cuda_package: str  # the package pinned to the CUDA version: "cuda-version"
+    releases: tuple[CondaRelease, ...]  # newest first
+    prov: Provenance
+
+    def build_prefix(self, cuda: str | None) -> str:
+        """ "12.9" -> "cuda129"; None -> "cpu": what a build string starts with."""
+        if cuda is None:
+            return self.cpu_string
+        major, _, minor = cuda.partition(".")
+        return self.cuda_string.format(major=major, minor=minor or "0")
+
+
+@dataclass
+class Catalog:
+    """The whole database, indexed for the solver and the CLI."""
+
+    sources: Mapping[str, Mapping[str, Any]]
+    toolkits: Mapping[str, Toolkit]
+    compat_floors: Mapping[int, CompatFloor]
+    architectures: Mapping[CC, Architecture]
+    gpus: tuple[GpuModel, ...]
+    releases: tuple[Release, ...]  # newest first
+    index_url_template: str
+    origin: str = "<memory>"
+    updated: str | None = None
+    conda_forge: CondaForge | None = None  # conda_forge.yaml, where the database has one
+    _name_index: dict[tuple[str, ...], GpuModel] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for gpu in self.gpus:
+            for spelling in (gpu.name, *gpu.aliases):
+                self._name_index.setdefault(gpunames.name_words(spelling), gpu)
+
+    # --- lookups -----------------------------------------------------------------------------
+    # --- lookups -----------------------------------------------------------------------------
+    def index_url(self, variant: str) -> str:
+        return self.index_url_template.format(variant=variant)
+
+    def release(self, version: str) -> Release | None:
+        return next((r for r in self.releases if r.version == version), None)
+
+    def is_tegra(self, cc: CC) -> bool:
+        arch = self.architectures.get(cc)
+        return bool(arch and arch.tegra)
+
+    def gpu_by_name(self, name: str) -> GpuModel | None:
+        """Longest database name whose words begin the query's ("Tesla V100-SXM2-32GB")."""
+        words = gpunames.name_words(name)
+        for end in range(len(words), 0, -1):
+            hit = self._name_index.get(words[:end])
+            if hit is not None:
+                return hit
+        return None
+
+    def gpu_by_pci_id(self, device_id: str) -> GpuModel | None:
+        wanted = device_id.lower()
+        return next((g for g in self.gpus if wanted in g.pci_ids), None)
+
+    def close_gpu_names(self, name: str, n: int = 5) -> list[str]:
+        return gpunames.close_names(self, name, n)
+
+    def resolve_gpu(self, spec: str) -> tuple[CC, str | None]:
+        """A --gpu value: "8.6", "sm_86" or a model name -> (CC, model name or None)."""
+        return gpunames.resolve_gpu(self, spec)
+
+    def toolkit_min_driver(self, cuda: str, driver_os: str) -> str | None:
+        tk = self.toolkits.get(cuda)
+        return tk.min_driver.get(driver_os) if tk else None
+
+    def compat_min_driver(self, cuda: str, driver_os: str) -> str | None:
+        """The lowest driver a build of this CUDA version runs on under minor-version compat.
+
+        The major's floor, unless the toolkit itself shipped with an older driver (CUDA 11.0).
+        """
+        own = self.toolkit_min_driver(cuda, driver_os)
+        floor = self.compat_floors.get(cuda_key(cuda)[0])
+        floor_v = floor.min_driver.get(driver_os) if floor else None
+        if floor_v is None:
+            return own
+        if own is None:
+            return floor_v
+        return own if driver_key(own) < driver_key(floor_v) else floor_v
+
+    def driver_max_cuda(self, driver: str, driver_os: str) -> str | None:
+        """Highest CUDA whose toolkit minimum driver this driver meets (what nvidia-smi shows)."""
+        have = driver_key(driver)
+        best: str | None = None
+        for version, tk in self.toolkits.items():
+            need = tk.min_driver.get(driver_os)
+            if (
+                need is not None
+                and tk.prov.confirmed
+                and driver_key(need) <= have
+                and (best is None or cuda_key(version) > cuda_key(best))
+            ):
+                best = version
+        return best
+
+    # --- consistency -------------------------------------------------------------------------
+    def check(self) -> list[str]:
+        """Cross-record rules of ``db check``; returns the problems (empty when consistent)."""
+        from resolver.db.check import check  # only `db check` and `db update` need the rules
+
+        return check(self)

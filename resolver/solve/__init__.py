@@ -1,0 +1,46 @@
+"""Solving: from (catalog, target, request) to a decision, and explaining one.
+
+``resolver.solve`` is the room's public face: the pure solver (solver.py) exports its names here,
+so callers write ``from resolver.solve import Request, Target, solve``. ``suggest --explain`` is
+explain.py, imported only by that option.
+"""
+
+from resolver.solve.solver import (
+    COMPANIONS,
+    GPU_KINDS,
+    REQUEST_KINDS,
+    Candidate,
+    Decision,
+    Policy,
+    Reason,
+    Request,
+    Target,
+    TargetGpu,
+    describe_fact,
+    driver_need,
+    gpu_names,
+    is_jit,
+    kernel_coverage,
+    solve,
+    window_reasons,
+)
+
+__all__ = [
+    "COMPANIONS",
+    "GPU_KINDS",
+    "REQUEST_KINDS",
+    "Candidate",
+    "Decision",
+    "Policy",
+    "Reason",
+    "Request",
+    "Target",
+    "TargetGpu",
+    "describe_fact",
+    "driver_need",
+    "gpu_names",
+    "is_jit",
+    "kernel_coverage",
+    "solve",
+    "window_reasons",
+]
