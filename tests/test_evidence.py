@@ -240,7 +240,7 @@ def test_explain_names_every_check_with_its_evidence(capsys: pytest.CaptureFixtu
 
 
 def test_explain_says_why_not_the_newest(capsys: pytest.CaptureFixture[str]) -> None:
-    # 2.10.0 cu126's cuDNN rests on a transcription of RELEASE.md; cu128's pins were read off the wheel.
+    # 2.10.0 cu126's cuDNN rests on a transcription; cu128's pins were read off a wheel.
     gpu = ("--gpu", "NVIDIA H100 80GB HBM3", "--driver", "580.65.06", "--torch", "==2.10.*")
     code, out, _err = run_cli(capsys, "suggest", *LINUX, *gpu, "--explain", "torch==2.10.0+cu126")
     assert code == 0
