@@ -58,15 +58,16 @@ def test_defaults_pick_the_newest_documented_cu126(
 
 
 def test_blackwell_on_570_follows_the_evidence(capsys: pytest.CaptureFixture[str]) -> None:
-    # 2.11 cu128 has sm_120 (printed, #182250) but its cuDNN version rests on a transcription;
-    # 2.10 cu128 is observed throughout: the default takes it and names 2.11 in a hint.
+    # 2.11 cu128 has sm_120 (printed, #182250) and pins cuDNN 9.19.0.56 (printed pip output of an
+    # installed 2.11.0+cu128); 2.12+ need CUDA 13 (driver 580): the default takes 2.11.0 cu128.
     gpu = ("--gpu", "NVIDIA GeForce RTX 5090", "--driver", "570.124.06")
     code, data = suggest(capsys, *LINUX, *gpu)
-    assert code == 0 and picked(data) == ("2.10.0", "cu128")
+    assert code == 0 and picked(data) == ("2.11.0", "cu128")
     assert data["selection"]["evidence"] == "observed"
-    assert any("2.11.0 cu128 probably runs too" in h for h in data["hints"])
+    assert data["selection"]["cudnn"] == "9.19.0.56"
+    assert not any("probably runs too" in h for h in data["hints"])
     code, data = suggest(capsys, *LINUX, *gpu, "--evidence", "any")
-    assert picked(data) == ("2.11.0", "cu128") and data["selection"]["evidence"] == "transcription"
+    assert picked(data) == ("2.11.0", "cu128")
     code, data = suggest(capsys, *LINUX, *gpu, "--allow-unconfirmed")
     assert picked(data) == ("2.11.0", "cu128")
 
@@ -218,7 +219,9 @@ def test_db_show_reports_grades(capsys: pytest.CaptureFixture[str]) -> None:
     rel = next(r for r in data["releases"] if r["version"] == "2.11.0")
     cu128 = next(v for v in rel["variants"] if v["name"] == "cu128")
     assert cu128["platforms"]["linux-x86_64"]["grade"] == "observed"
-    assert cu128["cudnn_grade"] == "transcription"
+    assert cu128["cudnn_grade"] == "observed"
+    cu126 = next(v for v in rel["variants"] if v["name"] == "cu126")
+    assert cu126["cudnn_grade"] == "transcription"
 
 
 def test_explain_names_every_check_with_its_evidence(capsys: pytest.CaptureFixture[str]) -> None:
@@ -237,10 +240,11 @@ def test_explain_names_every_check_with_its_evidence(capsys: pytest.CaptureFixtu
 
 
 def test_explain_says_why_not_the_newest(capsys: pytest.CaptureFixture[str]) -> None:
-    args = (*LINUX, "--gpu", "NVIDIA GeForce RTX 5090", "--driver", "570.124.06")
-    code, out, _err = run_cli(capsys, "suggest", *args, "--explain", "torch==2.11.0+cu128")
+    # 2.10.0 cu126's cuDNN rests on a transcription; cu128's pins were read off a wheel.
+    gpu = ("--gpu", "NVIDIA H100 80GB HBM3", "--driver", "580.65.06", "--torch", "==2.10.*")
+    code, out, _err = run_cli(capsys, "suggest", *LINUX, *gpu, "--explain", "torch==2.10.0+cu126")
     assert code == 0
-    assert "weak evidence: transcription" in out and "cudnn: cuDNN 9.17.1.4 [transcription" in out
+    assert "weak evidence: transcription" in out and "cudnn: cuDNN 9.10.2.21 [transcription" in out
     assert "documented evidence before transcription" in out
 
 

@@ -101,7 +101,7 @@ def test_target_options_belong_in_the_spec(capsys: pytest.CaptureFixture[str]) -
 def test_verify_reads_the_team_lock() -> None:
     lock = read_pins(ROOT / "research-lab" / "a100-servers" / "requirements.txt")
     pins = {p.name: p for p in lock.pins}
-    assert (pins["torch"].version, pins["torch"].variant) == ("2.10.0", "cu128")
+    assert (pins["torch"].version, pins["torch"].variant) == ("2.11.0", "cu128")
     assert pins["torchvision"].variant == "cu128"
     assert "numpy" in pins  # the spec's other packages travel with the set
     assert lock.index_urls == ("https://download.pytorch.org/whl/cu128",)
