@@ -120,7 +120,7 @@ def _curated_builds() -> dict[str, Any] | None:
     """The curated torch.yaml an observation is compared with, read ahead (None: unreadable)."""
     from resolver import catalog as catalog_mod
     from resolver.errors import UserError
-    from resolver.observe import compare
+    from resolver.observe import compare, runtime  # noqa: F401 - imported while torch imports
 
     try:
         return compare.read_torch_doc(catalog_mod.data_dir())
