@@ -11,7 +11,8 @@ from cli_support import run_cli
 from resolver.lockpins import read as read_pins
 
 ROOT = Path(__file__).resolve().parent.parent / "environments"
-EXAMPLES = {"research-lab": [], "dev-cpu-mac": []}  # each spec records its split: no flags
+EXAMPLES = {"research-lab": [], "dev-cpu-mac": [], "gpu-cluster": []}  # splits recorded: no flags
+INPUTS = ("hosts", "clusters")  # the examples' detect files and node lists, beside the specs
 
 
 run = run_cli
@@ -38,8 +39,9 @@ def test_examples_regenerate_byte_identically(
     envs = tmp_path / "environments"
     envs.mkdir()
     shutil.copy(ROOT / f"{name}.yaml", envs)
-    if (ROOT / "hosts").is_dir():
-        shutil.copytree(ROOT / "hosts", envs / "hosts")
+    for folder in INPUTS:
+        if (ROOT / folder).is_dir():
+            shutil.copytree(ROOT / folder, envs / folder)
     code, _, err = run(capsys, "lock", str(envs / f"{name}.yaml"), *EXAMPLES[name])
     assert code == 0, err
     assert tree(envs / name) == tree(ROOT / name)

@@ -1,8 +1,9 @@
 """Solving: from (catalog, target, request) to a decision, and explaining one.
 
 ``resolver.solve`` is the room's public face: the pure solver (solver.py) exports its names here,
-so callers write ``from resolver.solve import Request, Target, solve``. ``suggest --explain`` is
-explain.py, imported only by that option.
+so callers write ``from resolver.solve import Request, Target, solve``. The hints on a decision
+(what would change it) are hints.py, which solve() calls. ``suggest --explain`` is explain.py,
+imported only by that option.
 """
 
 from resolver.solve.solver import (

@@ -1,0 +1,163 @@
+"""Hints: what would change a decision, read from the candidates the solver turned down.
+
+solve() hands over its selection and every candidate it evaluated; these lines name the single
+change that would bring a newer build (a driver upgrade, another Python, other companions, a
+driver branch that drives the GPU, a weaker evidence level) and the target facts that were missing.
+They never change the selection: a job of its own, apart from the solver's rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from resolver.catalog import Catalog
+from resolver.db.evidence import trusted
+from resolver.solve.solver import REQUEST_KINDS, Candidate, Request, Target
+from resolver.versions import cuda_key, driver_key
+
+
+def _blocked_only_by(c: Candidate, kinds: set[str]) -> bool:
+    return bool(c.reasons) and all(r.kind in kinds for r in c.reasons)
+
+
+def _py_key(version: str) -> tuple[int, int, bool]:
+    major, _, rest = version.partition(".")
+    return int(major), int(rest.rstrip("t") or 0), rest.endswith("t")
+
+
+def build_hints(
+    catalog: Catalog,
+    target: Target,
+    request: Request,
+    selection: Candidate | None,
+    ok: Sequence[Candidate],
+    rejected: Sequence[Candidate],
+) -> tuple[str, ...]:
+    """The hint lines of one decision, in a fixed order: a driver upgrade, the release that dropped
+    a GPU's kernels, Python, a CUDA pin, companions, a build the evidence level held back, missing
+    target facts, unknown or Tegra GPUs; when nothing runs, a driver outside the GPU's window first.
+    """
+    hints: list[str] = []
+    allow = request.level
+    floor = selection.release.key if selection else ()
+    newer = [c for c in rejected if c.release.key > floor]
+
+    def beats_selection(c: Candidate) -> bool:
+        return selection is None or c.rank_key(allow) > selection.rank_key(allow)
+
+    # Driver: the build a driver upgrade alone would make the answer (the best one, lowest driver).
+    by_driver = [
+        c
+        for c in rejected
+        if _blocked_only_by(c, {"driver"}) and c.min_driver and target.driver and beats_selection(c)
+    ]
+    if by_driver:
+        top = max(c.rank_key(allow) for c in by_driver)[:3]
+        best = min(
+            (c for c in by_driver if c.rank_key(allow)[:3] == top),
+            key=lambda c: driver_key(c.min_driver or "0"),
+        )
+        hints.append(
+            f"torch {best.release.version} needs driver >= {best.min_driver} "
+            f"({best.variant.name}, {best.min_driver_why}); this host has {target.driver}"
+        )
+    # Architecture: the newest release none of whose builds has kernels for a GPU of the target.
+    by_release: dict[tuple[int, ...], list[Candidate]] = {}
+    for c in newer:
+        if c.variant.kind == "cuda" and not any(
+            r.kind in REQUEST_KINDS or r.kind == "python" for r in c.reasons
+        ):
+            by_release.setdefault(c.release.key, []).append(c)
+    ok_releases = {c.release.key for c in ok}
+
+    def lacks_kernels(c: Candidate) -> bool:
+        return any(r.kind in ("arch", "unknown") for r in c.reasons)
+
+    dropped_in = [
+        key
+        for key, cands in by_release.items()
+        if key not in ok_releases
+        and all(lacks_kernels(c) for c in cands)
+        and any(r.kind == "arch" for c in cands for r in c.reasons)
+    ]
+    if dropped_in:
+        cands = by_release[max(dropped_in)]
+        gpus = sorted({r.text.split(":")[0] for c in cands for r in c.reasons if r.kind == "arch"})
+        unknown = sorted(
+            c.variant.name for c in cands if any(r.kind == "unknown" for r in c.reasons)
+        )
+        tail = f" (the architectures of {', '.join(unknown)} are unknown)" if unknown else ""
+        hints.append(f"torch {cands[0].release.version} builds have {'; '.join(gpus)}{tail}")
+    by_python = [c for c in newer if _blocked_only_by(c, {"python"})]
+    if by_python:
+        newest = max(by_python, key=lambda c: c.release.key)
+        pys = newest.release.python.get(target.platform, ())
+        if pys and all(_py_key(target.python) < _py_key(p) for p in pys):
+            hints.append(
+                f"torch {newest.release.version} needs Python {pys[0]}+ "
+                f"(this target has {target.python})"
+            )
+        else:
+            hints.append(
+                f"torch {newest.release.version} has no wheel for Python {target.python} on "
+                f"{target.platform} (it has {', '.join(pys) or 'none'})"
+            )
+    if request.cuda and not any(c.variant.cuda == request.cuda for c in (*ok, *rejected)):
+        have = sorted({c.variant.cuda for c in (*ok, *rejected) if c.variant.cuda}, key=cuda_key)
+        hints.append(
+            f"no build in the database is for CUDA {request.cuda} on {target.platform} "
+            f"(there are builds for {', '.join(have) or 'none'})"
+        )
+    by_companion = [c for c in newer if _blocked_only_by(c, {"companion"})]
+    if by_companion:
+        newest = max(by_companion, key=lambda c: c.release.key)
+        hints.append(
+            f"torch {newest.release.version} is held back by the companions asked for: "
+            + "; ".join(r.text for r in newest.reasons)
+        )
+    window = sorted({r.text for c in rejected for r in c.reasons if r.kind == "window"})
+    if selection is None and window:  # the driver itself is the blocker: say so first
+        for text in reversed(window):
+            m = re.search(r"supports (.+) GPUs; R(\d+) is the last", text)
+            n = re.search(r"predates (.+) GPUs; they need R(\d+)", text)
+            if m:
+                hints.insert(
+                    0,
+                    f"install an R{m[2]}-branch driver: later branches ignore {m[1]} GPUs",
+                )
+            elif n:
+                hints.insert(0, f"install an R{n[2]} (or newer) driver: {n[1]} GPUs need it")
+    if allow != "any":
+        weaker = [
+            c
+            for c in ok
+            if not trusted(c.evidence, allow) and c.release.key > floor and c is not selection
+        ]
+        if selection is not None and trusted(selection.evidence, allow) and weaker:
+            best = max(weaker, key=lambda c: c.rank_key("any"))
+            hints.append(
+                f"torch {best.release.version} {best.variant.name} probably runs too, but "
+                f"{best.doubt or 'one of its facts'} rests on {best.evidence} evidence "
+                "(--evidence any considers it)"
+            )
+    if selection is not None and selection.variant.kind == "cuda":
+        if target.driver is None and selection.min_driver:
+            hints.append(
+                f"no driver given: this build needs driver >= {selection.min_driver} "
+                f"({selection.min_driver_why})"
+            )
+        if target.nvidia and not target.gpus and not target.unknown_gpus:
+            hints.append("no GPU model given: architecture coverage was not checked (--gpu)")
+    hints.extend(
+        f"{name}: compute capability unknown to gpuresolve, so its kernels were not checked: "
+        "give it with --gpu X.Y (or update the database: gpuresolve db update)"
+        for name in target.unknown_gpus
+    )
+    tegra = [g for g in target.gpus if catalog.is_tegra(g.cc)]
+    if selection is None and tegra:
+        hints.append(
+            f"{', '.join(g.label for g in tegra)} is a Tegra (Jetson) GPU: desktop and server "
+            "builds do not run on it; use NVIDIA's PyTorch wheels for its JetPack release"
+        )
+    return tuple(hints)
