@@ -142,10 +142,15 @@ def messages(result: CheckResult, database: str | None, what: str = "") -> list[
                 f"the recorded inputs now resolve to {f.new_build} (the files pin "
                 f"{f.old_build}); rerun `gpuresolve lock`"
             )
-        else:
+        elif f.new_build is not None:
             out.append(
                 f"the recorded inputs now resolve to other pins for {f.new_build} "
                 "(the closure changed); rerun `gpuresolve lock`"
+            )
+        else:  # report.md: no build line of its own, its decision changed
+            out.append(
+                f"the recorded inputs now give another {f.name} (the ranking or its evidence "
+                "changed); rerun `gpuresolve lock`"
             )
     newer = sorted({f.old_database for f in by[STALE] if f.old_database})
     if database and any(d > database for d in newer):
