@@ -189,3 +189,14 @@ def test_a_file_without_recorded_inputs_is_named_as_such(
     req.write_text("".join(ln for ln in req.read_text().splitlines(True) if KEY not in ln))
     code, _, err = run(capsys, "lock", *CPU, "--check", "-o", str(out))
     assert code == 1 and "no recorded inputs" in err and "requirements.txt" in err
+
+
+def test_a_stale_report_is_named_not_none() -> None:
+    from resolver.writers import check as lockcheck
+
+    result = lockcheck.CheckResult(
+        (lockcheck.FileCheck("report.md", lockcheck.STALE, old_database="2026-11-24"),), ""
+    )
+    lines = lockcheck.messages(result, "2026-11-24", "")
+    assert any("another report.md" in line for line in lines)
+    assert not any("None" in line for line in lines)
