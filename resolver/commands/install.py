@@ -37,8 +37,8 @@ _FAIL_TAIL = 12
     "--lock",
     "lock_file",
     type=click.Path(dir_okay=False),
-    help="Install this lock instead of resolving: requirements.txt, environment.yml or "
-    "conda-lock.yml.",
+    help="Install this lock instead of resolving: requirements.txt, environment.yml, "
+    "conda-lock.yml or pylock.toml (with uv).",
 )
 @click.option(
     "--system",
