@@ -1,4 +1,5 @@
-"""Read the pins out of a lock file: requirements.txt, environment.yml or conda-lock.yml (v1).
+"""Read the pins out of a lock file: requirements.txt, environment.yml, conda-lock.yml (v1) or
+pylock.toml (PEP 751, read in resolver/readers/pylock.py).
 
 Small and standalone (no resolver imports beyond errors), so that `verify` checks an environment
 against a lock and `install` can reuse the same reader. A pin keeps what both need: the
@@ -21,6 +22,7 @@ from resolver.readers.bounded import LOCK_LIMIT, LOCK_MAX_NODES, load_yaml, read
 FORMAT_REQUIREMENTS = "requirements"
 FORMAT_ENVIRONMENT = "environment"
 FORMAT_CONDA_LOCK = "conda-lock"
+FORMAT_PYLOCK = "pylock"
 
 # conda package name -> Python distribution name, where they differ.
 CONDA_TO_DIST = {"pytorch": "torch"}
@@ -64,7 +66,7 @@ class Pin:
 @dataclass(frozen=True)
 class LockPins:
     path: str
-    format: str  # requirements | environment | conda-lock
+    format: str  # requirements | environment | conda-lock | pylock
     pins: tuple[Pin, ...]
     index_urls: tuple[str, ...] = ()  # --index-url / --extra-index-url, in order
     platforms: tuple[str, ...] = ()  # conda-lock: the platforms it was locked for
@@ -111,11 +113,17 @@ def read(path: str | Path, platform: str | None = None) -> LockPins:
     """The pins of a lock file; ``platform`` (gpuresolve's name) selects conda-lock's entries.
 
     The format comes from the content, not the file name: a YAML document with ``package:`` is
-    a conda-lock file, one with ``dependencies:`` an environment.yml, anything else is read as
-    requirements.txt. Raises UserError (one line) when the file cannot be read or parsed.
+    a conda-lock file, one with ``dependencies:`` an environment.yml, TOML with ``lock-version``
+    (or a file PEP 751 names ``pylock.toml`` / ``pylock.<name>.toml``) a pylock.toml, anything
+    else is read as requirements.txt. Raises UserError (one line) when the file cannot be read
+    or parsed.
     """
+    from resolver.readers import pylock
+
     p = Path(path)
     text = read_text(p, limit=LOCK_LIMIT, what="a lock file")
+    if pylock.is_pylock_name(p.name) or pylock.looks_like_pylock(text):
+        return pylock.read_pins(text, str(path), platform)
     if p.suffix.lower() in (".yml", ".yaml") or _looks_like_yaml_lock(text):
         doc = _yaml(text, path)
         if isinstance(doc, dict) and "package" in doc:

@@ -112,6 +112,8 @@ class Index:
         parts = [p for p in path.split("/") if p]
         if len(parts) == 2 and parts[0] == "files" and parts[1] in self.files:
             return self.files[parts[1]].read_bytes()
+        if parts and parts[0] == "whl" and len(parts) in (2, 3) and parts[-1] in self.files:
+            return self.files[parts[-1]].read_bytes()  # where PyTorch's index keeps its files
         if len(parts) == 3 and parts[0] == "whl":
             links = "".join(
                 f'<a href="/files/{urllib.parse.quote(n)}">{n}</a>\n'
@@ -372,6 +374,82 @@ def test_lock_is_installed_through_a_mirror(
         "install",
         *("--python", python, "--lock", str(lock), "--pytorch-index", index_url),
         *("--installer", installer, "--no-verify"),
+    )
+    assert code == 0, out + err
+    assert installed(python)["torch"] == "2.14.1+cpu"
+    staged = re.search(r"in a copy: (\S+)", out)
+    assert staged and not Path(staged.group(1)).exists()  # the mirrored copy is cleaned up
+
+
+def _pylock_text(index_url: str) -> str:
+    """A pylock.toml as PyTorch's index would serve it: torch 2.14.1+cpu and filelock."""
+    import hashlib
+    import urllib.request
+
+    pt = "https://download.pytorch.org/whl"
+    out = 'lock-version = "1.0"\ncreated-by = "tests"\n'
+    for name, version, where in (("torch", "2.14.1+cpu", "cpu/"), ("filelock", "3.16.1", "")):
+        wheel = f"{name}-{version}-py3-none-any.whl"
+        quoted = urllib.parse.quote(wheel)
+        with urllib.request.urlopen(f"{index_url}/{where}{quoted}", timeout=30) as response:
+            sha = hashlib.sha256(response.read()).hexdigest()
+        out += f'\n[[packages]]\nname = "{name}"\nversion = "{version}"\n'
+        out += f'index = "{pt}/cpu"\n' if where else ""
+        out += f'[[packages.wheels]]\nname = "{wheel}"\nurl = "{pt}/{where}{quoted}"\n'
+        out += f'hashes = {{sha256 = "{sha}"}}\n'
+    return out
+
+
+def test_pylock_is_installed_with_uv_through_a_mirror(
+    isolated: Path,
+    index_url: str,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from resolver.writers.pip_resolve import find_uv
+
+    try:
+        uv = find_uv()
+    except Exception:
+        pytest.skip("uv is not installed (the test extra has it)")
+    venv = isolated / "venv"
+    subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
+    python = interpreter(venv)
+    text = _pylock_text(index_url)
+    mirror = ("--pytorch-index", index_url)
+
+    # Without uv there is no installer for it: one line, exit 2.
+    monkeypatch.setenv("PATH", str(isolated / "no-tools"))
+    lock = isolated / "pylock.toml"
+    lock.write_text(text, encoding="utf-8")
+    code, out, err = gpuresolve(capfd, "install", "--python", python, "--lock", str(lock))
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.endswith(
+        f"installing {lock} needs uv on PATH: pip cannot install a pylock.toml yet "
+        "(install uv, or lock with --format requirements)"
+    ), err
+
+    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(uv).parent), os.environ["PATH"]]))
+    # Found by its content under another name: uv gets a copy named as PEP 751 wants.
+    other = isolated / "team.lock"
+    other.write_text(text, encoding="utf-8")
+    code, out, err = gpuresolve(
+        capfd, "install", "--python", python, "--lock", str(other), *mirror, "--dry-run"
+    )
+    assert code == 0, out + err
+    assert f"lock: {other} (pylock, 2 pins; torch==2.14.1+cpu)" in out
+    (command,) = [line for line in out.splitlines() if line and not line.startswith("#")]
+    argv = shlex.split(command)
+    assert argv[:5] == [uv, "pip", "install", "--python", python] and argv[5] == "-r"
+    copy = Path(argv[6])
+    assert copy.name == "pylock.toml" and copy.parent != isolated
+    assert f'url = "{index_url}/cpu/torch-2.14.1%2Bcpu-py3-none-any.whl"' in copy.read_text()
+    assert "download.pytorch.org" not in copy.read_text()
+    shutil.rmtree(copy.parent)
+
+    code, out, err = gpuresolve(
+        capfd, "install", "--python", python, "--lock", str(lock), *mirror, "--no-verify"
     )
     assert code == 0, out + err
     assert installed(python)["torch"] == "2.14.1+cpu"

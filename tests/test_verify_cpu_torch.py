@@ -187,3 +187,46 @@ def test_cli_on_this_gpu_less_host(torch_venv: Path, tmp_path: Path) -> None:
     done = _cli("--python", str(torch_venv), "--lock", str(env_yml))
     assert done.returncode == 0, done.stdout
     assert "PASS  lock" in done.stdout
+
+
+def _pylock(tmp_path: Path, linux_torch: str, linux_index: str) -> Path:
+    """A fleet's pylock.toml: this Linux machine's torch, and a macOS one that must not count."""
+    pt = "https://download.pytorch.org/whl"
+    linux = "sys_platform == 'linux' and platform_machine == 'x86_64'"
+    mac = "sys_platform == 'darwin' and platform_machine == 'arm64'"
+    text = 'lock-version = "1.0"\ncreated-by = "tests"\n'
+    for version, index, marker, tag in (
+        (linux_torch, linux_index, linux, "manylinux_2_28_x86_64"),
+        ("2.14.0", "cpu", mac, "macosx_11_0_arm64"),
+    ):
+        wheel = f"torch-{version}-cp312-none-{tag}.whl"
+        url = f"{pt}/{index}/{wheel.replace('+', '%2B')}"
+        text += (
+            f'\n[[packages]]\nname = "torch"\nversion = "{version}"\nindex = "{pt}/{index}"\n'
+            f'marker = "{marker}"\n[[packages.wheels]]\nname = "{wheel}"\n'
+            f'url = "{url}"\nhashes = {{sha256 = "{"0" * 64}"}}\n'
+        )
+    path = tmp_path / "pylock.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_pylock_pins_are_checked_like_the_other_formats(
+    probe: dict[str, Any], shipped: Catalog, tmp_path: Path
+) -> None:
+    same = lockpins.read(_pylock(tmp_path, "2.13.0+cpu", "cpu"), platform="linux-x86_64")
+    by_id = {r.id: r for r in checks.evaluate(probe, no_gpu(), shipped, lock=same)}
+    assert (by_id["lock"].status, by_id["lock"].reason) == (PASS, "1 pin match (torch 2.13.0+cpu)")
+    # No local version: the build is the index's, and it is not the one installed.
+    other = lockpins.read(_pylock(tmp_path, "2.15.0", "cu132"), platform="linux-x86_64")
+    by_id = {r.id: r for r in checks.evaluate(probe, no_gpu(), shipped, lock=other)}
+    assert by_id["lock"].status == FAIL
+    assert by_id["lock"].reason == "torch 2.13.0+cpu installed; the lock pins torch==2.15.0+cu132"
+    assert by_id["lock"].fix == f"reinstall from the lock: gpuresolve install --lock {other.path}"
+
+
+@pytest.mark.skipif(_gpu_host(), reason="this host has an NVIDIA GPU: the CPU build fails here")
+def test_cli_checks_a_pylock(torch_venv: Path, tmp_path: Path) -> None:
+    done = _cli("--python", str(torch_venv), "--lock", str(_pylock(tmp_path, "2.13.0+cpu", "cpu")))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS  lock" in done.stdout

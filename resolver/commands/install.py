@@ -37,8 +37,8 @@ _FAIL_TAIL = 12
     "--lock",
     "lock_file",
     type=click.Path(dir_okay=False),
-    help="Install this lock instead of resolving: requirements.txt, environment.yml or "
-    "conda-lock.yml.",
+    help="Install this lock instead of resolving: requirements.txt, environment.yml, "
+    "conda-lock.yml or pylock.toml (with uv).",
 )
 @click.option(
     "--system",
@@ -231,6 +231,7 @@ def _lock_plan(
     from resolver import lockpins
     from resolver.install import plan as plan_mod
     from resolver.install.run import stage_lock
+    from resolver.readers import pylock as pylock_reader
 
     lock = lockpins.read(lock_file, platform=here)
     torch = lock.get("torch")
@@ -241,6 +242,12 @@ def _lock_plan(
     )
     path = lock_file
     staged: str | None = None
+    # uv reads a pylock file only under a PEP 751 name: one found by its content goes in a copy.
+    stage_as = lock_file
+    if lock.format == lockpins.FORMAT_PYLOCK and not pylock_reader.is_pylock_name(
+        Path(lock_file).name
+    ):
+        stage_as = "pylock.toml"
     if pytorch_index:
         from resolver import catalog as catalog_mod
 
@@ -249,11 +256,17 @@ def _lock_plan(
         moved = plan_mod.mirror_text(text, base, pytorch_index)
         if lock.format == lockpins.FORMAT_REQUIREMENTS:
             moved = plan_mod.absolute_includes(moved, str(Path(lock_file).resolve().parent))
+        if lock.format == lockpins.FORMAT_PYLOCK and moved != text:
+            plan_mod.check_mirrored_pylock(moved, lock_file, pytorch_index, here)
         if moved != text:
-            staged = path = stage_lock(lock_file, moved)
+            staged = path = stage_lock(stage_as, moved)
             say(f"PyTorch index URLs moved to {pytorch_index} in a copy: {staged}")
         else:
             say(f"note: {lock_file} names no PyTorch index URL; --pytorch-index changes nothing")
+    if stage_as != lock_file and staged is None:
+        text = read_text(lock_file, limit=LOCK_LIMIT, what="a lock file")
+        staged = path = stage_lock(stage_as, text)
+        say(f"uv reads a pylock file only when it is named pylock.toml: a copy: {staged}")
     chosen: plan_mod.Installer | None
     try:
         chosen = plan_mod.choose_installer(installer, tools, env)

@@ -33,7 +33,8 @@ _LABEL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
     "--lock",
     "lock_file",
     metavar="FILE",
-    help="requirements.txt, environment.yml or conda-lock.yml the environment must match.",
+    help="requirements.txt, environment.yml, conda-lock.yml or pylock.toml the environment "
+    "must match.",
 )
 @click.option("--benchmark", is_flag=True, help="Also time conv2d (cuDNN on/off) and TF32 matmul.")
 @click.option(

@@ -24,6 +24,7 @@ from resolver.install.env import EnvInfo, Installed, Tools
 from resolver.lockpins import (
     FORMAT_CONDA_LOCK,
     FORMAT_ENVIRONMENT,
+    FORMAT_PYLOCK,
     LockPins,
     canonical,
     variant_of_local,
@@ -420,9 +421,15 @@ def plan_lock(
     """Install a lock file as it is written (hashes, markers and indexes included).
 
     ``path`` is the file handed to the installer: the lock itself, or a copy whose PyTorch index
-    URLs point at a mirror. requirements.txt goes to pip/uv; environment.yml and conda-lock.yml
-    to conda-lock, micromamba, mamba or conda, into a conda env only.
+    URLs point at a mirror. requirements.txt goes to pip/uv, pylock.toml to uv only (pip cannot
+    install one yet); environment.yml and conda-lock.yml to conda-lock, micromamba, mamba or
+    conda, into a conda env only.
     """
+    if lock.format == FORMAT_PYLOCK and (installer is None or installer.kind != "uv"):
+        raise UserError(
+            f"installing {lock.path} needs uv on PATH: pip cannot install a pylock.toml yet "
+            "(install uv, or lock with --format requirements)"
+        )
     wants = wants_from_lock(lock, env.marker_environment())
     torch = next((w for w in wants if w.name == "torch"), None)
     major = lock_cuda_major(lock, torch)
@@ -448,10 +455,22 @@ def mirror_text(text: str, pytorch_base: str, mirror: str) -> str:
     """A lock's text with every PyTorch index URL moved onto a mirror of that index.
 
     ``pytorch_base`` is the index's root as the database names it ("https://.../whl/");
-    ``.../whl/cu126`` becomes ``MIRROR/cu126``, and file URLs under it move the same way.
+    ``.../whl/cu126`` becomes ``MIRROR/cu126``, and file URLs under it move the same way (a
+    requirements.txt's direct URLs, a pylock.toml's ``index`` and wheel ``url`` fields: the
+    mirror must then serve the files at the paths PyTorch's index does).
     """
     base = pytorch_base.rstrip("/") + "/"
     return text.replace(base, mirror.rstrip("/") + "/")
+
+
+def check_mirrored_pylock(text: str, path: str, mirror: str, platform: str | None) -> None:
+    """Refuse a mirror whose URL does not leave a valid pylock.toml behind (one line)."""
+    from resolver.readers import pylock
+
+    try:
+        pylock.read_pins(text, path, platform)
+    except UserError as exc:
+        raise UserError(f"--pytorch-index {mirror} cannot be written into {path}: {exc}") from None
 
 
 _INCLUDE_RE = re.compile(r"^(\s*(?:-r|-c|--requirement|--constraint)(?:\s+|=))(\S+)", re.MULTILINE)

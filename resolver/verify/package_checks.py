@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 from resolver.lockpins import (
     FORMAT_CONDA_LOCK,
     FORMAT_ENVIRONMENT,
+    FORMAT_PYLOCK,
     LockPins,
     Pin,
     canonical,
@@ -467,4 +468,6 @@ def _lock_fix(lock: LockPins) -> str:
         return f"reinstall from the lock: conda-lock install --name ENV {path}"
     if lock.format == FORMAT_ENVIRONMENT:
         return f"reinstall from the lock: conda env update --prune --file {path}"
+    if lock.format == FORMAT_PYLOCK:  # pip cannot install a pylock.toml yet
+        return f"reinstall from the lock: gpuresolve install --lock {path}"
     return f"reinstall from the lock: pip install -r {path}"
