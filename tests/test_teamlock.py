@@ -293,3 +293,10 @@ def test_team_check_uses_the_recorded_formats(
     code, out, err = run(capsys, "lock", spec, "--check")  # no --format: as recorded
     assert code == 0, out + err
     assert "all current: 7 file(s)" in out
+
+
+def test_a_cpu_node_gets_no_driver_hint() -> None:
+    """A node without an NVIDIA GPU runs the fleet's CUDA build on the CPU: it needs no driver."""
+    report = (ROOT / "gpu-cluster" / "report.md").read_text(encoding="utf-8")
+    assert "\n- cpu: " in report  # the CPU group has its own hints
+    assert "cpu: no driver given" not in report

@@ -142,7 +142,8 @@ def build_hints(
                 "(--evidence any considers it)"
             )
     if selection is not None and selection.variant.kind == "cuda":
-        if target.driver is None and selection.min_driver:
+        # a machine without an NVIDIA GPU runs a fleet's CUDA build on the CPU: no driver needed
+        if target.nvidia and target.driver is None and selection.min_driver:
             hints.append(
                 f"no driver given: this build needs driver >= {selection.min_driver} "
                 f"({selection.min_driver_why})"
