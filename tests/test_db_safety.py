@@ -505,3 +505,19 @@ def test_db_update_keeps_the_users_own_observations(tmp_path: Path) -> None:
     assert [(e["version"], e["platform"]) for e in merged.runtime] == [
         ("2.11.0+cu130", "linux-x86_64")
     ]
+
+
+def test_the_cache_keeps_a_few_recent_entries(tmp_path: Path) -> None:
+    """Two installed gpuresolves (or two databases) alternating do not evict each other."""
+    import os
+
+    from resolver.db import cache
+
+    for i in range(cache.KEEP + 3):
+        path = tmp_path / f"{cache.PREFIX}{i:02d}.pickle"
+        cache.write(path, {"n": i})
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))  # written in this order
+    left = sorted(p.name for p in tmp_path.glob(f"{cache.PREFIX}*.pickle"))
+    newest = [f"{cache.PREFIX}{i:02d}.pickle" for i in range(2, cache.KEEP + 3)]
+    assert left == newest  # the new one and the KEEP written before it
+    assert cache.read(tmp_path / newest[-1], dict) == {"n": cache.KEEP + 2}

@@ -16,6 +16,8 @@ from typing import TypeVar
 
 T = TypeVar("T")
 PREFIX = "catalog-"  # every file this module writes starts so (`db reset` removes them)
+KEEP = 4  # caches kept besides the newest: two installed gpuresolves (pipx, a venv) or a user
+# database and the shipped one each keep theirs instead of evicting each other on every run
 
 
 def read(path: Path, kind: type[T]) -> T | None:
@@ -29,13 +31,12 @@ def read(path: Path, kind: type[T]) -> T | None:
 
 
 def write(path: Path, obj: object) -> None:
-    """Store ``obj`` at ``path`` atomically, replacing older caches; silently skipped when the
-    cache directory cannot be written."""
+    """Store ``obj`` at ``path`` atomically, keeping the ``KEEP`` most recently written other
+    caches; silently skipped when the cache directory cannot be written."""
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        for old in path.parent.glob(f"{PREFIX}*.pickle"):
-            old.unlink(missing_ok=True)
+        _evict(path)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=PREFIX, suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
@@ -47,3 +48,17 @@ def write(path: Path, obj: object) -> None:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def _evict(keep_free_for: Path) -> None:
+    """Remove all but the ``KEEP`` most recently written caches other than ``keep_free_for``."""
+    others: list[tuple[float, Path]] = []
+    for old in keep_free_for.parent.glob(f"{PREFIX}*.pickle"):
+        if old == keep_free_for:
+            continue
+        with contextlib.suppress(OSError):
+            others.append((old.stat().st_mtime, old))
+    others.sort(reverse=True)
+    for _mtime, old in others[KEEP:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
