@@ -251,3 +251,23 @@ def test_request_that_matches_nothing_says_so(
     assert code == 1
     assert "nothing in the database matches the request" in out
     assert "no build in the database is for CUDA 12.7" in out
+
+
+def test_a_newer_cuda_build_of_the_chosen_release_is_named_as_such(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The cu130 build of the selected release needing a newer driver must not read as if the
+    release itself did not run here."""
+    import json
+
+    code, out, _ = run_cli(
+        capsys, "suggest", "--json", "--platform", "linux-x86_64", "--python", "3.12",
+        "--driver", "570.124.06", "--gpu", "NVIDIA L4", "--torch", "==2.14.*",
+    )  # fmt: skip
+    data = json.loads(out)
+    assert code == 0 and data["selection"]["variant"] == "cu126"
+    assert any(
+        h.startswith("the cu130 build of torch 2.14.1 needs driver >= 580")
+        and h.endswith("so its cu126 build is the answer")
+        for h in data["hints"]
+    )

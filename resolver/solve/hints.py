@@ -58,10 +58,18 @@ def build_hints(
             (c for c in by_driver if c.rank_key(allow)[:3] == top),
             key=lambda c: driver_key(c.min_driver or "0"),
         )
-        hints.append(
-            f"torch {best.release.version} needs driver >= {best.min_driver} "
-            f"({best.variant.name}, {best.min_driver_why}); this host has {target.driver}"
-        )
+        if selection is not None and best.release.key == selection.release.key:
+            # the same release on a newer CUDA: say so, or it reads as if it did not run here
+            hints.append(
+                f"the {best.variant.name} build of torch {best.release.version} needs driver >= "
+                f"{best.min_driver} ({best.min_driver_why}); this host has {target.driver}, "
+                f"so its {selection.variant.name} build is the answer"
+            )
+        else:
+            hints.append(
+                f"torch {best.release.version} needs driver >= {best.min_driver} "
+                f"({best.variant.name}, {best.min_driver_why}); this host has {target.driver}"
+            )
     # Architecture: the newest release none of whose builds has kernels for a GPU of the target.
     by_release: dict[tuple[int, ...], list[Candidate]] = {}
     for c in newer:

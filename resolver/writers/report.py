@@ -34,7 +34,7 @@ def _why(t: Target, cand: Candidate) -> str:
     parts = list(cand.coverage)
     if cand.min_driver and t.driver:
         parts.append(f"driver {t.driver} >= {cand.min_driver} ({cand.min_driver_why})")
-    elif cand.min_driver:
+    elif cand.min_driver and (t.nvidia or t.gpus):  # a GPU-less member needs no driver
         parts.append(f"needs driver >= {cand.min_driver}")
     if not parts:
         parts.append("CPU build" if cand.variant.kind == "cpu" else "runs on the CPU here")
