@@ -418,8 +418,17 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
     text = _pylock_text(index_url)
     mirror = ("--pytorch-index", index_url)
 
-    # Without uv there is no installer for it: one line, exit 2.
+    # Without uv (none on PATH, no `uv` package) there is no installer for it: one line, exit 2.
+    from resolver.errors import UserError
+    from resolver.writers import pip_resolve
+
+    packaged_uv = pip_resolve.find_uv
+
+    def no_uv() -> str:
+        raise UserError("no uv")
+
     monkeypatch.setenv("PATH", str(isolated / "no-tools"))
+    monkeypatch.setattr(pip_resolve, "find_uv", no_uv)
     lock = isolated / "pylock.toml"
     lock.write_text(text, encoding="utf-8")
     code, out, err = gpuresolve(capfd, "install", "--python", python, "--lock", str(lock))
@@ -429,6 +438,13 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
         f"installing {lock} needs uv on PATH: pip cannot install a pylock.toml yet "
         "(install uv, or lock with --format requirements)"
     ), err
+
+    # With only the `uv` Python package (gpuresolve[lock]) and no uv on PATH, that uv installs it.
+    monkeypatch.setattr(pip_resolve, "find_uv", packaged_uv)
+    code, out, err = gpuresolve(
+        capfd, "install", "--python", python, "--lock", str(lock), *mirror, "--dry-run"
+    )
+    assert code == 0 and uv in out, out + err
 
     monkeypatch.setenv("PATH", os.pathsep.join([str(Path(uv).parent), os.environ["PATH"]]))
     # Found by its content under another name: uv gets a copy named as PEP 751 wants.

@@ -267,6 +267,8 @@ def _lock_plan(
         text = read_text(lock_file, limit=LOCK_LIMIT, what="a lock file")
         staged = path = stage_lock(stage_as, text)
         say(f"uv reads a pylock file only when it is named pylock.toml: a copy: {staged}")
+    if lock.format == lockpins.FORMAT_PYLOCK and tools.uv is None:
+        tools = _with_packaged_uv(tools)  # only uv installs pylock.toml: take gpuresolve's own
     chosen: plan_mod.Installer | None
     try:
         chosen = plan_mod.choose_installer(installer, tools, env)
@@ -280,6 +282,19 @@ def _lock_plan(
         if staged:
             shutil.rmtree(Path(staged).parent, ignore_errors=True)
         raise
+
+
+def _with_packaged_uv(tools: Tools) -> Tools:
+    """``tools`` with the uv of the `uv` Python package (`gpuresolve[lock]`) when none is on
+    PATH: the one `lock --format pylock` used to write the file."""
+    from dataclasses import replace
+
+    from resolver.writers.pip_resolve import find_uv
+
+    try:
+        return replace(tools, uv=find_uv())
+    except UserError:
+        return tools
 
 
 def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
