@@ -270,14 +270,9 @@ def _existing(directory: Path, names: Sequence[str]) -> dict[str, str]:
 
 def _read_existing(path: Path) -> str | None:
     """A file gpuresolve edits in place, bounded; None when there is none."""
-    try:
-        if path.stat().st_size > MAX_PROJECT_BYTES:
-            raise UserError(f"{path}: larger than {MAX_PROJECT_BYTES // 1024} KiB")
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read it ({exc})") from None
+    from resolver.readers.bounded import read_optional_text
+
+    return read_optional_text(path, limit=MAX_PROJECT_BYTES, what="a file gpuresolve edits")
 
 
 FileStatus = dict[str, str]

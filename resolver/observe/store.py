@@ -26,7 +26,7 @@ from typing import Any
 from resolver import __version__
 from resolver.dbupdate.write import dump_yaml
 from resolver.errors import UserError
-from resolver.readers.bounded import load_yaml
+from resolver.readers.bounded import load_yaml, read_optional_text
 from resolver.writers.atomic import atomic_write
 
 FILE = "observations.yaml"
@@ -277,21 +277,8 @@ def parse(text: str, origin: str) -> Observations:
 
 def load(path: Path) -> Observations:
     """The file's observations; an absent file is an empty document."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return Observations()
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if size > MAX_BYTES:
-        raise UserError(f"{path}: {size} bytes, over the {MAX_BYTES}-byte limit for it")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    return parse(text, str(path))
+    text = read_optional_text(path, limit=MAX_BYTES, what="an observations file")
+    return Observations() if text is None else parse(text, str(path))
 
 
 def load_required(path: Path) -> Observations:

@@ -9,6 +9,7 @@ alias bomb once grew to 39 MB from a 700-byte spec).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,16 @@ def read_text(path: str | Path, *, limit: int, what: str) -> str:
         raise UserError(
             f"{path}: not UTF-8 text (byte {exc.start}): not {what}; save it as UTF-8"
         ) from None
+
+
+def read_optional_text(path: str | Path, *, limit: int, what: str) -> str | None:
+    """Like :func:`read_text`, but None when there is no such file (an optional input)."""
+    try:
+        return read_text(path, limit=limit, what=what)
+    except UserError:
+        if not os.path.lexists(path):
+            return None
+        raise
 
 
 def load_json(path: str | Path, *, limit: int, what: str) -> Any:
