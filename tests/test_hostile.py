@@ -177,7 +177,7 @@ CASES = [
     # --- host files -----------------------------------------------------------------------------
     Case("host-missing", args("suggest", "--host", "{tmp}/in/none.json"), says="no such file"),
     Case("host-directory", args("suggest", "--host", "{tmp}/in")),
-    Case("host-dev-zero", args("suggest", "--host", "/dev/zero"), says="larger than"),
+    Case("host-dev-zero", args("suggest", "--host", "/dev/zero"), says="not a regular file"),
     Case("host-64mb", host(b" " * (64 * 1024 * 1024)), says="larger than"),
     Case("host-deep-json", host("[" * 100_000 + "]" * 100_000), says="nested"),
     Case("host-binary", host(bytes(range(256)) * 20), says="UTF-8"),
@@ -225,7 +225,9 @@ CASES = [
     Case("spec-alias-bomb", spec(BOMB)),
     Case("spec-billion-laughs", spec(LAUGHS), says="expands to more than"),
     Case("spec-deep", spec(_deep_yaml(200)), says="nested"),
-    Case("spec-deep-100k", spec(_deep_yaml(100_000)), says="nested"),  # crashed libyaml
+    Case(
+        "spec-deep-100k", spec(_deep_yaml(100_000)), says="nested more than 64"
+    ),  # libyaml stops it
     Case("spec-deep-maps", spec(GOOD_SPEC + "description: " + "{a: " * 50_000 + "}" * 50_000)),
     Case("spec-duplicate-key", spec(GOOD_SPEC + "name: again\n"), says="given twice"),
     Case(

@@ -133,7 +133,7 @@ def test_store_round_trip_and_merge(tmp_path: Path) -> None:
          + "".join(f"x{i}: &a{i} [{', '.join(['*a' if i == 0 else f'*a{i - 1}'] * 10)}]\n"
                    for i in range(7)), "expands to more than"),
         ("observations: []\nobservations: []\n", "given twice"),
-        ("observations: " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
+        ("observations: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 64 levels"),
         ("runtime:\n  - {torch: '2.8.0', variant: cu128, platform: linux-x86_64, "
          "version: '2.8.0+cu128', seen: '2026-11-24', hostname: box}\n", "unknown key"),
         ("runtime:\n  - {torch: '2.8.0', variant: cu128, platform: linux-x86_64, "

@@ -17,6 +17,7 @@ import click
 
 from resolver.commands.common import RequestOptions, TargetOptions
 from resolver.errors import UserError
+from resolver.readers.bounded import open_regular
 from resolver.solve import Target
 from resolver.writers import lockfiles, recorded
 
@@ -66,9 +67,12 @@ def find_recorded(directory: Path) -> tuple[str, dict[str, Any]] | None:
         if name in lockfiles.UPDATED_IN_PLACE or not path.is_file():
             continue
         try:
-            with path.open(encoding="utf-8") as fh:
-                text = fh.read(MAX_READ)
-        except (OSError, UnicodeDecodeError):
+            with open_regular(path) as fh:
+                head = fh.read(MAX_READ)
+            if len(head) == MAX_READ:  # a character cut at the end is not damage
+                head = head[: head.rfind(b"\n") + 1]
+            text = head.decode("utf-8")
+        except (OSError, UnicodeDecodeError, UserError):
             continue
         record = recorded.read(name, text)
         if record is not None and isinstance(record.get("target"), dict):

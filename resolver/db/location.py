@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from resolver.errors import DataError
+from resolver.errors import DataError, UserError
+from resolver.readers.bounded import open_regular
 
 DATA_ENV = "GPURESOLVE_DATA_DIR"
 CACHE_ENV = "GPURESOLVE_CACHE_DIR"
@@ -104,10 +105,12 @@ def read_version(directory: Path) -> Version:
     """
     path = directory / "torch.yaml"
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, what="a database file") as fh:
             head = fh.read(_HEAD_BYTES)
     except FileNotFoundError:
         raise DataError(f"{path}: database file missing") from None
+    except UserError as exc:  # a FIFO or a device
+        raise DataError(str(exc)) from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(head) == _HEAD_BYTES:  # a cut multi-byte character at the end is not damage

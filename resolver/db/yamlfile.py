@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from resolver.errors import DataError, UserError
-from resolver.readers.bounded import load_yaml
+from resolver.readers.bounded import load_yaml, open_regular
 
 MAX_BYTES = 16 * 1024 * 1024  # the shipped files are well under 1 MiB together
 MAX_DEPTH = 64  # the shipped files nest 8 deep
@@ -26,10 +26,12 @@ _BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~1
 def read_yaml(path: Path, *, bounded: bool = True) -> Any:
     """One YAML file as Python data; DataError (naming the file) for anything wrong with it."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, what="a database file") as fh:
             data = fh.read(MAX_BYTES + 1) if bounded else fh.read()
     except FileNotFoundError:
         raise DataError(f"{path}: database file missing") from None
+    except UserError as exc:  # a FIFO or a device
+        raise DataError(str(exc)) from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_BYTES and bounded:

@@ -26,7 +26,7 @@ from typing import Any
 from resolver import __version__
 from resolver.dbupdate.write import dump_yaml
 from resolver.errors import UserError
-from resolver.readers.bounded import load_yaml, read_optional_text
+from resolver.readers.bounded import load_yaml, open_regular, read_optional_text
 from resolver.writers.atomic import atomic_write
 
 FILE = "observations.yaml"
@@ -300,9 +300,9 @@ def save(path: Path, doc: Observations) -> None:
 def written_by_us(path: Path) -> bool:
     """Whether ``path`` is an observations file gpuresolve wrote (safe to replace)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read(len(HEADER)) == HEADER
-    except (OSError, UnicodeDecodeError):
+        with open_regular(path) as fh:
+            return fh.read(len(HEADER.encode())) == HEADER.encode()
+    except (OSError, UserError):
         return False
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from resolver.errors import UserError
 
@@ -26,19 +27,60 @@ MAX_NODES = 200_000  # YAML nodes after alias expansion
 
 
 def read_bytes(path: str | Path, *, limit: int, what: str) -> bytes:
-    """At most ``limit`` bytes of ``path`` (a file, a pipe, a device); more is an error."""
+    """At most ``limit`` bytes of the regular file ``path``; more is an error, and so is a
+    FIFO, a device or a socket (refused at once: one would hang the read or never end it)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, what=what) as fh:
             data = fh.read(limit + 1)
     except FileNotFoundError:
         raise UserError(f"{path}: no such file (expected {what})") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory (expected {what})") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > limit:
         raise UserError(f"{path}: larger than {_size(limit)}: not {what}")
     return data
+
+
+def open_regular(path: str | Path, *, what: str = "a file") -> BinaryIO:
+    """``path`` opened for binary reading, if it is a regular file (links are followed).
+
+    A FIFO, a device (a link to /dev/zero), a socket or a folder is refused with a UserError
+    before anything is read: checked before opening (a device is not even opened), and again on
+    the opened descriptor (no swap in between), which is opened non-blocking so that a FIFO
+    never waits for a writer. Other failures are the OSError ``open`` raises.
+    """
+    refuse_special(os.stat(path).st_mode, path, what)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        refuse_special(os.fstat(fd).st_mode, path, what)
+        if flags & getattr(os, "O_NONBLOCK", 0):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def refuse_special(mode: int, path: str | Path, what: str) -> None:
+    """A UserError unless ``mode`` (from stat) is a regular file's."""
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise UserError(f"{path}: is a directory (expected {what})")
+    kind = (
+        "a FIFO (named pipe)"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a special file"
+    )
+    raise UserError(
+        f"{path}: is {kind}, not a regular file: refused (expected {what}; "
+        "gpuresolve reads only regular files)"
+    )
 
 
 def read_text(path: str | Path, *, limit: int, what: str) -> str:
@@ -134,24 +176,64 @@ def yaml_depth(text: str, limit: int) -> int:
 
     Composing nodes recurses in libyaml's C code: a document nested 100,000 deep crashes the
     interpreter (a segmentation fault, no exception), so depth is measured from the parser's
-    events, which come one at a time. Invalid YAML counts as shallow: the load reports it.
+    events, which come one at a time. libyaml itself may stop deep nesting first, with an error
+    of its own wording and limit (PyYAML 6.0.4's does): when the fast parser fails, the part of
+    the document up to the failure is measured again with PyYAML's pure-Python parser, which has
+    no nesting limit, so that what is refused and why is decided here, not by a library. Invalid
+    YAML that is not too deep counts as shallow: the load reports it.
     """
     import yaml
 
     base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    depth = deepest = 0
     try:
-        for event in yaml.parse(text, Loader=base):
-            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                depth += 1
-                deepest = max(deepest, depth)
-                if deepest > limit:
-                    break
-            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-                depth -= 1
+        return _event_depth(text, limit, base)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        if base is yaml.SafeLoader or mark is None:
+            return 0
+        fragment = _entry_before(text, mark.index)
+    if len(fragment) > RESCAN_LIMIT:  # ~4 s/MiB in pure Python: only a bounded part
+        return 0
+    try:
+        return _event_depth(fragment, limit, yaml.SafeLoader)
     except yaml.YAMLError:
-        pass
+        return 0
+
+
+RESCAN_LIMIT = 256 * KIB
+
+
+def _event_depth(text: str, limit: int, loader: Any) -> int:
+    """The deepest nesting the parser's events reach, stopping past ``limit``."""
+    import yaml
+
+    depth = deepest = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                break
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
     return deepest
+
+
+def _entry_before(text: str, index: int) -> str:
+    """The top-level entry (a line starting at column 0) holding ``index``, to its line's end.
+
+    Parsed on its own it nests as deeply as in the whole document, so the pure-Python parser
+    needs to read only it, not everything before it.
+    """
+    end = text.find("\n", index)
+    end = len(text) if end < 0 else end
+    start = index
+    while True:
+        start = text.rfind("\n", 0, start) + 1
+        if start == 0 or text[start : start + 1] not in ("", " ", "\t", "#", "\n"):
+            break
+        start -= 1
+    return text[start:end]
 
 
 class _DuplicateKey(Exception):

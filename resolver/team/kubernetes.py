@@ -30,6 +30,7 @@ from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.errors import UserError
+from resolver.readers.bounded import open_regular
 from resolver.team.jsonstream import JsonStream
 from resolver.team.shapes import Shape, ShapeGpu
 
@@ -116,7 +117,7 @@ def read_node_list(
             raise UserError(
                 f"{shown}: {size >> 20} MiB is over the {max_bytes >> 20} MiB cap on node lists"
             )
-        fh = open(path, "rb")  # noqa: SIM115 (closed below)
+        fh = open_regular(path, what="`kubectl get nodes -o json` output")
     except FileNotFoundError:
         raise UserError(
             f"{shown}: no such file (expected `kubectl get nodes -o json` output)"

@@ -237,7 +237,7 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
                 raise s.fail(f"{key}.{extra[0]}", "a detect file already describes the machine")
             rel = s.string(t["detect"], f"{key}.detect")
             file = spec_path.parent / rel
-            if not file.is_file():
+            if not file.exists():  # a FIFO or a device: the reader says what it is
                 raise s.fail(f"{key}.detect", f"no such file: {rel}")
             try:
                 profile = load_profile(str(file))

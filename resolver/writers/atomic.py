@@ -58,12 +58,11 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def _current(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read it ({exc})") from None
+    """What is on disk now, read back through the bounded reader: a FIFO or a link to /dev/zero
+    in the output folder is one error line, not a hang or a MemoryError."""
+    from resolver.readers.bounded import LOCK_LIMIT, read_optional_text
+
+    return read_optional_text(path, limit=LOCK_LIMIT, what="a file gpuresolve wrote")
 
 
 def diff_files(directory: Path, files: Mapping[str, str]) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from resolver import __version__
 from resolver.errors import UserError
+from resolver.readers.bounded import open_regular
 from resolver.writers.atomic import atomic_write
 
 MANIFEST = ".gpuresolve-manifest.json"
@@ -58,7 +59,7 @@ def recorded(directory: Path) -> dict[str, str]:
     manifest. A damaged one is an error: guessing could delete a user's file."""
     path = directory / MANIFEST
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, what="a gpuresolve manifest") as fh:
             raw = fh.read(MANIFEST_LIMIT + 1)
     except FileNotFoundError:
         return {}
