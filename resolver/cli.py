@@ -91,10 +91,19 @@ def main(argv: list[str] | None = None) -> None:
     - a UserError (bad input) is one line and exit 2, never a traceback;
     - a reader that stops early (`| head -1`) ends it with 141, as a shell reports a writer killed
       by SIGPIPE, never 1 (which means "no compatible build");
-    - output that cannot be written (`> /dev/full`, a read-only folder) is one line, exit 2;
+    - output that cannot be written (`> /dev/full`, a read-only folder) or a closed stdout
+      (`>&-`) is one line, exit 2;
     - anything else is a bug: one line naming it and exit 70, with the traceback only when
       GPURESOLVE_DEBUG=1 asks for it.
     """
+    if sys.stdout is None:  # `gpuresolve suggest >&-`: nowhere to say anything
+        if sys.stderr is not None:
+            click.echo(
+                "gpuresolve: error: standard output is closed; redirect it to a file or "
+                "/dev/null instead",
+                err=True,
+            )
+        sys.exit(2)
     try:
         code = _run(argv)
         sys.stdout.flush()  # here, not at exit, where a failed write cannot be handled

@@ -33,7 +33,7 @@ def subdir(platform: str) -> str:
 
 
 def _vkey(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".") if p.isdigit())
+    return tuple(int(p) for p in version.split(".") if p.isascii() and p.isdigit())
 
 
 def conda_forge_catalog(catalog: Catalog, glibc: str | None = None) -> Catalog:

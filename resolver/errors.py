@@ -13,3 +13,52 @@ def shown(value: object, limit: int = 60) -> str:
     """A user's value quoted for a one-line message, cut when long (a 5,000-digit "version")."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[: limit - 4]}...{text[-1]}"
+
+
+def unsafe_char(text: str) -> str | None:
+    """The first character of ``text`` that must not reach a terminal or a file raw, if any.
+
+    That is every control and format character (Unicode Cc and Cf: ESC, BEL, NUL, newlines, the
+    bidi overrides U+202A-202E and isolates U+2066-2069, U+200E/200F marks, zero-width ones),
+    line and paragraph separators, surrogates and private-use characters: they can rewrite what
+    a terminal shows or hide text in a lock file a reviewer reads.
+    """
+    import unicodedata
+
+    for ch in text:
+        if ch.isascii():
+            if ch < " " or ch == "\x7f":
+                return ch
+        elif unicodedata.category(ch) in _UNSAFE_CATEGORIES:
+            return ch
+    return None
+
+
+_UNSAFE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+
+
+def plain_text(value: str, what: str) -> str:
+    """``value`` when it holds no :func:`unsafe_char`; else a UserError naming the character.
+
+    The rule for input (options, host files, specs, node lists): refused, exit 2.
+    """
+    ch = unsafe_char(value)
+    if ch is not None:
+        raise UserError(f"{what}: holds the control or bidi character U+{ord(ch):04X}: refused")
+    return value
+
+
+def escaped(text: str) -> str:
+    """``text`` with each :func:`unsafe_char` written as a visible escape (``\\x1b``, ``\\u202e``).
+
+    The rule for what probes print (nvidia-smi, NVML): kept, but never raw.
+    """
+    if unsafe_char(text) is None:
+        return text
+    out = []
+    for ch in text:
+        if unsafe_char(ch) is None:
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    return "".join(out)

@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
 _REQ_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*$")
-_PY_RE = re.compile(r"^3\.\d{1,2}t?$")
-_VARIANT_RE = re.compile(r"^(cpu|cu\d{3})$")
-_LONG_NUMBER = re.compile(r"\d{13}")
+_PY_RE = re.compile(r"^3\.[0-9]{1,2}t?$")
+_VARIANT_RE = re.compile(r"^(cpu|cu[0-9]{3})$")
+_LONG_NUMBER = re.compile(r"[0-9]{13}")
 
 
 def normalize_driver(value: str) -> str:
@@ -33,7 +33,7 @@ def normalize_driver(value: str) -> str:
     """
     text = value.strip()
     parts = text.split(".")
-    if len(parts) == 4 and all(p.isdigit() for p in parts) and len(parts[0]) <= 2:
+    if len(parts) == 4 and all(p.isascii() and p.isdigit() for p in parts) and len(parts[0]) <= 2:
         digits = (parts[2] + parts[3].zfill(4))[-5:]
         text = f"{int(digits[:3])}.{digits[3:]}"
     driver_key(text)  # validates, raising a UserError
@@ -45,7 +45,7 @@ def python_version(value: str) -> str:
     v = value.strip()
     if _PY_RE.match(v):
         return v
-    if re.match(r"^3\.\d{1,2}\.\d+$", v):
+    if re.match(r"^3\.[0-9]{1,2}\.[0-9]+$", v):
         return ".".join(v.split(".")[:2])
     path = Path(v)
     try:
@@ -87,7 +87,7 @@ def _specifier(text: str, what: str) -> tuple[SpecifierSet, str | None]:
     text = text.strip()
     if _LONG_NUMBER.search(text):  # int() of it would raise past Python's digit limit
         raise UserError(f"{what}: {shown(text)}: a version number far too long to be real")
-    if text and text[0].isdigit():
+    if text and "0" <= text[0] <= "9":
         text = "==" + text
     try:
         spec = SpecifierSet(text)
@@ -138,7 +138,7 @@ def build_request(
             named[f"--with {name}"] = comp_variant
         companions.append((name, spec))
     if cuda is not None:
-        if not re.match(r"^\d+\.\d+$", cuda.strip()):
+        if not re.match(r"^[0-9]+\.[0-9]+$", cuda.strip()):
             raise UserError(f"--cuda {cuda!r}: expected a CUDA version like 12.8")
         cuda = cuda.strip()
         named["--cuda"] = "cu" + cuda.replace(".", "")

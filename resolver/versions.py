@@ -8,8 +8,8 @@ from resolver.errors import UserError
 
 # Bounded digit runs: NVIDIA's parts have at most 3-5 digits, and int() of a 5,000-digit string
 # raises instead of parsing (Python's int-conversion limit).
-_DRIVER_RE = re.compile(r"^\d{1,6}(\.\d{1,6}){0,3}$")
-_CC_RE = re.compile(r"^(?:sm_|compute_)?(\d{1,3})\.?(\d)?([af]?)$", re.IGNORECASE)
+_DRIVER_RE = re.compile(r"^[0-9]{1,6}(\.[0-9]{1,6}){0,3}$")
+_CC_RE = re.compile(r"^(?:sm_|compute_)?([0-9]{1,3})\.?([0-9])?([af]?)$", re.IGNORECASE)
 _MAX_CC_DIGITS = 4
 
 DriverKey = tuple[int, ...]
@@ -30,13 +30,20 @@ def parse_cc(spec: str) -> CC:
     s = spec.strip().lower()
     if "." in s and not s.startswith(("sm_", "compute_")):
         major, _, minor = s.partition(".")
-        if major.isdigit() and len(major) < _MAX_CC_DIGITS and minor.isdigit() and len(minor) == 1:
+        if (
+            major.isascii()
+            and major.isdigit()
+            and len(major) < _MAX_CC_DIGITS
+            and minor.isascii()
+            and minor.isdigit()
+            and len(minor) == 1
+        ):
             return int(major), int(minor)
         raise UserError(f"not a compute capability: {spec[:40]!r} (expected e.g. 8.6 or sm_86)")
     m = _CC_RE.match(s)
     if not m or m.group(2) is None:
         digits = s.removeprefix("sm_").removeprefix("compute_").rstrip("af")
-        if digits.isdigit() and 2 <= len(digits) <= _MAX_CC_DIGITS:
+        if digits.isascii() and digits.isdigit() and 2 <= len(digits) <= _MAX_CC_DIGITS:
             return int(digits[:-1]), int(digits[-1])
         raise UserError(f"not a compute capability: {spec[:40]!r} (expected e.g. 8.6 or sm_86)")
     return int(m.group(1)), int(m.group(2))

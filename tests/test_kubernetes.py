@@ -317,7 +317,7 @@ def test_labels_contradicting_the_database_are_noted(shipped: Catalog, tmp_path:
         ("nvidia.com/gpu.count", "-1", "unexpected value '-1'"),
         ("nvidia.com/gpu.count", "eight", "unexpected value 'eight'"),
         ("nvidia.com/cuda.driver-version.full", "latest", "not a driver version"),
-        ("nvidia.com/cuda.driver-version.full", "580.95.05\n", "not a driver version"),
+        ("nvidia.com/cuda.driver-version.full", "580.95.05\n", "control or bidi character U+000A"),
         ("nvidia.com/gpu.compute.minor", "10", "not a compute capability"),
         ("nvidia.com/gpu.compute.major", "0", "not a compute capability"),
         ("nvidia.com/gpu.product", "H100 <script>", "unexpected value"),

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from resolver.install.env import EnvInfo, Tools
     from resolver.install.plan import Plan
 
-_VERSION_RE = re.compile(r"^3\.\d{1,2}t?$")
+_VERSION_RE = re.compile(r"^3\.[0-9]{1,2}t?$")
 _FAIL_TAIL = 12
 
 

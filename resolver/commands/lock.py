@@ -23,11 +23,11 @@ from resolver.commands.common import (
     target_options,
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
-from resolver.errors import UserError, shown
+from resolver.errors import UserError, plain_text, shown
 from resolver.writers import check as lockcheck
 from resolver.writers import lockfiles
 
-_GLIBC_RE = re.compile(r"^2\.\d{1,3}$")
+_GLIBC_RE = re.compile(r"^2\.[0-9]{1,3}$")
 CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one to edit
 
@@ -138,6 +138,8 @@ def lock(
             request, lock_opts, glibc = effective.request, effective.lock_options, effective.glibc
     if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
         raise UserError(f"--glibc {shown(glibc)}: expected a glibc version like 2.28")
+    if lock_opts["env_name"] is not None:
+        _check_env_name(lock_opts["env_name"])
     pytorch_index = request.pytorch_index
     options = lockfiles.LockOptions(
         formats=frozenset(lock_opts["formats"]),
@@ -471,3 +473,15 @@ def _recorded_team_formats(
             f"{directory / 'report.md'}: the recorded formats are damaged; rerun `gpuresolve lock`"
         ) from None
     return options
+
+
+_ENV_NAME_BAD = set("/\\:# ")  # what conda refuses in an environment's name
+
+
+def _check_env_name(name: str) -> None:
+    """A conda environment name conda would take: it lands in environment.yml and the locks."""
+    plain_text(name, f"--name {shown(name)}")
+    if not name.strip() or _ENV_NAME_BAD & set(name):
+        raise UserError(
+            f"--name {shown(name)}: a conda environment name without spaces, '/', '\\', ':' or '#'"
+        )

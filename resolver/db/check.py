@@ -14,7 +14,7 @@ from resolver.db.evidence import GRADES, Provenance
 from resolver.db.models import PLATFORMS, Catalog, CondaForge, Release, Variant
 from resolver.versions import cc_str, cuda_key
 
-_PYTHON_RE = re.compile(r"^3\.\d+t?$")  # "3.12", "3.13t" (free-threaded)
+_PYTHON_RE = re.compile(r"^3\.[0-9]+t?$")  # "3.12", "3.13t" (free-threaded)
 
 
 def check(catalog: Catalog) -> list[str]:
@@ -136,7 +136,7 @@ def _check_variant(
         for label, pinned in (("cudnn", var.cudnn), ("nccl", var.nccl)):
             if pinned is not None and pinned.version is not None:
                 prov_ok(f"{where} {label}", pinned.prov)
-        tag = re.fullmatch(r"cu(\d+)(\d)", var.name)
+        tag = re.fullmatch(r"cu([0-9]+)([0-9])", var.name)
         if tag and var.cuda is not None and cuda_key(var.cuda) != (int(tag[1]), int(tag[2])):
             problems.append(f"{where}: a {var.name} build must be CUDA {tag[1]}.{tag[2]}")
     elif var.cuda is not None:

@@ -22,7 +22,7 @@ _WORD_RE = re.compile(r"[a-z0-9]+")
 # (form factor, memory, variant of the board): "Tesla V100-SXM2-32GB", "H100 80GB HBM3".
 _GPU_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._()/+-]{0,99}$")
 _NAME_SUFFIX_RE = re.compile(
-    r"^(\d+gb|\d+g|sxm\d*|pcie|pci|e|nvl|hbm\d*e?|laptop|mobile|notebook|gpu|max|q|oem|dgx|lhr|\d+w"
+    r"^([0-9]+gb|[0-9]+g|sxm[0-9]*|pcie|pci|e|nvl|hbm[0-9]*e?|laptop|mobile|notebook|gpu|max|q|oem|dgx|lhr|[0-9]+w"
     r"|ti|super|generation)$"
 )
 
@@ -45,7 +45,7 @@ def close_names(catalog: Catalog, name: str, n: int = 5) -> list[str]:
 def resolve_gpu(catalog: Catalog, spec: str) -> tuple[CC, str | None]:
     """A --gpu value: "8.6", "sm_86" or a model name -> (CC, model name or None)."""
     text = spec.strip()
-    if re.fullmatch(r"(?i)(sm_|compute_)?\d+(\.\d)?[af]?", text):
+    if re.fullmatch(r"(?i)(sm_|compute_)?[0-9]+(\.[0-9])?[af]?", text):
         cc = parse_cc(text)
         if cc not in catalog.architectures:
             known = ", ".join(cc_str(c) for c in sorted(catalog.architectures))

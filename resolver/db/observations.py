@@ -20,8 +20,8 @@ from resolver.versions import CC, cc_str, parse_cc
 FILE = "observations.yaml"
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 _WHEEL_RE = re.compile(
-    r"^torch-(?P<version>\d+\.\d+\.\d+)(?:\+(?P<local>[a-z0-9.]+))?"
-    r"(?:-\d[^-]*)?"  # a build tag: torch-2.10.0-3-cp310-... (a re-upload; pip takes the highest)
+    r"^torch-(?P<version>[0-9]+\.[0-9]+\.[0-9]+)(?:\+(?P<local>[a-z0-9.]+))?"
+    r"(?:-[0-9][^-]*)?"  # a build tag: torch-2.10.0-3-cp310-... (a re-upload; pip takes highest)
     r"-[^-]+-[^-]+-(?P<plat>[^-]+)\.whl$"
 )
 _PLAT_TAGS = (

@@ -254,7 +254,7 @@ def _conda_forge(doc: _Reader) -> CondaForge:
         r = _Reader(doc.file, f"releases[{i}]", item)
         version = r.req("version")
         r.where = f"release {version}"
-        if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        if not re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", version):
             raise r.fail(f"not a torch version: {version!r}")
         python = r.list("python", optional=False)
         if not all(isinstance(p, str) for p in python):
@@ -272,7 +272,7 @@ def _conda_forge(doc: _Reader) -> CondaForge:
             for entry in entries:
                 e = _Reader(doc.file, f"release {version} {plat}", entry)
                 cuda = e.text("cuda", optional=True)
-                if cuda is not None and not re.fullmatch(r"\d+\.\d+", cuda):
+                if cuda is not None and not re.fullmatch(r"[0-9]+\.[0-9]+", cuda):
                     raise e.fail(f"not a CUDA version: {cuda!r}")
                 arch_name = e.text("arch", optional=True)
                 if (cuda is None) != (arch_name is None):
@@ -333,7 +333,7 @@ def _window(r: _Reader) -> DriverWindow | None:
     edges: list[int | None] = []
     for key in ("first", "last"):
         edge = w.text(key, optional=True)
-        if edge is not None and not re.fullmatch(r"\d{2,4}", edge):
+        if edge is not None and not re.fullmatch(r"[0-9]{2,4}", edge):
             raise w.fail(f"{key!r} must be a driver branch (its major number), got {edge!r}")
         edges.append(int(edge) if edge is not None else None)
     return DriverWindow(edges[0], edges[1], w.prov())
@@ -399,7 +399,7 @@ def _series(r: _Reader) -> Iterable[Release]:
         rr = _Reader(r.file, f"series {minor} release", item)
         version = rr.req("version")
         rr.where = f"release {version}"
-        if not re.fullmatch(r"\d+\.\d+\.\d+", version):  # Release.key sorts it numerically
+        if not re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", version):  # Release.key sorts it numerically
             raise rr.fail(f"not a torch version: {version!r} (expected X.Y.Z, e.g. 2.8.0)")
         if not version.startswith(minor + "."):
             raise rr.fail(f"version {version} does not belong to series {minor}")

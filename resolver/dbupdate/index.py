@@ -20,8 +20,8 @@ from packaging.version import Version
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
 # The build variants gpuresolve reads: CPU and CUDA (ROCm and XPU are listed without GPU logic).
-VARIANT_RE = re.compile(r"^(cpu|cu\d{2,3})$")
-_ANY_VARIANT_RE = re.compile(r"^(cpu|cu\d{2,3}|rocm\d+(\.\d+)*|xpu)$")
+VARIANT_RE = re.compile(r"^(cpu|cu[0-9]{2,3})$")
+_ANY_VARIANT_RE = re.compile(r"^(cpu|cu[0-9]{2,3}|rocm[0-9]+(\.[0-9]+)*|xpu)$")
 
 
 class IndexFormatError(Exception):
@@ -180,7 +180,7 @@ def is_variant_name(name: str) -> bool:
 
 def variant_cuda(name: str) -> str | None:
     """ "cu126" → "12.6", "cu118" → "11.8", "cu130" → "13.0"; None for cpu."""
-    m = re.fullmatch(r"cu(\d+)(\d)", name)
+    m = re.fullmatch(r"cu([0-9]+)([0-9])", name)
     return f"{int(m.group(1))}.{m.group(2)}" if m else None
 
 
@@ -208,7 +208,7 @@ def platform_of(tag: Tag) -> str | None:
 
 def python_of(tag: Tag) -> str | None:
     """cp312-cp312 → "3.12"; cp313-cp313t (free-threaded) → "3.13t"; None for non-CPython."""
-    m = re.fullmatch(r"cp(\d)(\d+)", tag.interpreter)
+    m = re.fullmatch(r"cp([0-9])([0-9]+)", tag.interpreter)
     if not m:
         return None
     version = f"{m.group(1)}.{m.group(2)}"

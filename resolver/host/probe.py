@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from resolver.errors import escaped
 from resolver.host.profile import GpuInfo
 
 
@@ -29,7 +30,7 @@ def gpu(index: int, source: str, **facts: str | int | None) -> GpuInfo:
     """A GpuInfo whose non-empty facts are all credited to ``source``."""
     info = GpuInfo(
         index=index,
-        name=_opt_str(facts.get("name")),
+        name=_probe_text(facts.get("name")),
         cc=_opt_str(facts.get("cc")),
         memory_mib=_opt_int(facts.get("memory_mib")),
         pci_device_id=_opt_str(facts.get("pci_device_id")),
@@ -39,6 +40,15 @@ def gpu(index: int, source: str, **facts: str | int | None) -> GpuInfo:
         if getattr(info, key) is not None:
             info.sources[key] = source
     return info
+
+
+def _probe_text(value: str | int | None) -> str | None:
+    """A name a probe printed (nvidia-smi, NVML), with control and bidi characters escaped.
+
+    The one rule for probe output: kept (the machine is still what it is) but never raw on the
+    terminal or in a lock file; input files with such characters are refused instead.
+    """
+    return None if value is None else escaped(str(value))
 
 
 def _opt_str(value: str | int | None) -> str | None:

@@ -29,8 +29,8 @@ PROC_VERSION = "proc/driver/nvidia/version"
 PROC_GPUS = "proc/driver/nvidia/gpus"
 SYS_PCI = "sys/bus/pci/devices"
 
-_VERSION_RE = re.compile(r"^\d+(\.\d+)+$")
-_NVRM_RE = re.compile(r"(?:^|\s)(\d+\.\d+(?:\.\d+)*)(?=\s|$)")
+_VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+)+$")
+_NVRM_RE = re.compile(r"(?:^|\s)([0-9]+\.[0-9]+(?:\.[0-9]+)*)(?=\s|$)")
 
 
 def parse_sys_version(text: str | None) -> str | None:
@@ -78,7 +78,7 @@ def proc_gpu(bus: str, info: Mapping[str, str]) -> ProcGpu:
     return ProcGpu(
         bus=info.get("Bus Location") or bus,
         model=info.get("Model") or None,
-        minor=int(minor) if minor.isdigit() else None,
+        minor=int(minor) if minor.isascii() and minor.isdigit() else None,
         excluded=info.get("GPU Excluded", "No").lower() == "yes",
     )
 

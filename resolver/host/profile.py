@@ -10,6 +10,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from resolver.errors import shown, unsafe_char
+
 # Detection states, named plainly for the user.
 STATE_OK = "ok"  # a driver and at least one usable GPU
 STATE_NO_DRIVER = "no-driver"  # no NVIDIA kernel driver on this machine
@@ -24,8 +26,8 @@ SOURCE_PROCFS = "procfs"  # /proc/driver/nvidia
 SOURCE_SYSFS = "sysfs"  # /sys/module/nvidia, /sys/bus/pci
 SOURCE_NAME_LOOKUP = "name-lookup"  # CC looked up from the GPU's name in the database
 
-_PYTHON_RE = re.compile(r"^3\.\d+t?$")  # "3.12", "3.13t"
-_CC_RE = re.compile(r"^\d+\.\d$")  # "8.6", "12.0"
+_PYTHON_RE = re.compile(r"^3\.[0-9]+t?$")  # "3.12", "3.13t"
+_CC_RE = re.compile(r"^[0-9]+\.[0-9]$")  # "8.6", "12.0"
 
 
 @dataclass
@@ -106,6 +108,8 @@ class HostProfile:
         messages = doc.items("messages")
         if not all(isinstance(m, str) for m in messages):
             raise ValueError("messages: expected a list of strings")
+        for i, m in enumerate(messages):
+            _plain(m, f"messages[{i}]")
         return cls(
             platform=platform,
             python=python,
@@ -141,10 +145,10 @@ class _Doc:
         value = self.data.get(key)
         if value is None:
             return None
-        if not isinstance(value, str) or (pattern is not None and not pattern.match(value)):
+        if not isinstance(value, str) or (pattern is not None and not pattern.fullmatch(value)):
             expected = f"expected a string like {like!r}" if like else "expected a string"
-            raise ValueError(f"{self._key(key)}: {expected}, got {value!r}")
-        return value
+            raise ValueError(f"{self._key(key)}: {expected}, got {shown(value)}")
+        return _plain(value, self._key(key))
 
     def need(
         self, key: str, *, like: str | None = None, pattern: re.Pattern[str] | None = None
@@ -176,7 +180,19 @@ class _Doc:
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
         ):
             raise ValueError(f"{self._key(key)}: expected an object of strings")
+        for k, v in value.items():
+            _plain(k, self._key(key))
+            _plain(v, f"{self._key(key)}.{k}")
         return dict(value)
+
+
+def _plain(value: str, key: str) -> str:
+    """A string of a host file, refused (ValueError naming the key) when it holds a control or
+    bidi character: it would reach the terminal and the lock files raw."""
+    ch = unsafe_char(value)
+    if ch is not None:
+        raise ValueError(f"{key}: holds the control or bidi character U+{ord(ch):04X}: refused")
+    return value
 
 
 def _kind(value: Any) -> str:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from resolver.errors import escaped
 from resolver.host.probe import ProbeResult, gpu, pci_device_hex
 from resolver.host.profile import (
     SOURCE_SMI,
@@ -35,9 +36,9 @@ QUERY_FIELDS = (
 FALLBACK_FIELDS = tuple(f for f in QUERY_FIELDS if f != "compute_cap")
 TIMEOUT_S = 10.0
 
-_CC_RE = re.compile(r"^\d+\.\d+$")
-_DRIVER_RE = re.compile(r"^\d+(\.\d+)+$")
-_LIB_VERSION_RE = re.compile(r"NVML library version:\s*([\d.]+)")
+_CC_RE = re.compile(r"^[0-9]+\.[0-9]+$")
+_DRIVER_RE = re.compile(r"^[0-9]+(\.[0-9]+)+$")
+_LIB_VERSION_RE = re.compile(r"NVML library version:\s*([0-9.]+)")
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def _memory_mib(raw: str | None) -> int | None:
     if raw is None:
         return None
     number = raw.split()[0]
-    return int(number) if number.isdigit() else None
+    return int(number) if number.isascii() and number.isdigit() else None
 
 
 def parse_query(
@@ -154,7 +155,7 @@ def parse_query(
             cells = [*cells[:name_at], name, *cells[name_at + extra + 1 :]]
         row = {f: _value(c) for f, c in zip(fields, cells, strict=True)}
         index = row.get("index")
-        if index is None or not index.isdigit():
+        if index is None or not (index.isascii() and index.isdigit()):
             continue
         drv = row.get("driver_version")
         if driver is None and drv and _DRIVER_RE.match(drv):
@@ -194,8 +195,8 @@ def interpret(result: CommandResult, fields: Sequence[str] = QUERY_FIELDS) -> Pr
         return probe
     probe.state = classify_error(text)
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    probe.status = first or f"exit status {result.returncode}"
-    probe.detail = text.strip() or None
+    probe.status = escaped(first) or f"exit status {result.returncode}"  # shown on the terminal
+    probe.detail = "\n".join(map(escaped, text.strip().splitlines())) or None
     if probe.state == STATE_NO_GPU:
         probe.gpus = []
     return probe

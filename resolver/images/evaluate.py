@@ -22,9 +22,9 @@ from resolver.versions import cc_sm, cuda_key, driver_key
 
 FLAVOURS = ("runtime", "devel")
 _OFFICIAL_TAG = re.compile(
-    r"^(?P<torch>\d+\.\d+\.\d+)-cuda(?P<cuda>\d+\.\d+)-cudnn(?P<cudnn>\d+)-(?P<flavour>runtime|devel)$"
+    r"^(?P<torch>[0-9]+\.[0-9]+\.[0-9]+)-cuda(?P<cuda>[0-9]+\.[0-9]+)-cudnn(?P<cudnn>[0-9]+)-(?P<flavour>runtime|devel)$"
 )
-_NGC_TAG = re.compile(r"^(?P<release>\d{2}\.\d{2})-py3$")
+_NGC_TAG = re.compile(r"^(?P<release>[0-9]{2}\.[0-9]{2})-py3$")
 ARCH_FIX = (
     "build an image from this platform's wheels: gpuresolve lock --format dockerfile "
     "(with this host's --platform, --driver and --gpu)"

@@ -13,7 +13,7 @@ from resolver.errors import UserError
 MAX_REFERENCE = 512
 DOCKER_HUB = "docker.io"
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_REGISTRY = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*(?::\d{1,5})?)"
+_REGISTRY = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*(?::[0-9]{1,5})?)"
 _TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 _DIGEST = r"sha256:[a-f0-9]{64}"
 _REF_RE = re.compile(
@@ -54,7 +54,7 @@ def parse(text: str) -> ImageRef:
     raw = text.strip()
     if not raw or len(raw) > MAX_REFERENCE:
         raise UserError(f"not an image reference: {text[:80]!r}")
-    if re.fullmatch(r"\d+\.\d+\.\d+-[A-Za-z0-9_.-]+|latest", raw):
+    if re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+-[A-Za-z0-9_.-]+|latest", raw):
         raw = f"pytorch/pytorch:{raw}"  # a bare tag of the official image
     m = _REF_RE.match(raw)
     if m is None:

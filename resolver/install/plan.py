@@ -31,9 +31,9 @@ from resolver.lockpins import (
 )
 
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
-_CU_VARIANT = re.compile(r"^cu(\d+)(\d)$")  # cu126 -> 12, cu130 -> 13, cu118 -> 11
-_CU_SUFFIX = re.compile(r"-cu(\d+)$")  # nvidia-cublas-cu12 -> 12
-_CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
+_CU_VARIANT = re.compile(r"^cu([0-9]+)([0-9])$")  # cu126 -> 12, cu130 -> 13, cu118 -> 11
+_CU_SUFFIX = re.compile(r"-cu([0-9]+)$")  # nvidia-cublas-cu12 -> 12
+_CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu[0-9]+)?$")
 _REQ_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -243,7 +243,13 @@ def installed_variant(dist: Installed, dists: Mapping[str, Installed]) -> str | 
         runtime = dists.get(name)
         if _CUDA_RUNTIME.match(name) and runtime is not None:
             parts = runtime.version.split(".")
-            if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            if (
+                len(parts) >= 2
+                and parts[0].isascii()
+                and parts[0].isdigit()
+                and parts[1].isascii()
+                and parts[1].isdigit()
+            ):
                 return f"cu{parts[0]}{parts[1]}"
     return "cuda"
 

@@ -9,8 +9,8 @@ from typing import Any
 from resolver.observe.store import today, tool_name
 from resolver.wheels.torchwheel import WheelReport, token_cc
 
-_LOCAL = re.compile(r"^(cpu|cu\d{2,3}|rocm\d{1,2}(\.\d{1,2}){0,2}|xpu)$")
-_ARCH_TOKEN = re.compile(r"^(sm|compute)_\d{2,3}[af]?$")
+_LOCAL = re.compile(r"^(cpu|cu[0-9]{2,3}|rocm[0-9]{1,2}(\.[0-9]{1,2}){0,2}|xpu)$")
+_ARCH_TOKEN = re.compile(r"^(sm|compute)_[0-9]{2,3}[af]?$")
 _PLATFORMS = {
     ("Linux", "x86_64"): "linux-x86_64",
     ("Linux", "aarch64"): "linux-aarch64",
@@ -57,7 +57,7 @@ def runtime_entry(probe: Mapping[str, Any], seen: str | None = None) -> dict[str
     if not torch.get("imported") or not isinstance(version, str):
         return None
     public, _, local = version.partition("+")
-    if not re.match(r"^\d+\.\d+\.\d+$", public):
+    if not re.match(r"^[0-9]+\.[0-9]+\.[0-9]+$", public):
         return None  # a nightly or a local build: not a release the database names
     markers = probe.get("markers") or {}
     platform = _PLATFORMS.get(

@@ -233,7 +233,7 @@ def read_wheels(
 
 
 def _prerelease(version: str) -> bool:
-    return not all(part.isdigit() for part in version.split("."))
+    return not all(part.isascii() and part.isdigit() for part in version.split("."))
 
 
 def _facts(entry: dict[str, Any]) -> str:

@@ -41,18 +41,22 @@ PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
 
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 _GIT = re.compile(r"^[0-9a-f]{7,40}$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_RELEASE = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}$")
-_VARIANT = re.compile(r"^(cpu|cu\d{2,3}|rocm\d{1,2}(\.\d{1,2}){0,2}|xpu)$")
-_CC = re.compile(r"^\d{1,2}\.\d[af]?$")
-_VERSION = re.compile(r"^\d{1,4}(\.\d{1,6}){0,4}$")
-_TORCH_VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}([a-z0-9.]{0,20})?(\+[a-z0-9.]{1,30})?$")
-_PYTHON = re.compile(r"^3\.\d{1,2}t?$")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_RELEASE = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$")
+_VARIANT = re.compile(r"^(cpu|cu[0-9]{2,3}|rocm[0-9]{1,2}(\.[0-9]{1,2}){0,2}|xpu)$")
+_CC = re.compile(r"^[0-9]{1,2}\.[0-9][af]?$")
+_VERSION = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,6}){0,4}$")
+_TORCH_VERSION = re.compile(
+    r"^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}([a-z0-9.]{0,20})?(\+[a-z0-9.]{1,30})?$"
+)
+_PYTHON = re.compile(r"^3\.[0-9]{1,2}t?$")
 _WHEEL = re.compile(
-    r"^torch-\d{1,3}\.\d{1,3}\.\d{1,3}(\+[a-z0-9.]{1,30})?(-\d[A-Za-z0-9_]{0,20})?-[A-Za-z0-9_.]{1,40}-"
+    r"^torch-[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(\+[a-z0-9.]{1,30})?(-[0-9][A-Za-z0-9_]{0,20})?-[A-Za-z0-9_.]{1,40}-"
     r"[A-Za-z0-9_.]{1,40}-[A-Za-z0-9_.]{1,80}\.whl$"
 )
-_ARCH_FLAGS = re.compile(r"^(?:(?:sm|compute)_\d{2,3}[af]?)(?: (?:sm|compute)_\d{2,3}[af]?){0,40}$")
+_ARCH_FLAGS = re.compile(
+    r"^(?:(?:sm|compute)_[0-9]{2,3}[af]?)(?: (?:sm|compute)_[0-9]{2,3}[af]?){0,40}$"
+)
 _TOOL = re.compile(r"^[A-Za-z0-9 ._()/+-]{1,80}$")
 
 

@@ -13,7 +13,7 @@ from resolver.db.evidence import Fact, trusted
 from resolver.errors import UserError
 from resolver.solve.solver import REQUEST_KINDS, Candidate, Decision
 
-_BUILD_RE = re.compile(r"^(?:torch\s*==\s*)?(\d+\.\d+\.\d+)(?:\+([a-z0-9.]+))?$")
+_BUILD_RE = re.compile(r"^(?:torch\s*==\s*)?([0-9]+\.[0-9]+\.[0-9]+)(?:\+([a-z0-9.]+))?$")
 _CHECKS = (
     ("request", REQUEST_KINDS | {"cpu", "nogpu"}),
     ("python", frozenset({"python"})),

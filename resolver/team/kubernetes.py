@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError
+from resolver.errors import UserError, unsafe_char
 from resolver.readers.bounded import open_regular
 from resolver.team.jsonstream import JsonStream
 from resolver.team.shapes import Shape, ShapeGpu
@@ -84,12 +84,12 @@ PLATFORMS = {
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")  # a DNS subdomain
 _PRODUCT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")  # GFD's sanitised name, <= 63
 _MIG_SUFFIX = re.compile(r"-MIG-([A-Za-z0-9._-]{1,40})$")
-_DRIVER = re.compile(r"^\d{2,4}\.\d{1,4}(\.\d{1,4})?$")
-_DRIVER_PART = re.compile(r"^\d{1,4}$")
-_SMALL_INT = re.compile(r"^\d{1,6}$")
+_DRIVER = re.compile(r"^[0-9]{2,4}\.[0-9]{1,4}(\.[0-9]{1,4})?$")
+_DRIVER_PART = re.compile(r"^[0-9]{1,4}$")
+_SMALL_INT = re.compile(r"^[0-9]{1,6}$")
 _WORD = re.compile(r"^[a-z][a-z-]{0,31}$")
 _SHARING_VALUE = re.compile(r"^(|[a-z][a-z-]{0,31})$")
-_REVISION = re.compile(r"^\d{0,4}$")
+_REVISION = re.compile(r"^[0-9]{0,4}$")
 _MIG_COUNT_KEY = re.compile(r"^nvidia\.com/mig-([0-9a-z.+_-]{1,40})\.count$")
 
 
@@ -228,6 +228,8 @@ class _Reader:
         value = labels.get(key)
         if value is not None and not isinstance(value, str):
             raise self.fail(node, key, f"expected a string, got {value!r}")
+        if value is not None and (ch := unsafe_char(value)) is not None:
+            raise self.fail(node, key, f"holds the control or bidi character U+{ord(ch):04X}")
         return value
 
     def _match(

@@ -158,7 +158,7 @@ def _unique_names(shapes: list[Shape]) -> dict[Shape, str]:
 
 def _natural(name: str) -> tuple[object, ...]:
     """gpu-2 before gpu-10."""
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+    return tuple(int(p) if p.isascii() and p.isdigit() else p for p in re.split(r"([0-9]+)", name))
 
 
 def abbreviate(names: tuple[str, ...], keep: int = 6) -> str:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import PLATFORMS, Catalog
-from resolver.errors import UserError
+from resolver.errors import UserError, unsafe_char
 from resolver.readers.bounded import SPEC_LIMIT, load_yaml, read_text
 from resolver.solve import Request, Target
 
@@ -124,6 +124,12 @@ class _Spec:
             raise self.fail(key, f"expected a string, got {value!r}")
         if not value.strip():
             raise self.fail(key, "expected a non-empty string")
+        # written into report.md and the locks: no control or bidi characters (a description
+        # may span lines)
+        text = value.strip()
+        ch = unsafe_char(text.replace("\n", " ") if key == "description" else text)
+        if ch is not None:
+            raise self.fail(key, f"holds the control or bidi character U+{ord(ch):04X}: refused")
         return value.strip()
 
     def strings(self, value: Any, key: str) -> list[str]:

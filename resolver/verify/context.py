@@ -114,7 +114,7 @@ def build_variant(torch: Mapping[str, Any]) -> str | None:
 def version_tuple(text: str | None, n: int = 3) -> tuple[int, ...] | None:
     if not text:
         return None
-    parts = re.findall(r"\d+", str(text))
+    parts = re.findall(r"[0-9]+", str(text))
     return tuple(int(p) for p in parts[:n]) if parts else None
 
 

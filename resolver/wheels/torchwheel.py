@@ -39,10 +39,10 @@ _OVERLAP = 1024  # longer than any arch string (~20 tokens of <= 12 bytes)
 _TOKEN = rb"(?:sm|compute)_[1-9][0-9]{1,2}[af]?"
 ARCH_STRING = re.compile(rb"(" + _TOKEN + rb"(?: " + _TOKEN + rb")*)\x00")
 _WHEEL_NAME = re.compile(
-    r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-(?P<build>\d[^-]*))?-(?P<py>[^-]+)-"
+    r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-(?P<build>[0-9][^-]*))?-(?P<py>[^-]+)-"
     r"(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$"
 )
-_PIN_NAME = re.compile(r"^nvidia-(cudnn|nccl)-cu\d+$")
+_PIN_NAME = re.compile(r"^nvidia-(cudnn|nccl)-cu[0-9]+$")
 
 
 @dataclass
@@ -207,9 +207,9 @@ def metadata_pins(text: str, platform: str | None, python: str | None) -> dict[s
 def python_of(filename: str) -> str | None:
     """The CPython version of a wheel's ABI tag: ``cp312`` -> 3.12, ``cp313t`` -> 3.13t."""
     m = _WHEEL_NAME.match(filename)
-    tag = re.match(r"^cp(\d)(\d+)(t?)$", m.group("abi")) if m else None
+    tag = re.match(r"^cp([0-9])([0-9]+)(t?)$", m.group("abi")) if m else None
     if tag is None and m:
-        tag = re.match(r"^cp(\d)(\d+)(t?)$", m.group("py").split(".")[0])
+        tag = re.match(r"^cp([0-9])([0-9]+)(t?)$", m.group("py").split(".")[0])
     return f"{tag.group(1)}.{tag.group(2)}{tag.group(3)}" if tag else None
 
 

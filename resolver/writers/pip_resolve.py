@@ -40,7 +40,7 @@ def pip_platforms(target: Target, glibc: str | None = None) -> list[str]:
     if plat.startswith("linux"):
         arch = plat.split("-", 1)[1]
         major, _, minor = (glibc or DEFAULT_GLIBC).partition(".")
-        if major != "2" or not minor.isdigit():
+        if major != "2" or not (minor.isascii() and minor.isdigit()):
             raise UserError(f"glibc {glibc!r}: expected a version like 2.28")
         tags = [f"manylinux_2_{m}_{arch}" for m in range(int(minor), 16, -1)]
         return [*tags, f"manylinux2014_{arch}"]  # pip adds manylinux2010 / manylinux1 itself
@@ -57,7 +57,7 @@ def uv_platform(target: Target, glibc: str | None = None) -> str:
     if plat.startswith("linux"):
         arch = plat.split("-", 1)[1]
         major, _, minor = (glibc or DEFAULT_GLIBC).partition(".")
-        if major != "2" or not minor.isdigit():
+        if major != "2" or not (minor.isascii() and minor.isdigit()):
             raise UserError(f"glibc {glibc!r}: expected a version like 2.28")
         # uv names manylinux_2_17 ... manylinux_2_40; an older or newer glibc takes the bound.
         return f"{arch}-manylinux_2_{min(max(int(minor), 17), 40)}"

@@ -28,8 +28,8 @@ KEY = "gpuresolve-inputs:"
 VERSION = 1
 _MARKDOWN = (".md",)
 MAX_LINE = 64 * 1024  # a recorded line longer than this is not ours
-_PY = re.compile(r"^3\.\d{1,2}t?$")
-_GLIBC = re.compile(r"^2\.\d{1,3}$")
+_PY = re.compile(r"^3\.[0-9]{1,2}t?$")
+_GLIBC = re.compile(r"^2\.[0-9]{1,3}$")
 
 
 def _comment(name: str) -> tuple[str, str]:
