@@ -61,5 +61,7 @@ def cc_sm(cc: CC) -> str:
 
 def cuda_key(version: str) -> tuple[int, int]:
     """ "12.8" -> (12, 8)."""
-    major, _, minor = version.partition(".")
+    major, _, minor = version.strip().partition(".")
+    if not re.fullmatch(r"[0-9]{1,3}", major) or not re.fullmatch(r"[0-9]{0,3}", minor):
+        raise UserError(f"not a CUDA version: {version[:40]!r} (expected e.g. 12.8)")
     return int(major), int(minor or 0)
