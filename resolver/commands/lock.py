@@ -473,9 +473,11 @@ def _recorded_team_formats(
     files = record.get("files") if record else None
     if not isinstance(files, dict):
         return options
+    where = str(directory / "report.md")
     formats, hashes = files.get("formats"), files.get("hashes")
     mirror = files.get("pytorch_index")
-    if not lock_inputs.given(ctx, "pytorch_index") and isinstance(mirror, str) and mirror:
+    if not lock_inputs.given(ctx, "pytorch_index") and mirror:
+        mirror = lock_inputs.as_option(ctx, where, "pytorch_index", mirror)
         options = replace(options, pytorch_index=mirror)
     try:
         if not lock_inputs.given(ctx, "formats") and isinstance(formats, list) and formats:
