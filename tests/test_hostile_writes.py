@@ -67,15 +67,20 @@ TWO = (
 )
 
 
+def locked_pair(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+    """A two-platform team spec, locked once: (the spec, its output folder)."""
+    spec = team_spec(tmp_path, TWO)
+    assert run(capsys, "lock", str(spec))[0] == 0
+    return spec, tmp_path / "pair"
+
+
 # --- removal: only what is provably ours ---------------------------------------------------
 
 
 def test_a_forged_manifest_entry_removes_no_user_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = team_spec(tmp_path, TWO)
-    out = tmp_path / "pair"
-    assert run(capsys, "lock", str(spec))[0] == 0
+    spec, out = locked_pair(tmp_path, capsys)
     source = out / "src" / "main.py"
     source.parent.mkdir()
     source.write_bytes(b"print('mine')\n")
@@ -98,9 +103,7 @@ def test_a_forged_manifest_entry_removes_no_user_file(
 def test_a_manifest_name_no_lock_writes_is_one_line(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = team_spec(tmp_path, TWO)
-    out = tmp_path / "pair"
-    assert run(capsys, "lock", str(spec))[0] == 0
+    spec, out = locked_pair(tmp_path, capsys)
     manifest = json.loads((out / MANIFEST).read_text())
     manifest["files"][name] = "0" * 64
     (out / MANIFEST).write_text(json.dumps(manifest))
@@ -200,9 +203,7 @@ def test_six_thousand_gpus_lock_then_check(
 def test_a_platform_folder_linking_out_of_the_output_is_not_written_through(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = team_spec(tmp_path, TWO)
-    out = tmp_path / "pair"
-    assert run(capsys, "lock", str(spec))[0] == 0
+    spec, out = locked_pair(tmp_path, capsys)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "requirements.txt").write_text("precious\n")
@@ -292,9 +293,7 @@ def test_a_failed_write_mid_team_lock_changes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The disk fails on the third file: the earlier ones were only staged, not swapped in."""
-    spec = team_spec(tmp_path, TWO)
-    out = tmp_path / "pair"
-    assert run(capsys, "lock", str(spec))[0] == 0
+    spec, out = locked_pair(tmp_path, capsys)
     (out / "NOTES.md").write_text("team notes\n")
     spec.write_text(spec.read_text().replace(">=2.6", ">=2.6,<2.99"))  # every file changes
     before = snapshot(tmp_path)
@@ -318,9 +317,7 @@ def test_a_failed_write_mid_team_lock_changes_nothing(
 def test_a_read_only_platform_folder_changes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = team_spec(tmp_path, TWO)
-    out = tmp_path / "pair"
-    assert run(capsys, "lock", str(spec))[0] == 0
+    spec, out = locked_pair(tmp_path, capsys)
     spec.write_text(spec.read_text().replace(">=2.6", ">=2.6,<2.99"))
     (out / "macos-arm64").chmod(0o555)
     try:
