@@ -23,7 +23,7 @@ from resolver.errors import UserError
 from resolver.inputs import build_request
 from resolver.solve import Target, TargetGpu
 from resolver.versions import parse_cc
-from resolver.writers import atomic, conda_solve
+from resolver.writers import conda_solve, outputs
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
 
 needs_rattler = pytest.mark.skipif(
@@ -125,7 +125,7 @@ def test_missing_solver_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
 def _lock(cat: Catalog, t: Target, tmp_path: Path, **opts: Any) -> dict[str, str]:
     options = LockOptions(formats=frozenset({"conda-lock"}), **opts)
     files = render_files(cat, prepare(cat, t, REQ, options), options)
-    atomic.write_files(tmp_path / "out", files)
+    outputs.write_files(tmp_path / "out", files)
     return files
 
 

@@ -16,7 +16,7 @@ from resolver.errors import UserError
 from resolver.inputs import build_request
 from resolver.solve import Target, TargetGpu
 from resolver.versions import parse_cc
-from resolver.writers import atomic
+from resolver.writers import outputs
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
 from resolver.writers.pip_resolve import pip_platforms
 
@@ -64,7 +64,7 @@ def test_pip_resolves_requirements_to_the_pinned_set(
 ) -> None:
     options = LockOptions(pytorch_index=f"{index.url}/whl")
     files = render_files(cat, prepare(cat, t, REQ, options), options)
-    atomic.write_files(tmp_path, files)
+    outputs.write_files(tmp_path, files)
     # The index the file names is the local one (the mirror option), the only index pip has;
     # for macOS the file adds it as an extra to the default index, here the local /simple.
     default = f"{index.url}/simple" if t.platform == "macos-arm64" else None

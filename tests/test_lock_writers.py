@@ -17,7 +17,7 @@ from resolver.errors import DataError
 from resolver.inputs import build_request
 from resolver.solve import Request, Target, TargetGpu
 from resolver.versions import parse_cc
-from resolver.writers import atomic
+from resolver.writers import outputs
 from resolver.writers.lockfiles import LockOptions, file_names, prepare, render_files
 
 REQ = build_request(torch=None, with_=["torchvision"], cuda=None, policy="compat")
@@ -118,7 +118,7 @@ def test_lock_files_read_back_with_gpuresolve_reader(cat: Catalog, tmp_path: Pat
     """What `verify`/`install` read from the files is exactly what was selected."""
     files = render(cat, target(ccs=("6.1",), driver="580.65.06"), formats=frozenset({"conda"}))
     files |= render(cat, target(ccs=("6.1",), driver="580.65.06"))
-    atomic.write_files(tmp_path, files)
+    outputs.write_files(tmp_path, files)
     for name in ("requirements.txt", "environment.yml"):
         pins = lockpins.read(tmp_path / name)
         torch = pins.get("torch")
@@ -291,34 +291,34 @@ def test_two_renders_are_byte_identical(cat: Catalog) -> None:
 
 def test_check_catches_one_byte_drift(cat: Catalog, tmp_path: Path) -> None:
     files = render(cat, target(), formats=frozenset({"requirements", "conda"}))
-    assert atomic.write_files(tmp_path, files)  # a diff: everything was new
-    assert atomic.write_files(tmp_path, files, check=True) == ""
+    assert outputs.write_files(tmp_path, files)  # a diff: everything was new
+    assert outputs.write_files(tmp_path, files, check=True) == ""
     path = tmp_path / "environment.yml"
     original = path.read_bytes()
     path.write_bytes(original.replace(b"python=3.11", b"python=3.12"))
-    diff = atomic.write_files(tmp_path, files, check=True)
+    diff = outputs.write_files(tmp_path, files, check=True)
     assert "--- a/environment.yml" in diff and "+  - python=3.11" in diff
     assert "-  - python=3.12" in diff
     assert path.read_bytes() != original  # --check wrote nothing
     (tmp_path / "requirements.txt").unlink()
-    assert "--- /dev/null" in atomic.write_files(tmp_path, files, check=True)
+    assert "--- /dev/null" in outputs.write_files(tmp_path, files, check=True)
 
 
 def test_writes_are_atomic(cat: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = render(cat, target())
-    atomic.write_files(tmp_path, files)
+    outputs.write_files(tmp_path, files)
     before = (tmp_path / "requirements.txt").read_bytes()
     stat = (tmp_path / "requirements.txt").stat()
-    atomic.write_files(tmp_path, files)  # current: not rewritten
+    outputs.write_files(tmp_path, files)  # current: not rewritten
     assert (tmp_path / "requirements.txt").stat().st_mtime_ns == stat.st_mtime_ns
 
-    def broken_replace(src: str, dst: str) -> None:
+    def broken_replace(src: str, dst: str, **_: object) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", broken_replace)
     changed = {"requirements.txt": files["requirements.txt"] + "extra==1\n"}
     with pytest.raises(Exception, match="disk full"):
-        atomic.write_files(tmp_path, changed)
+        outputs.write_files(tmp_path, changed)
     assert (tmp_path / "requirements.txt").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["requirements.txt"]
 
@@ -336,7 +336,7 @@ def umask_022() -> Any:
 @posix_modes
 def test_new_files_get_the_umask_mode(cat: Catalog, tmp_path: Path, umask_022: None) -> None:
     """Not mkstemp's 0600: a lock file is for the whole team to read."""
-    atomic.write_files(tmp_path, render(cat, target()))
+    outputs.write_files(tmp_path, render(cat, target()))
     assert (tmp_path / "requirements.txt").stat().st_mode & 0o777 == 0o644
     assert os.umask(0o022) == 0o022  # reading the umask left it as it was
 
@@ -346,7 +346,7 @@ def test_a_replaced_file_keeps_its_mode(cat: Catalog, tmp_path: Path, umask_022:
     path = tmp_path / "requirements.txt"
     path.write_text("old\n", encoding="utf-8")
     path.chmod(0o640)
-    atomic.write_files(tmp_path, render(cat, target()))
+    outputs.write_files(tmp_path, render(cat, target()))
     assert path.read_text(encoding="utf-8") != "old\n"
     assert path.stat().st_mode & 0o777 == 0o640
 

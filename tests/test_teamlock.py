@@ -209,7 +209,7 @@ def test_a_manifest_cannot_reach_outside_its_folder(
     doc = {"files": dict.fromkeys(files, sha)}
     (out_dir / ".gpuresolve-manifest.json").write_text(json.dumps(doc))
     code, _, err = run(capsys, "lock", str(spec))
-    assert code == 0 and "Traceback" not in err
+    assert code in (0, 2) and "Traceback" not in err  # 2: a name no lock writes (one line)
     assert outside.read_text() == "precious\n"
     assert (elsewhere / "requirements.txt").read_text() == "precious\n"
 

@@ -287,11 +287,13 @@ def _write_or_check(
     what: str,
     catalog: catalog_mod.Catalog,
     as_json: bool = False,
+    hidden: dict[str, str] | None = None,
 ) -> tuple[list[FileStatus], bool, str | None]:
     """Write the files (saying which changed), or with --check compare them and say why.
 
     Returns each file's status (written/unchanged, or with --check its check status), whether
     all is well, and --check's outcome (drift | stale | database-newer | current).
+    ``hidden``: files written with them (all or nothing) but not listed (the manifest).
     """
     if check:
         result = lockcheck.compare(directory, files)
@@ -308,7 +310,7 @@ def _write_or_check(
         ]
         return statuses, result.ok, result.outcome
     changed = [n for n in files if lockfiles.diff_files(directory, {n: files[n]})]
-    lockfiles.write_files(directory, files, check=False)
+    lockfiles.write_files(directory, {**files, **(hidden or {})}, check=False)
     statuses = []
     for name in files:
         status = "written" if name in changed else "unchanged"
@@ -396,7 +398,16 @@ def _lock_team(
         sys.exit(1)
     from resolver.writers import manifest
 
-    stale = manifest.stale(directory, team.files)
+    ours = (
+        *(
+            n
+            for n in lockfiles.file_names(lockfiles.FORMATS)
+            if n not in lockfiles.UPDATED_IN_PLACE
+        ),
+        "report.md",
+    )
+    recorded_files = manifest.recorded(directory)
+    stale = manifest.stale(directory, team.files, spec.path.name, ours)
     gone = [item.name for item in stale if item.removable]
     for item in stale:
         if not item.removable:
@@ -421,17 +432,22 @@ def _lock_team(
                 }
             )
         sys.exit(1)
-    if not check:
-        for name in gone:  # a platform or group the spec no longer has
-            for path in manifest.remove(directory, name):
+    # a user's pyproject.toml (--format uv) is edited, not owned: never recorded for removal
+    hidden = (
+        {}
+        if check
+        else {manifest.MANIFEST: manifest.owned(team.files, not_ours=lockfiles.UPDATED_IN_PLACE)}
+    )
+    statuses, ok, outcome = _write_or_check(
+        directory, team.files, check, f" of {spec.name}", catalog, as_json, hidden
+    )
+    if not check:  # only once every new file is in place: a platform or group no longer there
+        for name in gone:
+            for path in manifest.remove(
+                directory, name, recorded_files[name], spec.path.name, ours
+            ):
                 if not as_json:
                     click.echo(f"removed {path}")
-    statuses, ok, outcome = _write_or_check(
-        directory, team.files, check, f" of {spec.name}", catalog, as_json
-    )
-    if not check:
-        # a user's pyproject.toml (--format uv) is edited, not owned: never recorded for removal
-        manifest.write(directory, team.files, not_ours=lockfiles.UPDATED_IN_PLACE)
     if as_json:
         emit_json(
             {
@@ -459,9 +475,11 @@ def _recorded_team_formats(
     files = record.get("files") if record else None
     if not isinstance(files, dict):
         return options
+    where = str(directory / "report.md")
     formats, hashes = files.get("formats"), files.get("hashes")
     mirror = files.get("pytorch_index")
-    if not lock_inputs.given(ctx, "pytorch_index") and isinstance(mirror, str) and mirror:
+    if not lock_inputs.given(ctx, "pytorch_index") and mirror:
+        mirror = lock_inputs.as_option(ctx, where, "pytorch_index", mirror)
         options = replace(options, pytorch_index=mirror)
     try:
         if not lock_inputs.given(ctx, "formats") and isinstance(formats, list) and formats:

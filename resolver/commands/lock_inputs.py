@@ -8,6 +8,7 @@ environment variable) overrides its recorded value, and the command says so.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -125,7 +126,7 @@ def apply_record(
             if not known or value != getattr(request, f.name):
                 overrides.append(_flag(f.name))
         elif known:
-            values[f.name] = value
+            values[f.name] = as_option(ctx, where, f.name, value)
     try:
         request = replace(request, **values)
     except TypeError:
@@ -143,7 +144,7 @@ def apply_record(
             if not known or not same:
                 overrides.append(_flag(key))
         elif known:
-            options[key] = value
+            options[key] = as_option(ctx, where, key, value)
     rec_target, rec_glibc = recorded.target_from_record(record["target"], where)
     if not given(ctx, "glibc"):
         glibc = rec_glibc
@@ -170,6 +171,38 @@ def apply_record(
 
 def _tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
+
+
+def as_option(ctx: click.Context, where: str, name: str, value: Any) -> Any:
+    """A recorded value validated exactly as its command-line option would be (type, choices,
+    callbacks such as the URL check), with no control or bidi character; one line when not.
+
+    A record is input like any other: an edited requirements.txt whose record carries an
+    ``--extra-index-url`` line in ``pytorch_index`` must not re-derive as "current"."""
+    param = next((p for p in ctx.command.params if p.name == name), None)
+    if param is None or value is None:
+        return value
+    if isinstance(value, bool) and getattr(param, "is_flag", False):
+        strings: list[Any] = []
+    elif param.multiple and isinstance(value, tuple):
+        strings = list(value)
+    else:
+        strings = [value]
+    if not all(isinstance(v, str) for v in strings) or any(
+        unicodedata.category(c).startswith("C") for v in strings for c in v
+    ):
+        raise UserError(
+            f"{where}: the recorded {_flag(name)} is not one the option takes; rerun "
+            "`gpuresolve lock` (or restore the file from version control)"
+        )
+    try:
+        return param.process_value(ctx, value)
+    except (click.ClickException, UserError, ValueError, TypeError) as exc:
+        detail = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
+        raise UserError(
+            f"{where}: the recorded {_flag(name)} is not valid ({' '.join(detail.split())[:160]});"
+            " rerun `gpuresolve lock` (or restore the file from version control)"
+        ) from None
 
 
 def same_target(a: Target, b: Target) -> bool:

@@ -1,16 +1,14 @@
-"""Write rendered files atomically, or compare them with what is on disk (``--check``)."""
+"""Write one file atomically (a temporary file beside it and a rename), keeping its mode.
+
+The output folder's lock files go through ``writers.outputs`` (no links, all or nothing)."""
 
 from __future__ import annotations
 
-import difflib
 import os
 import stat
 import tempfile
 import threading
-from collections.abc import Mapping
 from pathlib import Path
-
-from resolver.errors import UserError
 
 _UMASK_LOCK = threading.Lock()
 
@@ -55,54 +53,3 @@ def atomic_write(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _current(path: Path) -> str | None:
-    """What is on disk now, read back through the bounded reader: a FIFO or a link to /dev/zero
-    in the output folder is one error line, not a hang or a MemoryError."""
-    from resolver.readers.bounded import LOCK_LIMIT, read_optional_text
-
-    return read_optional_text(path, limit=LOCK_LIMIT, what="a file gpuresolve wrote")
-
-
-def diff_files(directory: Path, files: Mapping[str, str]) -> str:
-    """A unified diff from what is on disk to ``files``; empty when every file is current."""
-    out: list[str] = []
-    for name, text in files.items():
-        old = _current(directory / name)
-        if old == text:
-            continue
-        out.extend(
-            difflib.unified_diff(
-                (old or "").splitlines(keepends=True),
-                text.splitlines(keepends=True),
-                fromfile=f"a/{name}" if old is not None else "/dev/null",
-                tofile=f"b/{name}",
-            )
-        )
-        if out and not out[-1].endswith("\n"):
-            out[-1] += "\n\\ No newline at end of file\n"
-    return "".join(out)
-
-
-def write_files(directory: Path, files: Mapping[str, str], check: bool = False) -> str:
-    """Write every file of ``files`` into ``directory`` (atomically), or only compare.
-
-    Returns the unified diff between what was on disk and ``files`` (empty: all current). With
-    ``check`` nothing is written. Files already current are not rewritten (their mtime stays).
-    """
-    diff = diff_files(directory, files)
-    if check or not diff:
-        return diff
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"{directory}: cannot create the directory ({exc})") from None
-    for name, text in files.items():
-        if _current(directory / name) != text:
-            try:
-                (directory / name).parent.mkdir(parents=True, exist_ok=True)  # team sub-folders
-                atomic_write(directory / name, text)
-            except OSError as exc:
-                raise UserError(f"{directory / name}: cannot write it ({exc})") from None
-    return diff

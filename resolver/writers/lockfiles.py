@@ -15,11 +15,11 @@ from resolver.catalog import Catalog
 from resolver.conda import solve_conda_forge, virtual_packages
 from resolver.solve import Decision, Request, Target, solve
 from resolver.writers import recorded
-from resolver.writers.atomic import diff_files, write_files
 from resolver.writers.conda_lock import LockedPlatform, render_conda_lock
 from resolver.writers.conda_solve import CondaRecord
 from resolver.writers.environment import CONDA_SOURCES, conda_env, render_environment
 from resolver.writers.header import header_lines
+from resolver.writers.outputs import diff_files, write_files
 from resolver.writers.pip_resolve import ResolvedDist
 from resolver.writers.requirements import index_lines, pins, render_requirements
 from resolver.writers.virtual_packages import explain, render_virtual_packages

@@ -4,9 +4,12 @@ A team lock whose spec loses a platform or a group must take the old files away,
 (the default ``environments/<name>/``, or any ``-o DIR``, even a project's root) also holds files
 gpuresolve never wrote: a ``backend/requirements.txt``, a ``docs/report.md``. So every team lock
 leaves ``.gpuresolve-manifest.json`` beside its files, naming each one with the sha256 of what
-was written. A later run removes a file only when the manifest names it, it sits inside the
-folder, it is a plain file (no link) and its content is still byte-for-byte what gpuresolve
-wrote; an edited one is kept and named. Nothing is searched for: no other file is looked at.
+was written. The manifest is only a hint of where to look (a bad merge or a malicious change
+can add any name to it): a later run removes a file only when it is provably gpuresolve's: one
+of the file names gpuresolve writes, at most ``group/platform/`` deep inside the folder,
+reached without a link, a regular file whose ``gpuresolve-inputs`` stamp is intact (its
+digest matches its body) and names this spec, and still the bytes the manifest recorded.
+Anything else is kept and named. A folder is removed only when removing our file left it empty.
 """
 
 from __future__ import annotations
@@ -14,15 +17,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from resolver import __version__
 from resolver.errors import UserError
-from resolver.readers.bounded import open_regular
-from resolver.writers.atomic import atomic_write
+from resolver.writers import outputs
+from resolver.writers import recorded as stamps
 
 MANIFEST = ".gpuresolve-manifest.json"
 MANIFEST_LIMIT = 1024 * 1024
@@ -47,33 +49,34 @@ def render(files: dict[str, str]) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def write(directory: Path, files: dict[str, str], not_ours: Iterable[str] = ()) -> None:
-    """Record ``files``, less those named in ``not_ours`` (files of the user's we edit)."""
+def owned(files: dict[str, str], not_ours: Iterable[str] = ()) -> str:
+    """The manifest of ``files``, less those named in ``not_ours`` (files of the user's we
+    edit); written together with the files (all or nothing)."""
     skip = set(not_ours)
-    owned = {n: t for n, t in files.items() if n.rsplit("/", 1)[-1] not in skip}
-    atomic_write(directory / MANIFEST, render(owned))
+    return render({n: t for n, t in files.items() if n.rsplit("/", 1)[-1] not in skip})
 
 
 def recorded(directory: Path) -> dict[str, str]:
     """The files an earlier run recorded (relative path -> sha256); {} when there is no
     manifest. A damaged one is an error: guessing could delete a user's file."""
     path = directory / MANIFEST
-    try:
-        with open_regular(path, what="a gpuresolve manifest") as fh:
-            raw = fh.read(MANIFEST_LIMIT + 1)
-    except FileNotFoundError:
+    text = outputs.read_current(directory, MANIFEST, MANIFEST_LIMIT)
+    if text is None:
         return {}
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        if len(raw) > MANIFEST_LIMIT:
-            raise ValueError(f"larger than {MANIFEST_LIMIT} bytes")
-        doc = json.loads(raw.decode("utf-8"))
+        doc = json.loads(text)
         files = doc["files"]
         if not isinstance(files, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in files.items()
         ):
             raise ValueError("'files' is not a mapping of paths to sha256 digests")
+        for name in files:
+            outputs.parts(name, str(path))
+    except UserError:
+        raise UserError(
+            f"{path}: damaged (a name that is not a file gpuresolve writes); gpuresolve removes "
+            "nothing without it: restore it from version control or delete it (old files then stay)"
+        ) from None
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise UserError(
             f"{path}: damaged ({' '.join(str(exc).split())[:120]}); gpuresolve removes nothing "
@@ -91,71 +94,75 @@ class Stale:
     why_kept: str = ""
 
 
-def stale(directory: Path, files: dict[str, str]) -> list[Stale]:
-    """What the manifest names that ``files`` no longer has, and whether each may go."""
+def stale(
+    directory: Path, files: dict[str, str], spec: str | None, removable: Iterable[str]
+) -> list[Stale]:
+    """What the manifest names that ``files`` no longer has, and whether each may go.
+
+    ``spec``: the spec file's name the stamps must record; ``removable``: the file names
+    gpuresolve writes and owns (never a user's file it edits in place).
+    """
+    ours = frozenset(removable)
     found: list[Stale] = []
     for name, sha in sorted(recorded(directory).items()):
         if name in files or name == MANIFEST:
             continue
-        path = _inside(directory, name)
-        if path is None:
-            found.append(Stale(name, False, "not a path inside the folder"))
-            continue
-        try:
-            mode = os.lstat(path).st_mode
-        except FileNotFoundError:
-            continue  # already gone
-        except OSError as exc:
-            found.append(Stale(name, False, f"cannot inspect it: {exc.strerror or exc}"))
-            continue
-        if not stat.S_ISREG(mode):
-            found.append(Stale(name, False, "not a plain file"))
-            continue
-        try:
-            current = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError as exc:
-            found.append(Stale(name, False, f"cannot read it: {exc.strerror or exc}"))
-            continue
-        if current != sha:
-            found.append(Stale(name, False, "edited since gpuresolve wrote it"))
-            continue
-        found.append(Stale(name, True))
+        why = _why_not_ours(directory, name, sha, spec, ours)
+        if why is None:
+            found.append(Stale(name, True))
+        elif why:
+            found.append(Stale(name, False, why))
     return found
 
 
-def remove(directory: Path, name: str) -> list[Path]:
-    """Delete one removable stale file and the folders it leaves empty, up to ``directory``.
-
-    Returns what was removed; an error is one line naming the file.
-    """
-    path = directory / name
+def _why_not_ours(
+    directory: Path, name: str, sha: str, spec: str | None, ours: frozenset[str]
+) -> str | None:
+    """None: provably ours; "": already gone; else why the file is kept."""
+    base = outputs.parts(name)[-1]
+    if base not in ours:
+        return "it is not a file gpuresolve writes"
     try:
-        path.unlink()
-    except FileNotFoundError:
+        text = outputs.read_current(directory, name)
+    except UserError:
+        return "it is not a regular file reached without a link inside the folder"
+    if text is None:
+        return ""
+    if digest(text) != sha or not stamps.intact(base, text):
+        return "it was edited since gpuresolve wrote it"
+    stamp = stamps.read(base, text) or {}
+    if stamp.get("spec") != spec:
+        return "its recorded inputs are not this spec's"
+    return None
+
+
+def remove(
+    directory: Path, name: str, sha: str, spec: str | None, ours: Iterable[str]
+) -> list[Path]:
+    """Delete one stale file (checked again: provably ours) and the folders on its way that it
+    leaves empty, through folder descriptors (no link followed). Returns what was removed."""
+    if _why_not_ours(directory, name, sha, spec, frozenset(ours)) is not None:
         return []
-    except OSError as exc:
-        raise UserError(f"cannot remove {path}: {exc.strerror or exc}") from None
-    removed = [path]
-    parent = path.parent
-    while parent != directory and directory in parent.parents:
+    *folders, base = outputs.parts(name)
+    removed: list[Path] = []
+    with outputs.folder(directory, tuple(folders)) as fd:
+        if fd is None:
+            return []
         try:
-            parent.rmdir()  # only when empty
-        except OSError:
-            break
-        removed.append(parent)
-        parent = parent.parent
+            os.unlink(base, dir_fd=fd)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise UserError(f"cannot remove {directory / name}: {exc.strerror or exc}") from None
+    removed.append(directory / name)
+    while folders:
+        last = folders.pop()
+        with outputs.folder(directory, tuple(folders)) as fd:
+            if fd is None:
+                break
+            try:
+                os.rmdir(last, dir_fd=fd)  # only when empty
+            except OSError:
+                break
+        removed.append(directory.joinpath(*folders, last))
     return removed
-
-
-def _inside(directory: Path, name: str) -> Path | None:
-    """``directory/name`` when ``name`` is a plain relative path that stays inside, else None."""
-    pure = PurePosixPath(name)
-    if not name or pure.is_absolute() or "\\" in name or any(p in ("", "..") for p in pure.parts):
-        return None
-    path = directory.joinpath(*pure.parts)
-    try:
-        if not path.parent.resolve().is_relative_to(directory.resolve()):
-            return None  # a folder on the way is a link out of the folder
-    except OSError:
-        return None
-    return path

@@ -14,8 +14,10 @@ digest of the file without that line: a file whose digest does not match was edi
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,9 +29,12 @@ from resolver.versions import parse_cc
 KEY = "gpuresolve-inputs:"
 VERSION = 1
 _MARKDOWN = (".md",)
-MAX_LINE = 64 * 1024  # a recorded line longer than this is not ours
-_PY = re.compile(r"^3\.[0-9]{1,2}t?$")
-_GLIBC = re.compile(r"^2\.[0-9]{1,3}$")
+MAX_LINE = 1024 * 1024  # a recorded line longer than this is not ours (GPUs are counted)
+MAX_GPUS = 100_000  # per target, counted; more is not a machine
+_PY = re.compile(r"^3\.\d{1,2}t?$", re.ASCII)
+_GLIBC = re.compile(r"^2\.\d{1,3}$", re.ASCII)
+_DRIVER = re.compile(r"^\d{1,4}(\.\d{1,4}){0,2}$", re.ASCII)
+_DRIVER_OS = ("linux", "windows")
 
 
 def _comment(name: str) -> tuple[str, str]:
@@ -45,6 +50,8 @@ def stamp(name: str, text: str, inputs: Mapping[str, Any]) -> str:
     record = {**inputs, "v": VERSION, "sha256": _digest(text)}
     start, end = _comment(name)
     line = f"{start}{KEY} {json.dumps(record, sort_keys=True, separators=(',', ':'))}{end}"
+    if len(line) > MAX_LINE:  # what `--check` could not read back is never written
+        raise UserError(f"{name}: the recorded inputs would exceed {MAX_LINE} bytes")
     lines = text.splitlines(keepends=True)
     if name.endswith(_MARKDOWN) or not lines:
         return text + ("" if text.endswith("\n") or not text else "\n") + line + "\n"
@@ -107,9 +114,13 @@ def target_record(target: Target, glibc: str | None) -> dict[str, Any]:
         "python": target.python,
         "driver": target.driver,
         "driver_os": target.driver_os,
-        "gpus": [
-            {"cc": f"{g.cc[0]}.{g.cc[1]}", **({"name": g.name} if g.name else {})}
-            for g in target.gpus
+        "gpus": [  # a run of the same GPU is one entry with its count (6,000 GPUs fit a line)
+            {
+                "cc": f"{g.cc[0]}.{g.cc[1]}",
+                **({"name": g.name} if g.name else {}),
+                **({"count": n} if n > 1 else {}),
+            }
+            for g, n in ((g, len(list(run))) for g, run in itertools.groupby(target.gpus))
         ],
         "nvidia": target.nvidia,
         "unknown_gpus": list(target.unknown_gpus),
@@ -120,19 +131,27 @@ def target_record(target: Target, glibc: str | None) -> dict[str, Any]:
 def target_from_record(record: Mapping[str, Any], where: str) -> tuple[Target, str | None]:
     """The recorded target and glibc; a damaged record is one clear error."""
     try:
-        gpus = tuple(
-            TargetGpu(parse_cc(str(g["cc"])), str(g["name"]) if g.get("name") else None)
-            for g in record.get("gpus") or []
-        )
+        gpus: list[TargetGpu] = []
+        for g in record.get("gpus") or []:
+            count = g.get("count", 1)
+            if type(count) is not int or not 1 <= count <= MAX_GPUS - len(gpus):
+                raise ValueError(count)
+            name = _text(g["name"]) if g.get("name") else None
+            gpus.extend([TargetGpu(parse_cc(_text(g["cc"])), name)] * count)
+        driver = _text(record["driver"]) if record.get("driver") else None
+        if driver is not None and not _DRIVER.match(driver):
+            raise ValueError(driver)
         target = Target(
-            platform=str(record["platform"]),
-            python=str(record["python"]),
-            driver=str(record["driver"]) if record.get("driver") else None,
-            driver_os=str(record.get("driver_os") or "linux"),
-            gpus=gpus,
+            platform=_text(record["platform"]),
+            python=_text(record["python"]),
+            driver=driver,
+            driver_os=_text(record.get("driver_os") or "linux"),
+            gpus=tuple(gpus),
             nvidia=bool(record.get("nvidia")),
-            unknown_gpus=tuple(str(u) for u in record.get("unknown_gpus") or ()),
+            unknown_gpus=tuple(_text(u) for u in record.get("unknown_gpus") or ()),
         )
+        if target.driver_os not in _DRIVER_OS:
+            raise ValueError(target.driver_os)
         glibc = record.get("glibc")
         if target.platform not in PLATFORMS or not _PY.match(target.python):
             raise ValueError(target.platform)
@@ -143,3 +162,13 @@ def target_from_record(record: Mapping[str, Any], where: str) -> tuple[Target, s
             f"{where}: the recorded target is damaged; rerun `gpuresolve lock`"
         ) from None
     return target, str(glibc) if glibc else None
+
+
+def _text(value: Any) -> str:
+    """A recorded string as an option would take it: a short string, no control or bidi
+    character (they would reach the terminal and the files another tool reads)."""
+    if not isinstance(value, str) or len(value) > 200:
+        raise ValueError("not a short string")
+    if any(unicodedata.category(c).startswith("C") for c in value):
+        raise ValueError("a control character")
+    return value
