@@ -301,7 +301,7 @@ def test_a_self_referencing_alias_is_refused(tmp_path: Path) -> None:
 
 
 def _cache_files() -> list[Path]:
-    return sorted(location.cache_dir().glob("catalog-*.pickle"))
+    return sorted(location.cache_dir().glob("catalog-*.json"))
 
 
 @pytest.mark.parametrize("content", [b"", b"garbage", b"\x80\x05K\x01.", b"\x80\x05\x95"])
@@ -514,10 +514,10 @@ def test_the_cache_keeps_a_few_recent_entries(tmp_path: Path) -> None:
     from resolver.db import cache
 
     for i in range(cache.KEEP + 3):
-        path = tmp_path / f"{cache.PREFIX}{i:02d}.pickle"
+        path = tmp_path / f"{cache.PREFIX}{i:02d}{cache.SUFFIX}"
         cache.write(path, {"n": i})
         os.utime(path, (1_000_000 + i, 1_000_000 + i))  # written in this order
-    left = sorted(p.name for p in tmp_path.glob(f"{cache.PREFIX}*.pickle"))
-    newest = [f"{cache.PREFIX}{i:02d}.pickle" for i in range(2, cache.KEEP + 3)]
+    left = sorted(p.name for p in tmp_path.glob(f"{cache.PREFIX}*{cache.SUFFIX}"))
+    newest = [f"{cache.PREFIX}{i:02d}{cache.SUFFIX}" for i in range(2, cache.KEEP + 3)]
     assert left == newest  # the new one and the KEEP written before it
-    assert cache.read(tmp_path / newest[-1], dict) == {"n": cache.KEEP + 2}
+    assert cache.read(tmp_path / newest[-1]) == {"n": cache.KEEP + 2}
