@@ -17,6 +17,7 @@ import click
 
 from resolver import __version__
 from resolver.errors import UserError
+from resolver.subprocs import Terminated, kill_all, sigterm_raises
 
 # command name -> "module:attribute"
 COMMANDS = {
@@ -129,12 +130,16 @@ def _os_error_text(exc: OSError) -> str:
 def _run(argv: list[str] | None) -> int | str | None:
     """Run the CLI; the exit code (``sys.exit``'s argument) it ends with."""
     try:
-        cli.main(args=argv, prog_name="gpuresolve", standalone_mode=False)
+        with sigterm_raises():  # SIGTERM unwinds like Ctrl-C: children are killed on the way
+            try:
+                cli.main(args=argv, prog_name="gpuresolve", standalone_mode=False)
+            finally:
+                kill_all(grace=2.0)  # a child held across other work (the probe) ends with us
     except SystemExit as exc:  # commands end with sys.exit(code)
         return exc.code
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
         click.echo("gpuresolve: aborted", err=True)
-        return 130
+        return 143 if isinstance(exc.__cause__, Terminated) else 130
     except click.UsageError as exc:  # one line, as for every other bad input
         where = exc.ctx.command_path if exc.ctx is not None else "gpuresolve"
         message = _one_line(exc.format_message())
