@@ -236,3 +236,48 @@ def _private_dirs(
     monkeypatch.setenv(catalog_mod.CACHE_ENV, str(base / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(base / "data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg-cache"))
+
+
+# --- nothing left in the system temp folder ---------------------------------------------------
+# The whole session (pytest's own tmp_path folders, gpuresolve in-process and every child process)
+# uses one fresh folder inside the system temp folder, through TMPDIR; at the end anything in it
+# besides pytest's tmp_path tree is a leak of gpuresolve or of a test, and fails the session.
+# The folder is removed either way, so the suite leaves nothing behind. xdist workers inherit it.
+_SESSION_TMP_ENV = "GPURESOLVE_TEST_SESSION_TMP"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import os
+    import tempfile
+
+    if os.environ.get(_SESSION_TMP_ENV):  # an xdist worker: the controller made it
+        tempfile.tempdir = None
+        return
+    session_tmp = tempfile.mkdtemp(prefix="gpuresolve-tests-")
+    os.environ[_SESSION_TMP_ENV] = session_tmp
+    os.environ["TMPDIR"] = session_tmp
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+
+
+def _leftovers(session_tmp: str) -> list[str]:
+    import os
+
+    return sorted(n for n in os.listdir(session_tmp) if not n.startswith("pytest-of-"))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    import os
+    import shutil
+
+    session_tmp = os.environ.get(_SESSION_TMP_ENV)
+    if not session_tmp or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    try:
+        left = _leftovers(session_tmp)
+    except OSError:
+        return
+    shutil.rmtree(session_tmp, ignore_errors=True)
+    if left:
+        shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+        print(f"\nthe suite left files in the temp folder: {shown}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
