@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -227,12 +228,43 @@ def shipped() -> catalog_mod.Catalog:
     return catalog_mod.load(catalog_mod.shipped_data_dir())
 
 
+@pytest.fixture(scope="session")
+def _warm_cache(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The shipped database's catalog cache, written once per session (per xdist worker)."""
+    import os
+
+    where = tmp_path_factory.mktemp("warm-cache")
+    before = os.environ.get(catalog_mod.CACHE_ENV)
+    os.environ[catalog_mod.CACHE_ENV] = str(where)
+    try:
+        catalog_mod.load(catalog_mod.shipped_data_dir())
+    except catalog_mod.DataError:
+        pass  # the tests that load it say why
+    finally:
+        if before is None:
+            del os.environ[catalog_mod.CACHE_ENV]
+        else:
+            os.environ[catalog_mod.CACHE_ENV] = before
+    return sorted(where.iterdir())
+
+
 @pytest.fixture(autouse=True)
 def _private_dirs(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    _warm_cache: list[Path],
 ) -> None:
-    """Tests write only to temporary directories: the catalog cache and user data included."""
+    """Tests write only to temporary directories: the catalog cache and user data included.
+
+    Each test's cache folder starts with a copy of the shipped database's cache (what any user's
+    second run finds), so the suite parses the YAML once per worker, not once per test; the
+    tests of the cache itself damage, plant or remove that copy as they need."""
+    import shutil
+
     base = tmp_path_factory.mktemp("home")
+    (base / "cache").mkdir()
+    for path in _warm_cache:
+        shutil.copyfile(path, base / "cache" / path.name)
     monkeypatch.setenv(catalog_mod.CACHE_ENV, str(base / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(base / "data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg-cache"))
