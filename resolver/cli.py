@@ -130,7 +130,7 @@ def _os_error_text(exc: OSError) -> str:
 def _run(argv: list[str] | None) -> int | str | None:
     """Run the CLI; the exit code (``sys.exit``'s argument) it ends with."""
     try:
-        with sigterm_raises():  # SIGTERM unwinds like Ctrl-C: children are killed on the way
+        with sigterm_raises() as terminated:  # SIGTERM unwinds like Ctrl-C: children die too
             try:
                 cli.main(args=argv, prog_name="gpuresolve", standalone_mode=False)
             finally:
@@ -139,7 +139,7 @@ def _run(argv: list[str] | None) -> int | str | None:
         return exc.code
     except click.exceptions.Abort as exc:
         click.echo("gpuresolve: aborted", err=True)
-        return 143 if isinstance(exc.__cause__, Terminated) else 130
+        return 143 if terminated() or isinstance(exc.__cause__, Terminated) else 130
     except click.UsageError as exc:  # one line, as for every other bad input
         where = exc.ctx.command_path if exc.ctx is not None else "gpuresolve"
         message = _one_line(exc.format_message())
