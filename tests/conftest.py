@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +227,31 @@ def synth(synth_raw: dict[str, Any]) -> catalog_mod.Catalog:
 @pytest.fixture(scope="session")
 def shipped() -> catalog_mod.Catalog:
     return catalog_mod.load(catalog_mod.shipped_data_dir())
+
+
+@pytest.fixture
+def dbupdate_hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For `db update` against the local test index: no real pip configuration (it may name a
+    real index), no waiting between retries, no database or index chosen by the environment,
+    and no proxy for 127.0.0.1."""
+    import resolver.dbupdate.collect as collect
+    from resolver.dbupdate import fetch
+
+    monkeypatch.setattr(collect, "pip_index_url", lambda environ=None: None)
+    monkeypatch.setattr(fetch, "BACKOFF", 0.0)
+    monkeypatch.delenv("GPURESOLVE_PYTORCH_INDEX", raising=False)
+    monkeypatch.delenv(catalog_mod.DATA_ENV, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+def index() -> Iterator[Any]:
+    """The recorded-shape PyTorch index (tests/fixtures/pytorch_index) on 127.0.0.1; modules
+    that serve other routes define their own `index`."""
+    from pytorch_index import fixture_routes, serve
+
+    with serve(fixture_routes()) as srv:
+        yield srv
 
 
 @pytest.fixture(scope="session")

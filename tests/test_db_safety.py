@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import run_cli
-from pytorch_index import IndexServer, fixture_routes, serve
+from pytorch_index import IndexServer
 
 from resolver import catalog as catalog_mod
 from resolver.db import location, yamlfile
@@ -22,19 +22,13 @@ from resolver.errors import DataError
 from resolver.host.profile import GpuInfo, HostProfile
 
 SUGGEST = ("suggest", "--gpu", "8.6", "--driver", "570.00", "--platform", "linux-x86_64")
+pytestmark = pytest.mark.usefixtures("dbupdate_hermetic")
 
 
 @pytest.fixture(autouse=True)
-def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
-    import resolver.dbupdate.collect as collect
-    from resolver.dbupdate import fetch
-
-    monkeypatch.delenv(location.DATA_ENV, raising=False)
+def _default_cache_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache where a user's is (under XDG_CACHE_HOME, a temporary folder here)."""
     monkeypatch.delenv(location.CACHE_ENV, raising=False)
-    monkeypatch.delenv("GPURESOLVE_PYTORCH_INDEX", raising=False)
-    monkeypatch.setattr(collect, "pip_index_url", lambda environ=None: None)
-    monkeypatch.setattr(fetch, "BACKOFF", 0.0)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 
 
 def _set_version(directory: Path, schema: str | None, updated: str) -> None:
@@ -444,12 +438,6 @@ def test_reset_of_a_damaged_database_then_nothing_left(
 
 
 # --- db update repairs a damaged user database -------------------------------------------------
-
-
-@pytest.fixture
-def index() -> Iterator[IndexServer]:
-    with serve(fixture_routes()) as srv:
-        yield srv
 
 
 @pytest.mark.parametrize("damage", ["garbage YAML", "a file missing", "not UTF-8", "100 MB file"])

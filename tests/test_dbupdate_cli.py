@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,23 +33,7 @@ from resolver.dbupdate import fetch
 from resolver.dbupdate.write import dump_yaml
 from resolver.solve import Request, Target, TargetGpu, solve
 
-
-@pytest.fixture(autouse=True)
-def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No real pip configuration (it may name a real index) and no waiting between retries."""
-    import resolver.dbupdate.collect as collect
-
-    monkeypatch.setattr(collect, "pip_index_url", lambda environ=None: None)
-    monkeypatch.setattr(fetch, "BACKOFF", 0.0)
-    monkeypatch.delenv("GPURESOLVE_PYTORCH_INDEX", raising=False)
-    monkeypatch.delenv(catalog_mod.DATA_ENV, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # the test server is local
-
-
-@pytest.fixture
-def index() -> Iterator[IndexServer]:
-    with serve(fixture_routes()) as srv:
-        yield srv
+pytestmark = pytest.mark.usefixtures("dbupdate_hermetic")
 
 
 @pytest.fixture
