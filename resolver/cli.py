@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -17,7 +17,6 @@ import click
 
 from resolver import __version__
 from resolver.errors import UserError
-from resolver.subprocs import Terminated, kill_all, sigterm_raises
 
 # command name -> "module:attribute"
 COMMANDS = {
@@ -134,7 +133,7 @@ def _run(argv: list[str] | None) -> int | str | None:
             try:
                 cli.main(args=argv, prog_name="gpuresolve", standalone_mode=False)
             finally:
-                kill_all(grace=2.0)  # a child held across other work (the probe) ends with us
+                _kill_children()
     except SystemExit as exc:  # commands end with sys.exit(code)
         return exc.code
     except click.exceptions.Abort as exc:
@@ -158,6 +157,46 @@ def _run(argv: list[str] | None) -> int | str | None:
     except Exception as exc:
         return _internal_error(exc)
     return 0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it unwinds like Ctrl-C."""
+
+
+@contextmanager
+def sigterm_raises() -> Iterator[Callable[[], bool]]:
+    """Within the block SIGTERM raises `Terminated` (unwinding through `subprocs.started`,
+    which kills the children) instead of ending the interpreter at once; yields "did it?"."""
+    import signal
+    import threading
+
+    seen: list[bool] = []
+
+    def handler(signum: int, frame: object) -> None:
+        seen.append(True)
+        raise Terminated()
+
+    previous: Any = None
+    installed = False
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
+        with suppress(ValueError, OSError):
+            previous = signal.signal(signal.SIGTERM, handler)
+            installed = True
+    try:
+        yield lambda: bool(seen)
+    finally:
+        if installed:
+            with suppress(ValueError, OSError, TypeError):
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _kill_children() -> None:
+    """Kill every child process still running (with its group): the CLI's last word, so that
+    a child held across other work (the verify probe) never outlives an interrupt. No child was
+    started when `subprocs` was never imported (it costs start-up, so it is not imported here)."""
+    subprocs = sys.modules.get("resolver.subprocs")
+    if subprocs is not None:
+        subprocs.kill_all(grace=2.0)
 
 
 def _one_line(text: str, limit: int = 1000) -> str:

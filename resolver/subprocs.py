@@ -13,10 +13,8 @@ import contextlib
 import os
 import signal
 import subprocess
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import FrameType
 from typing import IO, Any
 
 DEVNULL = subprocess.DEVNULL
@@ -145,32 +143,3 @@ def run(
                 out, err = "", ""
             return Result(proc.returncode, out or "", err or "", timed_out=True)
     return Result(proc.returncode, out or "", err or "")
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the program is, so that `started` blocks kill their children."""
-
-
-@contextlib.contextmanager
-def sigterm_raises() -> Iterator[Callable[[], bool]]:
-    """Within the block SIGTERM raises `Terminated` (unwinding through `started`, which kills
-    the children) instead of ending the interpreter at once; yields "was it SIGTERM?"."""
-    seen: list[bool] = []
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
-        yield lambda: False
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        seen.append(True)
-        raise Terminated()
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except (ValueError, OSError):  # pragma: no cover - not settable here
-        yield lambda: False
-        return
-    try:
-        yield lambda: bool(seen)
-    finally:
-        with contextlib.suppress(ValueError, OSError, TypeError):
-            signal.signal(signal.SIGTERM, previous)
