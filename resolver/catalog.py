@@ -1,6 +1,6 @@
 """The compatibility database (``data/*.yaml``): the one entry point the rest of gpuresolve uses.
 
-``load()`` picks the database in use, reads it through the pickled cache and returns a typed
+``load()`` picks the database in use, reads it through the JSON cache and returns a typed
 Catalog. The jobs behind it live in resolver/db/: the record types (models.py), parsing the raw
 YAML (parse.py), ``db check``'s cross-record rules (check.py), GPU-name lookup (gpunames.py),
 which directory is used (location.py) and the cache (cache.py). With a warm cache only the
@@ -34,7 +34,7 @@ from resolver.db.models import (
     Toolkit,
     Variant,
 )
-from resolver.errors import DataError
+from resolver.errors import DataError, UserError
 
 __all__ = [  # re-exported: callers import the database's names from here
     "PLATFORMS",
@@ -59,8 +59,8 @@ __all__ = [  # re-exported: callers import the database's names from here
 FILES = ("sources.yaml", "cuda.yaml", "gpus.yaml", "torch.yaml")
 OPTIONAL_FILES = ("conda_forge.yaml", "observations.yaml")  # read where present
 DATA_ENV = _location.DATA_ENV
-# What a cached catalog depends on besides the data: the classes the pickle names, the code that
-# fills them (a change to any is a miss; a cache of an older layout never matches).
+# What a cached catalog depends on besides the data: the code that reads and checks it (a change
+# to any is a miss, so a cache never outlives the code it was written for).
 _DB = Path(__file__).parent / "db"
 _CODE = tuple(
     [Path(__file__)]
@@ -148,16 +148,21 @@ def _warn_ignored(directory: Path, reason: str) -> None:
 
 
 def _load_dir(directory: Path) -> Catalog:
-    """One directory's catalog, through the pickled cache (a damaged cache is only a miss)."""
-    cache = _cache_file(directory)
-    if cache is not None:
-        cached = _read_cache(cache)
-        if cached is not None:
-            return cached
+    """One directory's catalog. The parsed YAML is cached as JSON (a damaged cache is only a
+    miss) and validated by `from_raw` either way, so a planted cache can yield no catalog the
+    YAML could not."""
     try:
         bounded = directory.resolve() != shipped_data_dir()
     except (OSError, RuntimeError):  # a symlink loop: certainly not the shipped database
         bounded = True
+    cache = _cache_file(directory)
+    if cache is not None:
+        cached = _cache.read(cache)
+        if cached is not None:
+            try:
+                return from_raw(cached, origin=str(directory), lenient=bounded)
+            except (KeyError, TypeError, ValueError, AttributeError, RecursionError, UserError):
+                pass  # a foreign or stale cache: parse the YAML again, silently
     raw: dict[str, Any] = {}
     for name in FILES:
         raw[name] = _read_yaml(directory / name, bounded=bounded)
@@ -173,20 +178,12 @@ def _load_dir(directory: Path) -> Catalog:
             f"{directory}: malformed database ({type(exc).__name__}: {detail})"
         ) from None
     if cache is not None:
-        _write_cache(cache, catalog)
+        _cache.write(cache, raw)
     return catalog
 
 
 def _cache_file(directory: Path) -> Path | None:
     return _location.cache_file(directory, FILES, OPTIONAL_FILES, _CODE)
-
-
-def _read_cache(path: Path) -> Catalog | None:
-    return _cache.read(path, Catalog)
-
-
-def _write_cache(path: Path, catalog: Catalog) -> None:
-    _cache.write(path, catalog)
 
 
 def _read_yaml(path: Path, *, bounded: bool = True) -> Any:

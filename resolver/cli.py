@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -138,12 +138,16 @@ def _os_error_text(exc: OSError) -> str:
 def _run(argv: list[str] | None) -> int | str | None:
     """Run the CLI; the exit code (``sys.exit``'s argument) it ends with."""
     try:
-        cli.main(args=argv, prog_name="gpuresolve", standalone_mode=False)
+        with sigterm_raises() as terminated:  # SIGTERM unwinds like Ctrl-C: children die too
+            try:
+                cli.main(args=argv, prog_name="gpuresolve", standalone_mode=False)
+            finally:
+                _kill_children()
     except SystemExit as exc:  # commands end with sys.exit(code)
         return exc.code
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
         click.echo("gpuresolve: aborted", err=True)
-        return 130
+        return 143 if terminated() or isinstance(exc.__cause__, Terminated) else 130
     except click.UsageError as exc:  # one line, as for every other bad input
         where = exc.ctx.command_path if exc.ctx is not None else "gpuresolve"
         message = _one_line(exc.format_message())
@@ -162,6 +166,46 @@ def _run(argv: list[str] | None) -> int | str | None:
     except Exception as exc:
         return _internal_error(exc)
     return 0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it unwinds like Ctrl-C."""
+
+
+@contextmanager
+def sigterm_raises() -> Iterator[Callable[[], bool]]:
+    """Within the block SIGTERM raises `Terminated` (unwinding through `subprocs.started`,
+    which kills the children) instead of ending the interpreter at once; yields "did it?"."""
+    import signal
+    import threading
+
+    seen: list[bool] = []
+
+    def handler(signum: int, frame: object) -> None:
+        seen.append(True)
+        raise Terminated()
+
+    previous: Any = None
+    installed = False
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
+        with suppress(ValueError, OSError):
+            previous = signal.signal(signal.SIGTERM, handler)
+            installed = True
+    try:
+        yield lambda: bool(seen)
+    finally:
+        if installed:
+            with suppress(ValueError, OSError, TypeError):
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _kill_children() -> None:
+    """Kill every child process still running (with its group): the CLI's last word, so that
+    a child held across other work (the verify probe) never outlives an interrupt. No child was
+    started when `subprocs` was never imported (it costs start-up, so it is not imported here)."""
+    subprocs = sys.modules.get("resolver.subprocs")
+    if subprocs is not None:
+        subprocs.kill_all(grace=2.0)
 
 
 def _one_line(text: str, limit: int = 1000) -> str:

@@ -58,7 +58,7 @@ def python_version(value: str) -> str:
         )
     if exists:
         v = str(path.absolute())  # a relative path is that file, never a name looked up on PATH
-    import subprocess
+    from resolver import subprocs
 
     code = (
         "import sys,sysconfig;"
@@ -66,15 +66,14 @@ def python_version(value: str) -> str:
         "print(f'{sys.version_info[0]}.{sys.version_info[1]}{t}')"
     )
     try:
-        out = subprocess.run(
-            [v, "-c", code], capture_output=True, text=True, timeout=20, check=True
-        ).stdout.strip()
-    except subprocess.TimeoutExpired:
-        raise UserError(
-            f"--python {shown(value)}: the interpreter did not answer in 20 s"
-        ) from None
-    except (OSError, subprocess.SubprocessError):
+        done = subprocs.run([v, "-c", code], timeout=20)
+    except OSError:
         raise UserError(f"--python {shown(value)}: cannot run that interpreter") from None
+    if done.timed_out:
+        raise UserError(f"--python {shown(value)}: the interpreter did not answer in 20 s")
+    if done.returncode != 0:
+        raise UserError(f"--python {shown(value)}: cannot run that interpreter")
+    out = done.stdout.strip()
     if not _PY_RE.match(out):
         raise UserError(f"--python {shown(value)}: it reported an unexpected version {out[:40]!r}")
     return out

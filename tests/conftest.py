@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -227,12 +229,113 @@ def shipped() -> catalog_mod.Catalog:
     return catalog_mod.load(catalog_mod.shipped_data_dir())
 
 
+@pytest.fixture
+def dbupdate_hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For `db update` against the local test index: no real pip configuration (it may name a
+    real index), no waiting between retries, no database or index chosen by the environment,
+    and no proxy for 127.0.0.1."""
+    import resolver.dbupdate.collect as collect
+    from resolver.dbupdate import fetch
+
+    monkeypatch.setattr(collect, "pip_index_url", lambda environ=None: None)
+    monkeypatch.setattr(fetch, "BACKOFF", 0.0)
+    monkeypatch.delenv("GPURESOLVE_PYTORCH_INDEX", raising=False)
+    monkeypatch.delenv(catalog_mod.DATA_ENV, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+def index() -> Iterator[Any]:
+    """The recorded-shape PyTorch index (tests/fixtures/pytorch_index) on 127.0.0.1; modules
+    that serve other routes define their own `index`."""
+    from pytorch_index import fixture_routes, serve
+
+    with serve(fixture_routes()) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def _warm_cache(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The shipped database's catalog cache, written once per session (per xdist worker)."""
+    import os
+
+    where = tmp_path_factory.mktemp("warm-cache")
+    before = os.environ.get(catalog_mod.CACHE_ENV)
+    os.environ[catalog_mod.CACHE_ENV] = str(where)
+    try:
+        catalog_mod.load(catalog_mod.shipped_data_dir())
+    except catalog_mod.DataError:
+        pass  # the tests that load it say why
+    finally:
+        if before is None:
+            del os.environ[catalog_mod.CACHE_ENV]
+        else:
+            os.environ[catalog_mod.CACHE_ENV] = before
+    return sorted(where.iterdir())
+
+
 @pytest.fixture(autouse=True)
 def _private_dirs(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    _warm_cache: list[Path],
 ) -> None:
-    """Tests write only to temporary directories: the catalog cache and user data included."""
+    """Tests write only to temporary directories: the catalog cache and user data included.
+
+    Each test's cache folder starts with a copy of the shipped database's cache (what any user's
+    second run finds), so the suite parses the YAML once per worker, not once per test; the
+    tests of the cache itself damage, plant or remove that copy as they need."""
+    import shutil
+
     base = tmp_path_factory.mktemp("home")
+    (base / "cache").mkdir()
+    for path in _warm_cache:
+        shutil.copyfile(path, base / "cache" / path.name)
     monkeypatch.setenv(catalog_mod.CACHE_ENV, str(base / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(base / "data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg-cache"))
+
+
+# --- nothing left in the system temp folder ---------------------------------------------------
+# The whole session (pytest's own tmp_path folders, gpuresolve in-process and every child process)
+# uses one fresh folder inside the system temp folder, through TMPDIR; at the end anything in it
+# besides pytest's tmp_path tree is a leak of gpuresolve or of a test, and fails the session.
+# The folder is removed either way, so the suite leaves nothing behind. xdist workers inherit it.
+_SESSION_TMP_ENV = "GPURESOLVE_TEST_SESSION_TMP"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import os
+    import tempfile
+
+    if os.environ.get(_SESSION_TMP_ENV):  # an xdist worker: the controller made it
+        tempfile.tempdir = None
+        return
+    session_tmp = tempfile.mkdtemp(prefix="gpuresolve-tests-")
+    os.environ[_SESSION_TMP_ENV] = session_tmp
+    os.environ["TMPDIR"] = session_tmp
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+
+
+def _leftovers(session_tmp: str) -> list[str]:
+    import os
+
+    return sorted(n for n in os.listdir(session_tmp) if not n.startswith("pytest-of-"))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    import os
+    import shutil
+
+    session_tmp = os.environ.get(_SESSION_TMP_ENV)
+    if not session_tmp or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    try:
+        left = _leftovers(session_tmp)
+    except OSError:
+        return
+    shutil.rmtree(session_tmp, ignore_errors=True)
+    if left:
+        shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+        print(f"\nthe suite left files in the temp folder: {shown}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

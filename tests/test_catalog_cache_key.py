@@ -1,45 +1,34 @@
-"""The pickled catalog's cache key covers the code the pickle depends on.
+"""The catalog cache holds plain data that is checked like the YAML, and its key covers the code.
 
-A pickle names its classes by module path; a cache written by another layout of those modules
-(or another parser) must be a miss, never an object of the wrong shape.
+The cache folder may be shared (a CI cache, `GPURESOLVE_CACHE_DIR`), so what is in it is input:
+a planted file must never run code, and a cache of another layout must be a miss.
 """
 
 from __future__ import annotations
 
-import io
+import json
 import os
 import pickle
 import shutil
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from cli_support import run_cli
 
 from resolver import catalog as catalog_mod
+from resolver.db import cache
+
+SUGGEST = ("suggest", "--gpu", "8.6", "--driver", "570.00", "--platform", "linux-x86_64")
 
 
-class _Recorder(pickle.Pickler):
-    """Pickles as the cache does, noting the module of every gpuresolve object it meets."""
-
-    def __init__(self) -> None:
-        super().__init__(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL)
-        self.modules: set[str] = set()
-
-    def reducer_override(self, obj: Any) -> Any:
-        module = type(obj).__module__
-        if module.startswith("resolver"):
-            self.modules.add(module)
-        return NotImplemented
-
-
-def test_every_module_the_pickle_names_is_in_the_key() -> None:
-    recorder = _Recorder()
-    recorder.dump(catalog_mod.load(catalog_mod.shipped_data_dir()))
-    assert "resolver.db.models" in recorder.modules
-    stamped = {p.resolve() for p in catalog_mod._CODE}
-    for module in recorder.modules:
-        assert Path(str(sys.modules[module].__file__)).resolve() in stamped, module
+def test_the_cache_is_plain_json_and_yields_the_same_catalog() -> None:
+    data = catalog_mod.shipped_data_dir()
+    first = catalog_mod.load(data)
+    path = catalog_mod._cache_file(data)
+    assert path is not None and path.suffix == ".json"
+    raw = json.loads(path.read_bytes())
+    assert set(raw) >= set(catalog_mod.FILES)
+    assert catalog_mod.load(data) == first == catalog_mod.from_raw(raw, origin=str(data))
 
 
 def test_the_parser_is_in_the_key() -> None:
@@ -64,3 +53,106 @@ def test_a_change_to_any_code_file_is_a_miss(
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000 * (i + 1)))
         seen.add(catalog_mod._cache_file(data))
     assert None not in seen and len(seen) == len(code) + 1
+
+
+class _Plant:
+    """Unpickling this creates ``marker``: the proof that a loader ran code."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (str(self.marker), "w"))
+
+
+def _the_cache() -> Path:
+    path = catalog_mod._cache_file(catalog_mod.shipped_data_dir())
+    assert path is not None
+    return path
+
+
+def test_a_planted_pickle_runs_no_code(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    payload = pickle.dumps(_Plant(marker))
+    pickle.loads(payload)  # the payload works: unpickling it does create the marker
+    assert marker.exists()
+    marker.unlink()
+    target = _the_cache()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # under the name the cache of this very database would have, and under the old pickle names
+    target.with_suffix(".pickle").write_bytes(payload)
+    (target.parent / "catalog-0000000000000000.pickle").write_bytes(payload)
+    target.write_bytes(payload)
+    code, out, err = run_cli(capsys, *SUGGEST)
+    assert code == 0 and err == "" and out
+    assert not marker.exists()
+    assert json.loads(target.read_bytes())  # rebuilt as JSON, silently
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"torch.yaml": {"$type": "os.system", "args": ["touch MARKER"]}},
+        {"sources.yaml": "__import__('os').system('touch MARKER')"},
+        [1, 2, 3],
+        {"cuda.yaml": {"toolkits": [{"version": "99.0", "min_driver": "not a mapping"}]}},
+    ],
+    ids=["object-hook-shape", "code-as-text", "not-a-mapping", "wrong-shape"],
+)
+def test_a_planted_json_cache_runs_no_code_and_is_rebuilt(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    payload: object,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    target = _the_cache()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(payload).replace("MARKER", str(tmp_path / "ran")))
+    code, out, err = run_cli(capsys, *SUGGEST)
+    assert code == 0 and err == "" and out
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "MARKER").exists()
+    assert set(json.loads(target.read_bytes())) >= set(catalog_mod.FILES)  # rebuilt
+
+
+def test_a_cache_that_fails_the_checks_is_a_miss() -> None:
+    """A well-formed JSON cache whose data the parser refuses is parsed afresh, no warning."""
+    data = catalog_mod.shipped_data_dir()
+    good = catalog_mod.load(data)
+    target = _the_cache()
+    raw = json.loads(target.read_bytes())
+    raw["gpus.yaml"]["architectures"][0]["cc"] = "not a cc"
+    target.write_text(json.dumps(raw))
+    assert catalog_mod.load(data) == good
+
+
+@pytest.mark.skipif(os.name != "posix", reason="links and FIFOs")
+def test_a_linked_or_non_regular_cache_is_refused(tmp_path: Path) -> None:
+    data = catalog_mod.shipped_data_dir()
+    catalog_mod.load(data)
+    target = _the_cache()
+    elsewhere = tmp_path / "elsewhere.json"
+    shutil.copyfile(target, elsewhere)
+    target.unlink()
+    target.symlink_to(elsewhere)
+    assert cache.read(target) is None
+    catalog_mod.load(data)  # rebuilt: the link replaced by a file of ours, the target untouched
+    assert not target.is_symlink() and elsewhere.read_bytes() == target.read_bytes()
+    target.unlink()
+    os.mkfifo(target)
+    assert cache.read(target) is None  # at once, never blocking on the FIFO
+    target.unlink()
+
+
+def test_a_deep_or_oversized_cache_is_a_miss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / f"{cache.PREFIX}x{cache.SUFFIX}"
+    path.write_text('{"a":' * 100 + "1" + "}" * 100)
+    assert cache.read(path) is None
+    path.write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    assert cache.read(path) is None
+    path.write_text('{"a": 1}')
+    assert cache.read(path) == {"a": 1}
+    monkeypatch.setattr(cache, "MAX_BYTES", 4)
+    assert cache.read(path) is None

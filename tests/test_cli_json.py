@@ -3,30 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_support import run_cli
-from pytorch_index import IndexServer, closed_port, fixture_routes, serve, tree_snapshot
+from pytorch_index import IndexServer, closed_port, tree_snapshot
 
 from resolver import catalog as catalog_mod
-from resolver.dbupdate import fetch
 from resolver.dbupdate.write import dump_yaml
 
 run = run_cli
-
-
-@pytest.fixture(autouse=True)
-def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
-    import resolver.dbupdate.collect as collect
-
-    monkeypatch.setattr(collect, "pip_index_url", lambda environ=None: None)
-    monkeypatch.setattr(fetch, "BACKOFF", 0.0)
-    monkeypatch.delenv("GPURESOLVE_PYTORCH_INDEX", raising=False)
-    monkeypatch.delenv(catalog_mod.DATA_ENV, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+pytestmark = pytest.mark.usefixtures("dbupdate_hermetic")
 
 
 @pytest.fixture
@@ -36,12 +24,6 @@ def synth_dir(tmp_path: Path, synth_raw: dict[str, Any]) -> Path:
     for name in catalog_mod.FILES:
         (directory / name).write_text(dump_yaml(synth_raw[name]), encoding="utf-8")
     return directory
-
-
-@pytest.fixture
-def index() -> Iterator[IndexServer]:
-    with serve(fixture_routes()) as srv:
-        yield srv
 
 
 def test_db_check_json(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import run_cli
-from pytorch_index import IndexServer, fixture_routes, serve
+from pytorch_index import IndexServer
 
 from resolver import catalog as catalog_mod
 from resolver.db import location, yamlfile
@@ -22,19 +22,13 @@ from resolver.errors import DataError
 from resolver.host.profile import GpuInfo, HostProfile
 
 SUGGEST = ("suggest", "--gpu", "8.6", "--driver", "570.00", "--platform", "linux-x86_64")
+pytestmark = pytest.mark.usefixtures("dbupdate_hermetic")
 
 
 @pytest.fixture(autouse=True)
-def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
-    import resolver.dbupdate.collect as collect
-    from resolver.dbupdate import fetch
-
-    monkeypatch.delenv(location.DATA_ENV, raising=False)
+def _default_cache_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache where a user's is (under XDG_CACHE_HOME, a temporary folder here)."""
     monkeypatch.delenv(location.CACHE_ENV, raising=False)
-    monkeypatch.delenv("GPURESOLVE_PYTORCH_INDEX", raising=False)
-    monkeypatch.setattr(collect, "pip_index_url", lambda environ=None: None)
-    monkeypatch.setattr(fetch, "BACKOFF", 0.0)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 
 
 def _set_version(directory: Path, schema: str | None, updated: str) -> None:
@@ -301,7 +295,7 @@ def test_a_self_referencing_alias_is_refused(tmp_path: Path) -> None:
 
 
 def _cache_files() -> list[Path]:
-    return sorted(location.cache_dir().glob("catalog-*.pickle"))
+    return sorted(location.cache_dir().glob("catalog-*.json"))
 
 
 @pytest.mark.parametrize("content", [b"", b"garbage", b"\x80\x05K\x01.", b"\x80\x05\x95"])
@@ -446,12 +440,6 @@ def test_reset_of_a_damaged_database_then_nothing_left(
 # --- db update repairs a damaged user database -------------------------------------------------
 
 
-@pytest.fixture
-def index() -> Iterator[IndexServer]:
-    with serve(fixture_routes()) as srv:
-        yield srv
-
-
 @pytest.mark.parametrize("damage", ["garbage YAML", "a file missing", "not UTF-8", "100 MB file"])
 def test_update_repairs_a_damaged_user_database(
     capsys: pytest.CaptureFixture[str], user_db: Path, index: IndexServer, damage: str
@@ -514,10 +502,10 @@ def test_the_cache_keeps_a_few_recent_entries(tmp_path: Path) -> None:
     from resolver.db import cache
 
     for i in range(cache.KEEP + 3):
-        path = tmp_path / f"{cache.PREFIX}{i:02d}.pickle"
+        path = tmp_path / f"{cache.PREFIX}{i:02d}{cache.SUFFIX}"
         cache.write(path, {"n": i})
         os.utime(path, (1_000_000 + i, 1_000_000 + i))  # written in this order
-    left = sorted(p.name for p in tmp_path.glob(f"{cache.PREFIX}*.pickle"))
-    newest = [f"{cache.PREFIX}{i:02d}.pickle" for i in range(2, cache.KEEP + 3)]
+    left = sorted(p.name for p in tmp_path.glob(f"{cache.PREFIX}*{cache.SUFFIX}"))
+    newest = [f"{cache.PREFIX}{i:02d}{cache.SUFFIX}" for i in range(2, cache.KEEP + 3)]
     assert left == newest  # the new one and the KEEP written before it
-    assert cache.read(tmp_path / newest[-1], dict) == {"n": cache.KEEP + 2}
+    assert cache.read(tmp_path / newest[-1]) == {"n": cache.KEEP + 2}

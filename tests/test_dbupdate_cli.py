@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,23 +33,7 @@ from resolver.dbupdate import fetch
 from resolver.dbupdate.write import dump_yaml
 from resolver.solve import Request, Target, TargetGpu, solve
 
-
-@pytest.fixture(autouse=True)
-def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No real pip configuration (it may name a real index) and no waiting between retries."""
-    import resolver.dbupdate.collect as collect
-
-    monkeypatch.setattr(collect, "pip_index_url", lambda environ=None: None)
-    monkeypatch.setattr(fetch, "BACKOFF", 0.0)
-    monkeypatch.delenv("GPURESOLVE_PYTORCH_INDEX", raising=False)
-    monkeypatch.delenv(catalog_mod.DATA_ENV, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # the test server is local
-
-
-@pytest.fixture
-def index() -> Iterator[IndexServer]:
-    with serve(fixture_routes()) as srv:
-        yield srv
+pytestmark = pytest.mark.usefixtures("dbupdate_hermetic")
 
 
 @pytest.fixture
@@ -395,3 +378,31 @@ def test_show_and_check_on_the_shipped_database(
     assert doc["counts"]["sourced"] == doc["counts"]["facts"]
     code, out, _err = run(capsys, "db", "show", "--data", str(shipped_copy))
     assert code == 0 and cat.releases[0].version in out.splitlines()[2]
+
+
+def test_a_wheel_with_a_member_name_that_is_not_utf8_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], synth_dir: Path
+) -> None:
+    """A zip member flagged UTF-8 whose name is not: bad input from the index, never exit 70."""
+    import zipfile
+
+    from pytorch_index import build_wheel, metadata_text
+
+    good = build_wheel("torch", "2.16.0+cu136", metadata_text("torch", "2.16.0+cu136", []))
+    buf = __import__("io").BytesIO(good)
+    with zipfile.ZipFile(buf, "a") as zf:
+        zf.writestr("torch/\u00e9.bin", b"x")  # a non-ASCII name: zipfile sets the UTF-8 flag
+    bad = buf.getvalue().replace("\u00e9".encode(), b"\xff\xfe")
+    assert bad.count(b"\xff\xfe") == 2  # the local header and the central directory
+    routes = fixture_routes()
+    routes[RANGE_WHEEL] = (bad, "application/octet-stream")
+    before = tree_snapshot(synth_dir)
+    with serve(routes) as srv:
+        code, _out, err = run(
+            capsys, *update_args(srv, "--write-data", str(synth_dir), "--no-pypi")
+        )
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("gpuresolve: error:") and "malformed" in lines[-1]
+    assert "Traceback" not in err and "internal error" not in err
+    assert tree_snapshot(synth_dir) == before

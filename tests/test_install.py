@@ -445,6 +445,9 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
         capfd, "install", "--python", python, "--lock", str(lock), *mirror, "--dry-run"
     )
     assert code == 0 and uv in out, out + err
+    kept = re.search(r"the copy (\S+) is kept for the command below", out)
+    assert kept and Path(kept.group(1)).is_file()  # the command names it: the user runs it
+    shutil.rmtree(Path(kept.group(1)).parent)
 
     monkeypatch.setenv("PATH", os.pathsep.join([str(Path(uv).parent), os.environ["PATH"]]))
     # Found by its content under another name: uv gets a copy named as PEP 751 wants.

@@ -43,6 +43,8 @@ def test_ci_runs_the_readme_command_in_a_fresh_virtualenv() -> None:
     venv_at = next(i for i, line in enumerate(lines) if "-m venv" in line)
     activate_at = next(i for i, line in enumerate(lines) if "/bin/activate" in line)
     assert venv_at < activate_at < lines.index(command)
+    assert "-n auto" in command  # parallel: CI stays well under 20 minutes on two cores
+    assert "--resolution lowest-direct" in ci  # the second leg: the lowest allowed versions
 
 
 def test_lint_and_type_tools_are_pinned_exactly() -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import struct
 import sys
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -193,6 +195,15 @@ def update(
                 progress=_no_progress if as_json else _progress,
                 dry_run=dry_run,
             )
+    except (UnicodeError, struct.error, zlib.error, EOFError) as exc:
+        # Remote bytes the wheel reader did not expect (a member name that is not UTF-8, a
+        # truncated record, a broken deflate stream): bad input from the index, not a bug.
+        from resolver.errors import UserError
+
+        raise UserError(
+            f"db update: a wheel from the index is malformed ({type(exc).__name__}); "
+            "the database is unchanged"
+        ) from None
     except UpdateError as exc:
         click.echo(f"gpuresolve: db update failed: {exc}; the database is unchanged", err=True)
         if as_json:

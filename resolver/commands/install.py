@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from resolver import subprocs
 from resolver.commands.common import (
     RequestOptions,
     TargetOptions,
@@ -349,9 +349,10 @@ def _verify(python: str, lock_file: str | None) -> int:
     )
     sys.stdout.flush()
     try:
-        return subprocess.run(argv, stdin=subprocess.DEVNULL, check=False).returncode
+        done = subprocs.run(argv, timeout=None, capture=False, grace=5.0)
     except OSError as exc:
         raise UserError(f"cannot run gpuresolve verify: {exc.strerror or exc}") from None
+    return done.returncode
 
 
 def _verify_json(python: str, lock_file: str | None) -> tuple[int, object]:
@@ -363,9 +364,7 @@ def _verify_json(python: str, lock_file: str | None) -> tuple[int, object]:
     if lock_file:
         argv += ["--lock", lock_file]
     try:
-        proc = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
-        )
+        proc = subprocs.run(argv, timeout=None, grace=5.0)
     except OSError as exc:
         raise UserError(f"cannot run gpuresolve verify: {exc.strerror or exc}") from None
     sys.stderr.write(proc.stderr)

@@ -1,3 +1,3 @@
 """The compatibility database behind resolver.catalog: its record types (models), parsing the YAML
 (parse), `db check`'s rules (check), GPU-name lookup (gpunames), which database is used (location),
-the pickled cache, reset, evidence grades and the observations overlay."""
+the JSON cache, reset, evidence grades and the observations overlay."""

@@ -1,49 +1,83 @@
-"""The pickled catalog cache: a miss, never an error.
+"""The catalog cache: the parsed YAML as JSON, a miss and never an error.
 
-Parsing the YAML costs more than the rest of `suggest` together, so the validated catalog is
-pickled into the user's cache directory. Any trouble with it (a damaged or foreign file, a
-read-only or missing directory, a full disk) only means parsing again.
+Parsing the YAML costs more than the rest of `suggest` together, so the database's raw parsed
+data is stored as JSON in the user's cache directory and, on the next run, goes through the same
+validation (`from_raw`) as the YAML itself. The cache folder may be shared (a CI cache), so its
+files are input: JSON cannot run code (pickle could, and marshal is documented as unsafe for
+untrusted data), only plain JSON values are accepted, links and non-regular files are refused,
+and any trouble (a damaged or foreign file, a read-only or missing directory, a full disk) only
+means parsing again, silently.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import pickle
+import stat
 import tempfile
 from pathlib import Path
-from typing import TypeVar
+from typing import Any
 
-T = TypeVar("T")
 PREFIX = "catalog-"  # every file this module writes starts so (`db reset` removes them)
+SUFFIX = ".json"
 KEEP = 4  # caches kept besides the newest: two installed gpuresolves (pipx, a venv) or a user
 # database and the shipped one each keep theirs instead of evicting each other on every run
+MAX_BYTES = 32 * 1024 * 1024  # the shipped database's cache is about 0.2 MB
+MAX_DEPTH = 32  # the database's YAML nests under 10 levels
 
 
-def read(path: Path, kind: type[T]) -> T | None:
-    """The cached object of type ``kind``, or None (absent, damaged, stale or foreign)."""
+def read(path: Path) -> dict[str, Any] | None:
+    """The cached mapping at ``path``, or None (absent, damaged, linked, oversized or foreign)."""
     try:
-        with open(path, "rb") as fh:
-            obj = pickle.load(fh)  # our own file, in the user's own cache directory
-    except Exception:  # truncated, garbage, an old class layout, unreadable: a miss
+        fd = os.open(
+            path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        )
+    except OSError:
         return None
-    return obj if isinstance(obj, kind) else None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            return None
+        obj = json.loads(data)
+    except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8 or not JSON: a miss
+        return None
+    finally:
+        os.close(fd)
+    return obj if isinstance(obj, dict) and _plain(obj, 0) else None
 
 
-def write(path: Path, obj: object) -> None:
+def _plain(obj: object, depth: int) -> bool:
+    """Whether ``obj`` is JSON data of bounded depth (what `json.loads` can return, checked
+    anyway: the caller hands it to code that expects exactly that)."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(obj, dict):
+        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in obj.items())
+    if isinstance(obj, list):
+        return all(_plain(v, depth + 1) for v in obj)
+    return obj is None or isinstance(obj, (str, int, float, bool))
+
+
+def write(path: Path, obj: dict[str, Any]) -> None:
     """Store ``obj`` at ``path`` atomically, keeping the ``KEEP`` most recently written other
     caches; silently skipped when the cache directory cannot be written."""
     tmp: str | None = None
     try:
+        data = json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
         path.parent.mkdir(parents=True, exist_ok=True)
         _evict(path)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=PREFIX, suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
-            pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            fh.write(data)
         os.replace(tmp, path)
         tmp = None
-    except (OSError, pickle.PicklingError, RecursionError):
-        pass  # a read-only home or a full disk: go on without a cache
+    except (OSError, TypeError, ValueError, RecursionError):
+        pass  # a read-only home, a full disk or data JSON cannot hold: go on without a cache
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
@@ -51,13 +85,16 @@ def write(path: Path, obj: object) -> None:
 
 
 def _evict(keep_free_for: Path) -> None:
-    """Remove all but the ``KEEP`` most recently written caches other than ``keep_free_for``."""
+    """Remove all but the ``KEEP`` most recently written caches other than ``keep_free_for``
+    (regular files with our prefix and suffix only, never through a link)."""
     others: list[tuple[float, Path]] = []
-    for old in keep_free_for.parent.glob(f"{PREFIX}*.pickle"):
+    for old in keep_free_for.parent.glob(f"{PREFIX}*{SUFFIX}"):
         if old == keep_free_for:
             continue
         with contextlib.suppress(OSError):
-            others.append((old.stat().st_mtime, old))
+            st = old.lstat()
+            if stat.S_ISREG(st.st_mode):
+                others.append((st.st_mtime, old))
     others.sort(reverse=True)
     for _mtime, old in others[KEEP:]:
         with contextlib.suppress(OSError):

@@ -69,7 +69,7 @@ class Provenance(NamedTuple):
 
     ``grade`` is the effective grade: the stated one, but never above what the best source
     supports (``supported``); ``declared`` is what the file states (None: from the sources).
-    A NamedTuple: thousands are unpickled at every start, and class creation costs import time.
+    A NamedTuple: thousands are built at every start, and class creation costs import time.
     """
 
     source: tuple[str, ...]

@@ -216,8 +216,8 @@ def cache_file(
     directory: Path, required: tuple[str, ...], optional: tuple[str, ...], code: tuple[Path, ...]
 ) -> Path | None:
     """The cache file for the catalog parsed from ``directory``: named by a checksum of the
-    gpuresolve version, the mtimes of the ``code`` files (the record classes the pickle names and
-    the parser), the directory and its files' sizes and mtimes; None where a file is missing or
+    gpuresolve version, the mtimes of the ``code`` files (the record classes and the
+    parser), the directory and its files' sizes and mtimes; None where a file is missing or
     the cache directory cannot be named."""
     import zlib  # a checksum names the file; hashlib would cost more start-up than it saves
 
@@ -238,4 +238,4 @@ def cache_file(
         return None  # a missing file: let the loader say so; no home: no cache
     key = "|".join(parts).encode()
     digest = f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}"
-    return where / f"catalog-{digest}.pickle"
+    return where / f"catalog-{digest}.json"

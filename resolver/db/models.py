@@ -1,7 +1,7 @@
 """The database's typed records: what the solver, the writers and the CLI see, never raw YAML.
 
-These classes are pickled into the catalog cache (resolver/db/cache.py), so the cache key covers
-this file: a change here is a cache miss, not a stale object.
+They are built from the parsed YAML on every start (the cache in resolver/db/cache.py holds only
+that plain data), so nothing outside this package can construct one behind the parser's checks.
 """
 
 from __future__ import annotations

@@ -67,7 +67,11 @@ def plan(data_dir: Path | None = None, cache_dir: Path | None = None) -> ResetPl
             out.remove.append(entry)
     if cache is not None:
         for entry in _entries(cache):
-            if entry.name.startswith(_cache.PREFIX) and entry.suffix in (".pickle", ".tmp"):
+            if entry.name.startswith(_cache.PREFIX) and entry.suffix in (
+                ".json",
+                ".pickle",
+                ".tmp",
+            ):
                 out.remove.append(entry)
     return out
 

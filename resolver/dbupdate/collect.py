@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -20,6 +19,7 @@ from typing import Any, Protocol
 
 from packaging.version import Version
 
+from resolver import subprocs
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
 from resolver.dbupdate.fetch import Fetcher, FetchError
 from resolver.dbupdate.index import (
@@ -89,15 +89,12 @@ def pip_index_url(environ: Mapping[str, str] | None = None) -> str | None:
     if env.get("PIP_INDEX_URL", "").strip():
         return env["PIP_INDEX_URL"].split()[0]
     try:
-        out = subprocess.run(
+        out = subprocs.run(
             [sys.executable, "-m", "pip", "config", "list"],
-            capture_output=True,
-            text=True,
             timeout=30,
-            check=False,
             env={**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
         ).stdout
-    except (OSError, subprocess.SubprocessError):
+    except OSError:
         return None
     return pip_config_index(out)
 

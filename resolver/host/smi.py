@@ -56,30 +56,15 @@ Runner = Callable[[Sequence[str], float], CommandResult | None]
 
 def subprocess_runner(argv: Sequence[str], timeout: float) -> CommandResult | None:
     """The real runner: a subprocess with a timeout, never raising for a missing program."""
-    import subprocess
+    from resolver import subprocs
 
-    try:
-        done = subprocess.run(
-            list(argv),
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
+    try:  # a hang is killed with its whole process group, never left running
+        done = subprocs.run(argv, timeout=timeout)
     except FileNotFoundError:
         return None
-    except subprocess.TimeoutExpired as exc:
-        return CommandResult(None, _decode(exc.stdout), _decode(exc.stderr))
     except OSError as exc:  # not executable, say
         return CommandResult(126, "", str(exc))
-    return CommandResult(done.returncode, done.stdout or "", done.stderr or "")
-
-
-def _decode(data: bytes | str | None) -> str:
-    if isinstance(data, bytes):
-        return data.decode("utf-8", "replace")
-    return data or ""
+    return CommandResult(None if done.timed_out else done.returncode, done.stdout, done.stderr)
 
 
 def query_command(binary: str, fields: Sequence[str] = QUERY_FIELDS) -> list[str]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from resolver import subprocs
 from resolver.errors import UserError
 
 _MARK = "@@gpuresolve-env "
@@ -120,18 +120,11 @@ class EnvInfo:
 def inspect(python: str, timeout_s: float = 120.0) -> EnvInfo:
     """Run the inventory script in ``python``; a UserError (one line) when that fails."""
     try:
-        proc = subprocess.run(
-            [python, "-I", "-c", INVENTORY_SCRIPT],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout_s,
-        )
+        proc = subprocs.run([python, "-I", "-c", INVENTORY_SCRIPT], timeout=timeout_s)
     except OSError as exc:
         raise UserError(f"cannot run {python}: {exc.strerror or exc}") from None
-    except subprocess.TimeoutExpired:
-        raise UserError(f"{python} did not list its packages within {timeout_s:g} s") from None
+    if proc.timed_out:
+        raise UserError(f"{python} did not list its packages within {timeout_s:g} s")
     line = next((s for s in proc.stdout.splitlines() if s.startswith(_MARK)), None)
     if proc.returncode != 0 or line is None:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]

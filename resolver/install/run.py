@@ -7,13 +7,13 @@ there is), and the caller says so along with the installer's last lines.
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from resolver import subprocs
 from resolver.errors import UserError
 
 TAIL_LINES = 25
@@ -40,28 +40,26 @@ def run_step(
     tail: deque[str] = deque(maxlen=tail_lines)
     env = dict(os.environ if environ is None else environ)
     env.setdefault("PYTHONUNBUFFERED", "1")  # pip's lines arrive as printed, not in blocks
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+    try:  # Ctrl-C or SIGTERM: the installer gets SIGTERM and a moment, then its group SIGKILL
+        with subprocs.started(
+            argv,
+            grace=5.0,
+            stdout=subprocs.PIPE,
+            stderr=subprocs.STDOUT,
             env=env,
             text=True,
             errors="replace",
             bufsize=1,
-        )
+        ) as proc:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                line = raw.rstrip("\r\n").rsplit("\r", 1)[-1]  # a progress bar's last state
+                tail.append(line)
+                echo(line)
+            proc.stdout.close()
+            returncode = proc.wait()
     except OSError as exc:
         raise UserError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-    assert proc.stdout is not None
-    try:
-        for raw in proc.stdout:
-            line = raw.rstrip("\r\n").rsplit("\r", 1)[-1]  # a progress bar's last state
-            tail.append(line)
-            echo(line)
-    finally:
-        proc.stdout.close()
-        returncode = proc.wait()
     return StepResult(tuple(argv), returncode, list(tail))
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resolver import subprocs
 from resolver.errors import UserError
 from resolver.verify.probe import STAGE_PREFIX
 
@@ -130,14 +131,8 @@ class ProbeProcess:
         env["PYTHONNOUSERSITE"] = "1"
         self.started_at = time.monotonic()
         try:
-            self.proc = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                start_new_session=True,  # its own process group: a hang is killed whole
-            )
+            # its own process group: a hang, Ctrl-C or SIGTERM kills it whole (subprocs)
+            self.proc = subprocs.start(args, stdout=subprocs.PIPE, stderr=subprocs.PIPE, env=env)
         except OSError as exc:
             raise UserError(f"cannot run {python}: {exc.strerror or exc}") from None
 
@@ -148,11 +143,15 @@ class ProbeProcess:
             out, err = self.proc.communicate(timeout=left)
         except subprocess.TimeoutExpired:
             timed_out = True
-            self._kill_group()
+            subprocs.kill_group(self.proc)
             try:
                 out, err = self.proc.communicate(timeout=10)
             except subprocess.TimeoutExpired:  # a grandchild kept the pipes open
                 out, err = b"", b""
+        except BaseException:  # Ctrl-C, SIGTERM: the probe and its children end with us
+            subprocs.kill_group(self.proc)
+            raise
+        subprocs.forget(self.proc)
         run = ProbeRun(
             python=self.python,
             returncode=self.proc.returncode,
@@ -177,12 +176,6 @@ class ProbeProcess:
         if run.data is not None and not run.signal:
             run.stage = run.data.get("stage") or run.stage
         return run
-
-    def _kill_group(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, AttributeError):
-            self.proc.kill()
 
 
 _LINE_MAX = 300

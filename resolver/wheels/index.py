@@ -6,12 +6,12 @@ fetched with its ``Fetcher``; this module only chooses among them.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterable
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from resolver import subprocs
 from resolver.dbupdate.collect import pip_index_url
 from resolver.dbupdate.fetch import Fetcher
 from resolver.dbupdate.index import ACCEPT, Wheel, parse_page, parse_wheel, python_key
@@ -27,18 +27,15 @@ def pip_default_index() -> str | None:
     if configured:
         return configured
     try:
-        out = subprocess.run(
+        out = subprocs.run(
             [
                 sys.executable,
                 "-c",
                 "from pip._internal.models.index import PyPI; print(PyPI.simple_url)",
             ],
-            capture_output=True,
-            text=True,
             timeout=30,
-            check=False,
         ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
+    except OSError:
         return None
     return out if out.startswith(("http://", "https://")) else None
 

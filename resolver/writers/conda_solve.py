@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from resolver import subprocs
 from resolver.errors import UserError
 
 SOLVE_TIMEOUT_S = 600
@@ -64,16 +64,15 @@ def solve(
         "cache_dir": cache_dir,
     }
     try:
-        proc = subprocess.run(
+        proc = subprocs.run(
             [sys.executable, str(Path(__file__).with_name("_rattler_child.py"))],
             input=json.dumps(request),
-            capture_output=True,
-            text=True,
             timeout=SOLVE_TIMEOUT_S,
-            check=False,
         )
-    except subprocess.TimeoutExpired:
-        raise UserError(f"the conda solve did not finish within {SOLVE_TIMEOUT_S} s") from None
+    except OSError as exc:
+        raise UserError(f"cannot run the conda solver ({exc})") from None
+    if proc.timed_out:
+        raise UserError(f"the conda solve did not finish within {SOLVE_TIMEOUT_S} s")
     answer = _answer(proc.stdout)
     if answer is None:
         tail = (proc.stderr or "").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]

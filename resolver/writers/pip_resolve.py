@@ -9,12 +9,12 @@ conda-lock.yml's pip entries hold. It needs the index (the network, or a mirror)
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from resolver import subprocs
 from resolver.conda import DEFAULT_GLIBC, DEFAULT_MACOS
 from resolver.errors import UserError
 from resolver.solve import Target
@@ -158,19 +158,17 @@ def _run(cmd: list[str], target: Target) -> str:
     if target.platform.startswith("macos"):  # the macOS the wheel tags are judged for
         env["MACOSX_DEPLOYMENT_TARGET"] = DEFAULT_MACOS
     try:
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, env=env, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise UserError(f"uv did not resolve the set within {PIP_TIMEOUT_S} s") from None
+        proc = subprocs.run(cmd, timeout=PIP_TIMEOUT_S, env=env)
     except OSError as exc:
         raise UserError(f"cannot run uv ({exc})") from None
+    if proc.timed_out:
+        raise UserError(f"uv did not resolve the set within {PIP_TIMEOUT_S} s")
     if proc.returncode != 0:
         raise UserError(f"uv could not resolve the set for the target: {_uv_error(proc)}")
     return proc.stdout
 
 
-def _uv_error(proc: subprocess.CompletedProcess[str]) -> str:
+def _uv_error(proc: subprocs.Result) -> str:
     lines = [ln.strip() for ln in (proc.stderr or "").splitlines() if ln.strip()]
     picked = [ln for ln in lines if not ln.startswith(("warning:", "hint:"))]
     text = " ".join((picked or lines or [f"exit code {proc.returncode}"])[:3])
