@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.errors import UserError
-from resolver.readers.bounded import LOCK_LIMIT, LOCK_MAX_NODES, load_yaml, read_text
+from resolver.io.bounded import LOCK_LIMIT, LOCK_MAX_NODES, load_yaml, read_text
 
 FORMAT_REQUIREMENTS = "requirements"
 FORMAT_ENVIRONMENT = "environment"

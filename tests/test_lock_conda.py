@@ -21,9 +21,10 @@ from resolver import lockpins
 from resolver.catalog import Catalog
 from resolver.errors import UserError
 from resolver.inputs import build_request
+from resolver.io import atomic
 from resolver.solve import Target, TargetGpu
 from resolver.versions import parse_cc
-from resolver.writers import atomic, conda_solve
+from resolver.writers import conda_solve
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
 
 needs_rattler = pytest.mark.skipif(

@@ -14,9 +14,9 @@ from pytorch_index import IndexServer, closed_port, serve
 from resolver.catalog import Catalog
 from resolver.errors import UserError
 from resolver.inputs import build_request
+from resolver.io import atomic
 from resolver.solve import Target, TargetGpu
 from resolver.versions import parse_cc
-from resolver.writers import atomic
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
 from resolver.writers.pip_resolve import pip_platforms
 

@@ -15,9 +15,9 @@ from resolver.catalog import Catalog, from_raw
 from resolver.conda import solve_conda_forge, virtual_packages
 from resolver.errors import DataError
 from resolver.inputs import build_request
+from resolver.io import atomic
 from resolver.solve import Request, Target, TargetGpu
 from resolver.versions import parse_cc
-from resolver.writers import atomic
 from resolver.writers.lockfiles import LockOptions, file_names, prepare, render_files
 
 REQ = build_request(torch=None, with_=["torchvision"], cuda=None, policy="compat")

@@ -172,7 +172,7 @@ def update(
     base = target if write_data else Path(catalog_mod.load().origin)
     pypi = None if no_pypi else (pypi_index or pip_index_url())
     if pypi is not None and pypi_index is None:
-        from resolver.readers.urls import index_url
+        from resolver.io.urls import index_url
 
         pypi = index_url(pypi, "pip's configured index-url")
     if pypi is None and not no_pypi:

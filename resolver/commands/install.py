@@ -20,7 +20,7 @@ from resolver.commands.common import (
     target_options,
 )
 from resolver.errors import UserError
-from resolver.readers.bounded import LOCK_LIMIT, read_text
+from resolver.io.bounded import LOCK_LIMIT, read_text
 
 if TYPE_CHECKING:
     from resolver.install.env import EnvInfo, Tools

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from resolver.io.atomic import diff_files, read_current
 from resolver.writers import recorded
-from resolver.writers.atomic import _current, diff_files
 
 CURRENT, MISSING, DRIFT, STALE, COMMENTS = "current", "missing", "drift", "stale", "comments"
 
@@ -66,7 +66,7 @@ def compare(directory: Path, files: Mapping[str, str]) -> CheckResult:
     checks: list[FileCheck] = []
     shown: dict[str, str] = {}
     for name, text in files.items():
-        old = _current(directory / name)
+        old = read_current(directory / name)
         if old is None:
             checks.append(FileCheck(name, MISSING))
             shown[name] = text

@@ -13,9 +13,9 @@ from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.conda import solve_conda_forge, virtual_packages
+from resolver.io.atomic import diff_files, write_files
 from resolver.solve import Decision, Request, Target, solve
 from resolver.writers import recorded
-from resolver.writers.atomic import diff_files, write_files
 from resolver.writers.conda_lock import LockedPlatform, render_conda_lock
 from resolver.writers.conda_solve import CondaRecord
 from resolver.writers.environment import CONDA_SOURCES, conda_env, render_environment

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from resolver import __version__
 from resolver.errors import UserError
-from resolver.writers.atomic import atomic_write
+from resolver.io.atomic import atomic_write
 
 MANIFEST = ".gpuresolve-manifest.json"
 MANIFEST_LIMIT = 1024 * 1024

@@ -57,7 +57,8 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def _current(path: Path) -> str | None:
+def read_current(path: Path) -> str | None:
+    """The text of ``path`` as written before, or None when there is none yet."""
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -70,7 +71,7 @@ def diff_files(directory: Path, files: Mapping[str, str]) -> str:
     """A unified diff from what is on disk to ``files``; empty when every file is current."""
     out: list[str] = []
     for name, text in files.items():
-        old = _current(directory / name)
+        old = read_current(directory / name)
         if old == text:
             continue
         out.extend(
@@ -100,7 +101,7 @@ def write_files(directory: Path, files: Mapping[str, str], check: bool = False) 
     except OSError as exc:
         raise UserError(f"{directory}: cannot create the directory ({exc})") from None
     for name, text in files.items():
-        if _current(directory / name) != text:
+        if read_current(directory / name) != text:
             try:
                 (directory / name).parent.mkdir(parents=True, exist_ok=True)  # team sub-folders
                 atomic_write(directory / name, text)
