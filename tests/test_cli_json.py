@@ -12,8 +12,8 @@ from cli_support import run_cli
 from pytorch_index import IndexServer, closed_port, fixture_routes, serve, tree_snapshot
 
 from resolver import catalog as catalog_mod
-from resolver.dbupdate import fetch
 from resolver.dbupdate.write import dump_yaml
+from resolver.io import http as fetch
 
 run = run_cli
 

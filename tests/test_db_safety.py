@@ -27,7 +27,7 @@ SUGGEST = ("suggest", "--gpu", "8.6", "--driver", "570.00", "--platform", "linux
 @pytest.fixture(autouse=True)
 def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
     import resolver.dbupdate.collect as collect
-    from resolver.dbupdate import fetch
+    from resolver.io import http as fetch
 
     monkeypatch.delenv(location.DATA_ENV, raising=False)
     monkeypatch.delenv(location.CACHE_ENV, raising=False)

@@ -30,8 +30,8 @@ from pytorch_index import (
 
 from resolver import catalog as catalog_mod
 from resolver.cli import main
-from resolver.dbupdate import fetch
 from resolver.dbupdate.write import dump_yaml
+from resolver.io import http as fetch
 from resolver.solve import Request, Target, TargetGpu, solve
 
 

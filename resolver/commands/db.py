@@ -164,8 +164,8 @@ def update(
         return
     from resolver.dbupdate import UpdateError
     from resolver.dbupdate.collect import pip_index_url
-    from resolver.dbupdate.fetch import Fetcher
     from resolver.dbupdate.run import run_update
+    from resolver.io.http import Client
 
     target = Path(write_data) if write_data else catalog_mod.user_data_dir()
     # The database in use, after any fallback: a damaged user database is not read, only replaced.
@@ -183,7 +183,7 @@ def update(
         )
     click.echo(f"reading {pytorch_index.rstrip('/')}/ (database: {base})", err=True)
     try:
-        with Fetcher(timeout=timeout) as fetcher:
+        with Client(timeout=timeout) as fetcher:
             outcome = run_update(
                 base=base,
                 target=target,
