@@ -24,7 +24,7 @@ from resolver.io import atomic
 from resolver.readers import lockfile
 from resolver.solve import Target, TargetGpu
 from resolver.versions import parse_cc
-from resolver.writers import conda_solve
+from resolver.writers.closure import conda_solve
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
 
 needs_rattler = pytest.mark.skipif(

@@ -25,7 +25,7 @@ from pytorch_index import IndexServer, build_wheel, metadata_text, serve
 
 from resolver.catalog import from_raw
 from resolver.writers import recorded
-from resolver.writers.pip_resolve import find_uv
+from resolver.writers.closure.pip_resolve import find_uv
 
 run = run_cli
 

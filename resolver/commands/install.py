@@ -288,7 +288,7 @@ def _with_packaged_uv(tools: Tools) -> Tools:
     PATH: the one `lock --format pylock` used to write the file."""
     from dataclasses import replace
 
-    from resolver.writers.pip_resolve import find_uv
+    from resolver.writers.closure.pip_resolve import find_uv
 
     try:
         return replace(tools, uv=find_uv())

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from resolver.solve import Target
-from resolver.writers.pip_resolve import ResolvedDist
+from resolver.writers.closure.pip_resolve import ResolvedDist
 
 TIMEOUT_S = 20.0
 
