@@ -40,7 +40,12 @@ from resolver.dbupdate.index import (
     variants_in_hrefs,
 )
 from resolver.dbupdate.merge import merge
-from resolver.dbupdate.metadata import MetadataError, metadata_from_zip, parse_metadata
+from resolver.dbupdate.metadata import (
+    MetadataError,
+    metadata_from_zip,
+    parse_metadata,
+    remote_metadata,
+)
 from resolver.dbupdate.write import dump_yaml, write_database
 from resolver.io import ReadError
 from resolver.io.http import Client, FetchError
@@ -576,3 +581,14 @@ def test_write_gives_a_new_database_the_umask_mode(
 def test_fetch_error_names_the_url() -> None:
     err = FetchError("http://h/x/", "HTTP 500 (3 tries)", 500)
     assert str(err) == "http://h/x/: HTTP 500 (3 tries)" and err.status == 500
+
+
+def test_metadata_of_a_wheel_in_a_local_mirror(tmp_path: Path) -> None:
+    """A file: URL (a local mirror without PEP 658 files) is read like a server's wheel."""
+    path = tmp_path / "torch-2.16.0+cu136-cp312-cp312-linux_x86_64.whl"
+    path.write_bytes(build_wheel("torch", "2.16.0+cu136", META, pad=100_000))
+    with Client(sleep=lambda s: None, timeout=5) as client:
+        assert remote_metadata(client, path.as_uri(), "torch") == META
+        with pytest.raises(ReadError, match="cannot read"):
+            remote_metadata(client, (tmp_path / "missing.whl").as_uri(), "torch")
+        assert client.requests == 0

@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from resolver.io import ReadError
 from resolver.io.http import Client
-from resolver.io.ranges import HttpSource, Source
+from resolver.io.ranges import Source, open_source
 from resolver.io.zip import RemoteZip
 from resolver.markers import applicable, marker_env
 
@@ -97,7 +97,7 @@ def parse_metadata(data: bytes, name: str, version: str) -> CoreMetadata:
 
 def remote_metadata(client: Client, url: str, name: str) -> bytes:
     """The METADATA of the wheel at ``url`` (of project ``name``), read with range requests."""
-    with HttpSource(url, client=client, budget=BUDGET, first_tail=TAIL) as source:
+    with open_source(url, client=client, budget=BUDGET, first_tail=TAIL) as source:
         return metadata_from_zip(source, name)
 
 

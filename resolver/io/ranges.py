@@ -291,11 +291,14 @@ def open_source(
     client: Client | None = None,
     budget: int | None = None,
     progress: Progress | None = None,
+    first_tail: int = 128 * 1024,
 ) -> Source:
     """A source for a URL (http/https, through ``client`` or one of its own; ``file:``) or a
     local path."""
     if re.match(r"^https?://", where, re.IGNORECASE):
-        return HttpSource(where, client=client, budget=budget, progress=progress)
+        return HttpSource(
+            where, client=client, budget=budget, progress=progress, first_tail=first_tail
+        )
     if where.lower().startswith("file:"):
         where = local_path(where.split("#", 1)[0])
     elif "://" in where:
