@@ -23,6 +23,7 @@ from resolver.io.ranges import Source
 
 MAX_MEMBERS = 1_000_000
 _SLACK = 64  # a local extra field may be a little longer than the directory's
+_SMALL = 256 * 1024  # compressed bytes up to which a member's span takes the slack too
 # What zipfile raises on a damaged or unsupported archive (ours, ReadError, passes through).
 _ZIP_ERRORS = (
     zipfile.BadZipFile,
@@ -134,7 +135,10 @@ class RemoteZip:
             )
         if info.header_offset + info.compress_size > self.source.size:
             raise ReadError(f"{self.source.name}: truncated: {name} lies past the end of the file")
-        head = 30 + len(info.orig_filename.encode("utf-8")) + len(info.extra) + _SLACK
+        # the local extra field is usually the directory's; a small member reads a few bytes more
+        # in case it is longer, a big one reads any rest of its data on its own
+        slack = _SLACK if info.compress_size <= _SMALL else 0
+        head = 30 + len(info.orig_filename.encode("utf-8")) + len(info.extra) + slack
         self.file.span(info.header_offset, info.header_offset + head + info.compress_size)
         try:
             with _one_line(self.source.name, f"{name} is damaged"), self.zip.open(info) as fh:
