@@ -592,3 +592,14 @@ def test_metadata_of_a_wheel_in_a_local_mirror(tmp_path: Path) -> None:
         with pytest.raises(ReadError, match="cannot read"):
             remote_metadata(client, (tmp_path / "missing.whl").as_uri(), "torch")
         assert client.requests == 0
+
+
+def test_a_body_that_breaks_off_is_asked_for_again() -> None:
+    from wheel_support import serve_wheels
+
+    sleeps: list[float] = []
+    with serve_wheels({"page": b"<html></html>"}, mode="lie") as server:
+        client = Client(tries=3, backoff=0.1, sleep=sleeps.append, timeout=5)
+        with pytest.raises(FetchError, match=r"broke off.*\(3 tries\)"):
+            client.get(server.url("page"))
+    assert len(server.log) == 3 and sleeps == [0.1, 0.2]

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from resolver import __version__
 from resolver.io import ReadError
@@ -28,6 +28,7 @@ DEADLINE = 120.0  # seconds for a whole (bounded) body: a server trickling bytes
 MAX_BODY = 64 * 1024 * 1024
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 USER_AGENT = f"gpuresolve/{__version__}"
+_T = TypeVar("_T")
 
 
 class FetchError(ReadError):
@@ -77,14 +78,23 @@ class Client:
         self.close()
 
     def get(self, url: str, accept: str | None = None, limit: int = MAX_BODY) -> Page:
-        """The body of a 200 answer (at most ``limit`` bytes); FetchError otherwise."""
+        """The body of a 200 answer (at most ``limit`` bytes); FetchError otherwise. A body
+        that stalls or breaks off is asked for again, like a refused connection."""
         if url.lower().startswith("file:"):
             return _read_local(url, limit)
-        with self.open(url, {"Accept": accept} if accept else {}) as resp:
-            if resp.status_code != 200:
-                raise FetchError(url, f"HTTP {resp.status_code}", resp.status_code)
-            body = b"".join(_bounded(iter_body(resp, url), url, limit))
-            return Page(resp.url, body, resp.headers.get("Content-Type", ""))
+        headers = {"Accept": accept} if accept else {}
+
+        def once() -> Page:
+            with self._open_once(url, headers) as resp:
+                if resp.status_code != 200:
+                    raise FetchError(url, f"HTTP {resp.status_code}", resp.status_code)
+                try:
+                    body = b"".join(_bounded(iter_body(resp, url), url, limit))
+                except _Broken as exc:
+                    raise _Retry(exc.reason) from None
+                return Page(resp.url, body, resp.headers.get("Content-Type", ""))
+
+        return self._retrying(url, once)
 
     def get_optional(self, url: str, accept: str | None = None) -> Page | None:
         """Like ``get``, but None for 404/410 (a page the index does not have)."""
@@ -97,33 +107,51 @@ class Client:
 
     def open(self, url: str, headers: dict[str, str]) -> requests.Response:
         """A streamed answer of status 200 or 206 (the caller closes it), retried as above."""
+        return self._retrying(url, lambda: self._open_once(url, headers))
+
+    def _retrying(self, url: str, attempt: Callable[[], _T]) -> _T:
+        last = "no answer"
+        for n in range(self.tries):
+            if n:
+                self.sleep(self.backoff * 2 ** (n - 1))
+            try:
+                return attempt()
+            except _Retry as exc:
+                last = exc.reason
+        raise FetchError(url, f"{last} ({self.tries} tries)")
+
+    def _open_once(self, url: str, headers: dict[str, str]) -> requests.Response:
         import requests
 
-        last = "no answer"
-        for attempt in range(self.tries):
-            if attempt:
-                self.sleep(self.backoff * 2 ** (attempt - 1))
-            self.requests += 1
-            try:
-                resp = self.session.get(
-                    url, headers=headers, timeout=self.timeout, stream=True, allow_redirects=True
-                )
-            except requests.Timeout:
-                last = f"timed out after {self.timeout:g} s"
-                continue
-            except requests.ConnectionError as exc:
-                last = f"cannot connect ({_root_cause(exc)})"
-                continue
-            except requests.RequestException as exc:
-                last = f"{type(exc).__name__}: {_root_cause(exc)}"
-                continue
-            if resp.status_code in (200, 206):
-                return resp
-            resp.close()
-            if resp.status_code not in RETRY_STATUS:
-                raise FetchError(url, f"HTTP {resp.status_code}", resp.status_code)
-            last = f"HTTP {resp.status_code}"
-        raise FetchError(url, f"{last} ({self.tries} tries)")
+        self.requests += 1
+        try:
+            resp = self.session.get(
+                url, headers=headers, timeout=self.timeout, stream=True, allow_redirects=True
+            )
+        except requests.Timeout:
+            raise _Retry(f"timed out after {self.timeout:g} s") from None
+        except requests.ConnectionError as exc:
+            raise _Retry(f"cannot connect ({_root_cause(exc)})") from None
+        except requests.RequestException as exc:
+            raise _Retry(f"{type(exc).__name__}: {_root_cause(exc)}") from None
+        if resp.status_code in (200, 206):
+            return resp
+        resp.close()
+        if resp.status_code not in RETRY_STATUS:
+            raise FetchError(url, f"HTTP {resp.status_code}", resp.status_code)
+        raise _Retry(f"HTTP {resp.status_code}")
+
+
+class _Retry(Exception):
+    """One try failed in a way worth another (a refused connection, a 503, a stalled body)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Broken(FetchError):
+    """The answer's body stalled or broke off."""
 
 
 def iter_body(resp: Any, url: str, chunk: int = 256 * 1024) -> Iterator[bytes]:
@@ -135,9 +163,9 @@ def iter_body(resp: Any, url: str, chunk: int = 256 * 1024) -> Iterator[bytes]:
             if piece:
                 yield piece
     except requests.Timeout:
-        raise FetchError(url, "the answer stalled (timed out)") from None
+        raise _Broken(url, "the answer stalled (timed out)") from None
     except (requests.RequestException, OSError) as exc:
-        raise FetchError(url, f"the answer broke off ({_root_cause(exc)})") from None
+        raise _Broken(url, f"the answer broke off ({_root_cause(exc)})") from None
     finally:
         resp.close()
 
