@@ -425,3 +425,12 @@ def test_a_whole_read_is_checked_against_the_url_fragment() -> None:
         pytest.raises(WheelError, match="not the expected"),
     ):
         inspect_wheel(f"{server.url(W280)}#sha256={'0' * 64}")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_refused_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = tmp_path / W280
+    os.mkfifo(fifo)  # nobody writes to it: reading would block forever
+    code, out, err = run_cli(capsys, "db", "inspect-wheel", str(fifo))
+    assert code == 2 and out == "" and "not a regular file" in err
+    assert len(err.strip().splitlines()) == 1

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from resolver import __version__
-from resolver.io import ReadError
+from resolver.io import ReadError, open_regular
 
 if TYPE_CHECKING:
     import requests
@@ -193,7 +193,7 @@ def local_path(url: str) -> str:
 def _read_local(url: str, limit: int) -> Page:
     path = local_path(url)
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             body = fh.read(limit + 1)
     except (FileNotFoundError, NotADirectoryError):
         raise FetchError(url, "HTTP 404 (no such file)", 404) from None

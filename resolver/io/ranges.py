@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from resolver.io import ReadError
+from resolver.io import ReadError, open_regular
 from resolver.io.http import Client, iter_body, local_path
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ class FileSource(Source):
         self.name = name or str(path)
         if fh is None:
             try:
-                fh = open(path, "rb")  # noqa: SIM115 - closed by close()
+                fh = open_regular(path)  # closed by close()
             except OSError as exc:
                 raise ReadError(f"{path}: cannot read it ({exc.strerror or exc})") from None
         self._fh = fh
