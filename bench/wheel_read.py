@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 
-from resolver.dbupdate.fetch import Fetcher
+from resolver.io.http import Client
 from resolver.wheels.index import pip_default_index, project_wheels
 from resolver.wheels.torchwheel import inspect_wheel
 
@@ -35,7 +35,7 @@ def main() -> int:
     if not index:
         print("no index: pass --index", file=sys.stderr)
         return 2
-    with Fetcher() as fetcher:
+    with Client() as fetcher:
         links = {w.link.filename: w.link for w in project_wheels(fetcher, index)}
     print(f"{'wheel':<55} {'read MB':>8} {'size MB':>8} {'share':>6} {'wall s':>7}  carries")
     for name in args.files:

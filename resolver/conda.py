@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from resolver.catalog import ArchList, Catalog, CondaForge, Release, Variant
 from resolver.errors import UserError
-from resolver.lockpins import CONDA_PLATFORMS
+from resolver.readers.pins import CONDA_PLATFORMS
 from resolver.solve import Candidate, Decision, Request, Target, solve
 
 # What a target's conda virtual packages say when the target does not tell: conda-lock's own

@@ -244,7 +244,7 @@ def load_profile(path: str) -> HostProfile:
 
     Read with a size and nesting cap: a real one is a few KB.
     """
-    from resolver.readers.bounded import HOST_FILE_LIMIT, load_json
+    from resolver.io.bounded import HOST_FILE_LIMIT, load_json
 
     what = "a `gpuresolve detect --json` file"
     data = load_json(path, limit=HOST_FILE_LIMIT, what=what)

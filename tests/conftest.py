@@ -235,7 +235,7 @@ def dbupdate_hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
     real index), no waiting between retries, no database or index chosen by the environment,
     and no proxy for 127.0.0.1."""
     import resolver.dbupdate.collect as collect
-    from resolver.dbupdate import fetch
+    from resolver.io import http as fetch
 
     monkeypatch.setattr(collect, "pip_index_url", lambda environ=None: None)
     monkeypatch.setattr(fetch, "BACKOFF", 0.0)

@@ -29,8 +29,8 @@ from pytorch_index import (
 
 from resolver import catalog as catalog_mod
 from resolver.cli import main
-from resolver.dbupdate import fetch
 from resolver.dbupdate.write import dump_yaml
+from resolver.io import http as fetch
 from resolver.solve import Request, Target, TargetGpu, solve
 
 pytestmark = pytest.mark.usefixtures("dbupdate_hermetic")
@@ -380,10 +380,11 @@ def test_show_and_check_on_the_shipped_database(
     assert code == 0 and cat.releases[0].version in out.splitlines()[2]
 
 
-def test_a_wheel_with_a_member_name_that_is_not_utf8_is_one_line_exit_2(
+def test_a_wheel_with_a_member_name_that_is_not_utf8_is_one_line_never_70(
     capsys: pytest.CaptureFixture[str], synth_dir: Path
 ) -> None:
-    """A zip member flagged UTF-8 whose name is not: bad input from the index, never exit 70."""
+    """A zip member flagged UTF-8 whose name is not: a failed read of the index (exit 1, as for
+    any index that cannot be read), one line naming the wheel, never exit 70."""
     import zipfile
 
     from pytorch_index import build_wheel, metadata_text
@@ -401,8 +402,9 @@ def test_a_wheel_with_a_member_name_that_is_not_utf8_is_one_line_exit_2(
         code, _out, err = run(
             capsys, *update_args(srv, "--write-data", str(synth_dir), "--no-pypi")
         )
-    assert code == 2, err
+    assert code == 1, err
     lines = err.strip().splitlines()
-    assert lines[-1].startswith("gpuresolve: error:") and "malformed" in lines[-1]
+    assert lines[-1].startswith("gpuresolve: db update failed:") and "torch-2.16.0" in lines[-1]
+    assert "the database is unchanged" in lines[-1]
     assert "Traceback" not in err and "internal error" not in err
     assert tree_snapshot(synth_dir) == before

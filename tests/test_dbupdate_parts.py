@@ -8,6 +8,8 @@ import hashlib
 import json
 import os
 import zipfile
+from collections.abc import Iterator
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,6 @@ from resolver import catalog as catalog_mod
 from resolver.dbupdate import UpdateError
 from resolver.dbupdate.collect import pip_config_index, pip_index_url
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
-from resolver.dbupdate.fetch import Fetcher, FetchError
 from resolver.dbupdate.index import (
     IndexFormatError,
     Link,
@@ -39,8 +40,16 @@ from resolver.dbupdate.index import (
     variants_in_hrefs,
 )
 from resolver.dbupdate.merge import merge
-from resolver.dbupdate.metadata import MetadataError, metadata_from_zip, parse_metadata
+from resolver.dbupdate.metadata import (
+    MetadataError,
+    metadata_from_zip,
+    parse_metadata,
+    remote_metadata,
+)
 from resolver.dbupdate.write import dump_yaml, write_database
+from resolver.io import ReadError
+from resolver.io.http import Client, FetchError
+from resolver.io.ranges import BudgetError, FileSource, HttpSource
 
 PAGE_URL = "https://index.example/whl/cu126/torch/"
 
@@ -183,20 +192,24 @@ def test_metadata_that_is_not_the_wheels_is_refused(data: bytes, message: str) -
         parse_metadata(data, "torch", "2.16.0")
 
 
-class _Remote:
+class _Remote(FileSource):
     """A remote file read the way the updater reads it: a suffix, then ranges (counted)."""
 
     def __init__(self, blob: bytes, tail: int = 65536) -> None:
-        self.blob = blob
+        super().__init__("remote.whl", fh=BytesIO(blob))
         self.reads: list[tuple[int, int]] = []
-        self.tail = blob[-tail:]
+        self.tail_at = max(0, len(blob) - tail)
+        self.tail_data = blob[self.tail_at :]
 
-    def read(self, start: int, end: int) -> bytes:
-        self.reads.append((start, end))
-        return self.blob[start:end]
+    def stream(self, offset: int, length: int) -> Iterator[bytes]:
+        if offset >= self.tail_at:  # inside the first (suffix) read: no request
+            yield self.tail_data[offset - self.tail_at : offset - self.tail_at + length]
+            return
+        self.reads.append((offset, offset + length))
+        yield from super().stream(offset, length)
 
     def metadata(self, name: str = "torch") -> bytes:
-        return metadata_from_zip(self.read, len(self.blob), self.tail, name)
+        return metadata_from_zip(self, name)
 
 
 META = metadata_text("torch", "2.16.0+cu136", ["nvidia-cudnn-cu13==9.17.0.29"])
@@ -251,7 +264,7 @@ def test_broken_zips_are_refused(damage: str) -> None:
         blob = blob[:at] + b"X" + blob[at + 1 :]
     else:
         blob = blob.replace(b".dist-info/METADATA", b".dist-info/METADATX")
-    with pytest.raises(MetadataError):
+    with pytest.raises(ReadError):  # a MetadataError, or the zip reader's one line
         _Remote(blob).metadata()
 
 
@@ -262,7 +275,7 @@ def test_retries_with_backoff_then_succeeds() -> None:
     routes = {"/page/": (b"<html></html>", "text/html")}
     sleeps: list[float] = []
     with serve(routes, Behaviour(mode="flaky", flaky_failures=2)) as srv:
-        fetcher = Fetcher(tries=3, backoff=0.5, sleep=sleeps.append, timeout=5)
+        fetcher = Client(tries=3, backoff=0.5, sleep=sleeps.append, timeout=5)
         page = fetcher.get(srv.url + "/page/")
     assert page.body == b"<html></html>"
     assert sleeps == [0.5, 1.0] and fetcher.requests == 3
@@ -271,43 +284,45 @@ def test_retries_with_backoff_then_succeeds() -> None:
 def test_retries_are_bounded_and_404_is_not_retried() -> None:
     sleeps: list[float] = []
     with serve({}, Behaviour(mode="error")) as srv:
-        fetcher = Fetcher(tries=3, backoff=0.1, sleep=sleeps.append, timeout=5)
+        fetcher = Client(tries=3, backoff=0.1, sleep=sleeps.append, timeout=5)
         with pytest.raises(FetchError, match=r"HTTP 500 \(3 tries\)"):
             fetcher.get(srv.url + "/x/")
         assert len(srv.log) == 3
     with serve({}) as srv:
-        fetcher = Fetcher(tries=3, sleep=sleeps.append, timeout=5)
+        fetcher = Client(tries=3, sleep=sleeps.append, timeout=5)
         assert fetcher.get_optional(srv.url + "/missing/") is None
         assert len(srv.log) == 1
 
 
 def test_timeouts_and_refused_connections_end_in_fetch_errors() -> None:
     with serve({"/": (b"<html></html>", "text/html")}, Behaviour(mode="slow", delay=3)) as srv:
-        fetcher = Fetcher(tries=2, sleep=lambda s: None, timeout=0.2)
+        fetcher = Client(tries=2, sleep=lambda s: None, timeout=0.2)
         with pytest.raises(FetchError, match="timed out"):
             fetcher.get(srv.url + "/")
-    fetcher = Fetcher(tries=2, sleep=lambda s: None, timeout=2)
+    fetcher = Client(tries=2, sleep=lambda s: None, timeout=2)
     with pytest.raises(FetchError, match="cannot connect"):
         fetcher.get(f"http://127.0.0.1:{closed_port()}/")
 
 
 def test_range_reads() -> None:
-    blob = bytes(range(256)) * 10
+    blob = bytes(range(256)) * 1000
     with serve({"/f.whl": (blob, "application/octet-stream")}) as srv:
-        fetcher = Fetcher(sleep=lambda s: None, timeout=5)
-        assert fetcher.read_range(srv.url + "/f.whl", None, 100) == (blob[-100:], len(blob))
-        assert fetcher.read_range(srv.url + "/f.whl", 10, 20) == (blob[10:20], len(blob))
+        client = Client(sleep=lambda s: None, timeout=5)
+        with HttpSource(srv.url + "/f.whl", client=client, first_tail=100) as src:
+            assert src.size == len(blob) and src.read(len(blob) - 100, 100) == blob[-100:]
+            assert src.read(10, 20) == blob[10:30] and src.bytes_read == 120
+        assert client.requests == 2
 
 
 def test_a_server_ignoring_ranges_is_not_downloaded_whole() -> None:
     small, big = bytes(range(256)) * 10, bytes(3 * 1024 * 1024)
     routes = {"/s.whl": (small, "application/zip"), "/b.whl": (big, "application/zip")}
     with serve(routes, Behaviour(mode="norange")) as srv:
-        fetcher = Fetcher(sleep=lambda s: None, timeout=5)
-        assert fetcher.read_range(srv.url + "/s.whl", None, 100) == (small, len(small))
-        assert fetcher.read_range(srv.url + "/s.whl", 10, 20) == (small[10:20], len(small))
-        with pytest.raises(FetchError, match="ranges not honoured"):
-            fetcher.read_range(srv.url + "/b.whl", None, 65536)
+        client = Client(sleep=lambda s: None, timeout=5)
+        with HttpSource(srv.url + "/s.whl", client=client, first_tail=100) as src:
+            assert src.read(10, 20) == small[10:30] and src.sha256
+        with pytest.raises(BudgetError, match="ignores range requests"):
+            HttpSource(srv.url + "/b.whl", client=client, budget=1024 * 1024)
 
 
 # --- pip's configuration ---------------------------------------------------------------------
@@ -566,3 +581,25 @@ def test_write_gives_a_new_database_the_umask_mode(
 def test_fetch_error_names_the_url() -> None:
     err = FetchError("http://h/x/", "HTTP 500 (3 tries)", 500)
     assert str(err) == "http://h/x/: HTTP 500 (3 tries)" and err.status == 500
+
+
+def test_metadata_of_a_wheel_in_a_local_mirror(tmp_path: Path) -> None:
+    """A file: URL (a local mirror without PEP 658 files) is read like a server's wheel."""
+    path = tmp_path / "torch-2.16.0+cu136-cp312-cp312-linux_x86_64.whl"
+    path.write_bytes(build_wheel("torch", "2.16.0+cu136", META, pad=100_000))
+    with Client(sleep=lambda s: None, timeout=5) as client:
+        assert remote_metadata(client, path.as_uri(), "torch") == META
+        with pytest.raises(ReadError, match="cannot read"):
+            remote_metadata(client, (tmp_path / "missing.whl").as_uri(), "torch")
+        assert client.requests == 0
+
+
+def test_a_body_that_breaks_off_is_asked_for_again() -> None:
+    from wheel_support import serve_wheels
+
+    sleeps: list[float] = []
+    with serve_wheels({"page": b"<html></html>"}, mode="lie") as server:
+        client = Client(tries=3, backoff=0.1, sleep=sleeps.append, timeout=5)
+        with pytest.raises(FetchError, match=r"broke off.*\(3 tries\)"):
+            client.get(server.url("page"))
+    assert len(server.log) == 3 and sleeps == [0.1, 0.2]

@@ -406,7 +406,7 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
     capfd: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from resolver.writers.pip_resolve import find_uv
+    from resolver.writers.closure.pip_resolve import find_uv
 
     try:
         uv = find_uv()
@@ -420,7 +420,7 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
 
     # Without uv (none on PATH, no `uv` package) there is no installer for it: one line, exit 2.
     from resolver.errors import UserError
-    from resolver.writers import pip_resolve
+    from resolver.writers.closure import pip_resolve
 
     packaged_uv = pip_resolve.find_uv
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from resolver import lockpins
 from resolver.errors import UserError
 from resolver.install import plan
 from resolver.install.env import EnvInfo, Installed, Tools, require_managed
+from resolver.readers import lockfile
+from resolver.readers.pins import FORMAT_CONDA_LOCK, LockPins, canonical
 
 CU12 = ("nvidia-cublas-cu12", "nvidia-cudnn-cu12", "nvidia-cuda-runtime-cu12")
 
@@ -29,7 +30,7 @@ def env_of(*dists: Installed, conda: bool = False, pip: bool = True) -> EnvInfo:
         full_version="3.11.7",
         conda=conda,
         has_pip=pip,
-        dists={lockpins.canonical(d.name): d for d in dists},
+        dists={canonical(d.name): d for d in dists},
     )
 
 
@@ -211,10 +212,10 @@ def test_system_interpreter_needs_system() -> None:
     require_managed(conda, system=False)
 
 
-def write(tmp_path: Path, name: str, text: str) -> lockpins.LockPins:
+def write(tmp_path: Path, name: str, text: str) -> LockPins:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    return lockpins.read(path, platform="linux-x86_64")
+    return lockfile.read(path, platform="linux-x86_64")
 
 
 def test_requirements_lock_is_installed_as_written(tmp_path: Path) -> None:
@@ -260,7 +261,7 @@ def test_conda_lock_needs_a_conda_env_and_a_tool(tmp_path: Path) -> None:
 
 
 def test_choose_conda_tool() -> None:
-    fmt = lockpins.FORMAT_CONDA_LOCK
+    fmt = FORMAT_CONDA_LOCK
     assert plan.choose_conda_tool(fmt, Tools(conda_lock="/c", micromamba="/m")) == (
         "conda-lock",
         "/c",

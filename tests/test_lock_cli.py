@@ -13,7 +13,7 @@ from conda_channel import forge_packages, make_channel
 from lock_support import lock_raw
 from pytorch_index import tree_snapshot
 
-from resolver.writers import conda_solve
+from resolver.writers.closure import conda_solve
 
 GTX = ["--driver", "560.35.03", "--gpu", "NVIDIA GeForce GTX 1080 Ti", "--python", "3.11"]
 

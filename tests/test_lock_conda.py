@@ -17,13 +17,14 @@ from conda_channel import forge_packages, make_channel
 from lock_support import FILELOCK, isolate_pip, lock_catalog, stub_index
 from pytorch_index import IndexServer, closed_port, serve
 
-from resolver import lockpins
 from resolver.catalog import Catalog
 from resolver.errors import UserError
 from resolver.inputs import build_request
+from resolver.readers import lockfile
 from resolver.solve import Target, TargetGpu
 from resolver.versions import parse_cc
-from resolver.writers import conda_solve, outputs
+from resolver.writers import outputs
+from resolver.writers.closure import conda_solve
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
 
 needs_rattler = pytest.mark.skipif(
@@ -151,7 +152,7 @@ def test_conda_forge_lock(cat: Catalog, channel: str, tmp_path: Path) -> None:
         assert p["manager"] == "conda" and p["platform"] == "linux-64"
         assert len(p["hash"]["md5"]) == 32 and len(p["hash"]["sha256"]) == 64
     assert not any("cuda130" in p["url"] for p in doc["package"])
-    pins = lockpins.read(tmp_path / "out" / "conda-lock.yml", "linux-x86_64")
+    pins = lockfile.read(tmp_path / "out" / "conda-lock.yml", "linux-x86_64")
     torch = pins.get("torch")
     assert torch is not None and (torch.version, torch.variant) == ("2.12.0", "cu129")
     # The same inputs, the same bytes.

@@ -25,7 +25,7 @@ from pytorch_index import IndexServer, build_wheel, metadata_text, serve
 
 from resolver.catalog import from_raw
 from resolver.writers import recorded
-from resolver.writers.pip_resolve import find_uv
+from resolver.writers.closure.pip_resolve import find_uv
 
 run = run_cli
 
@@ -368,7 +368,8 @@ def test_team_pylock_spans_platforms_with_markers(
 def test_pylock_for_a_linux_target_reads_back_as_the_requirements_pins(
     tmp_path: Path, index: IndexServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from resolver import lockpins
+    from resolver.readers import lockfile
+    from resolver.readers.pins import FORMAT_PYLOCK
 
     out = tmp_path / "arm"
     _lock(
@@ -377,9 +378,9 @@ def test_pylock_for_a_linux_target_reads_back_as_the_requirements_pins(
         *("--platform", "linux-aarch64", "--python", "3.12", "--no-gpu", "--hashes"),
         *("--format", "requirements", "--format", "pylock", "-o", str(out)),
     )
-    pylock = lockpins.read(out / "pylock.toml", platform="linux-aarch64")
-    req = lockpins.read(out / "requirements.txt", platform="linux-aarch64")
-    assert pylock.format == lockpins.FORMAT_PYLOCK
+    pylock = lockfile.read(out / "pylock.toml", platform="linux-aarch64")
+    req = lockfile.read(out / "requirements.txt", platform="linux-aarch64")
+    assert pylock.format == FORMAT_PYLOCK
     got = sorted((p.name, p.version, p.variant, p.hashes) for p in pylock.pins)
     assert got == sorted((p.name, p.version, p.variant, p.hashes) for p in req.pins)
     torch = pylock.get("torch")
@@ -391,21 +392,21 @@ def test_pylock_for_a_linux_target_reads_back_as_the_requirements_pins(
 def test_team_pylock_reads_back_per_platform(
     tmp_path: Path, index: IndexServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from resolver import lockpins
     from resolver.errors import UserError
+    from resolver.readers import lockfile
 
     spec = tmp_path / "mixed.yaml"
     spec.write_text(SPEC)
     out = tmp_path / "mixed"
     _lock(capsys, index, str(spec), "--format", "pylock", "-o", str(out))
     path = out / "pylock.toml"
-    linux = lockpins.read(path, platform="linux-x86_64")
+    linux = lockfile.read(path, platform="linux-x86_64")
     assert sorted((p.name, p.version, p.variant) for p in linux.pins) == [
         ("cuda-bindings", BINDINGS, None),
         ("filelock", FILELOCK, None),
         ("torch", "2.8.0", "cpu"),  # the local version says so
     ]
-    mac = lockpins.read(path, platform="macos-arm64")
+    mac = lockfile.read(path, platform="macos-arm64")
     assert sorted((p.name, p.version, p.variant) for p in mac.pins) == [
         ("filelock", FILELOCK, None),
         ("torch", "2.8.0", "cpu"),  # no local version: the CPU index it comes from says so
@@ -413,4 +414,4 @@ def test_team_pylock_reads_back_per_platform(
     mac_torch = mac.get("torch")
     assert mac_torch is not None and mac_torch.marker is not None and "darwin" in mac_torch.marker
     with pytest.raises(UserError, match="nothing locked for windows-x86_64"):
-        lockpins.read(path, platform="windows-x86_64")
+        lockfile.read(path, platform="windows-x86_64")

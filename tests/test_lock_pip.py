@@ -17,8 +17,8 @@ from resolver.inputs import build_request
 from resolver.solve import Target, TargetGpu
 from resolver.versions import parse_cc
 from resolver.writers import outputs
+from resolver.writers.closure.pip_resolve import pip_platforms
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
-from resolver.writers.pip_resolve import pip_platforms
 
 REQ = build_request(torch=None, with_=["torchvision"], cuda=None, policy="compat")
 

@@ -10,11 +10,12 @@ import pytest
 import yaml
 from lock_support import CONDA_FORGE, lock_catalog, lock_raw
 
-from resolver import __version__, lockpins
+from resolver import __version__
 from resolver.catalog import Catalog, from_raw
 from resolver.conda import solve_conda_forge, virtual_packages
 from resolver.errors import DataError
 from resolver.inputs import build_request
+from resolver.readers import lockfile
 from resolver.solve import Request, Target, TargetGpu
 from resolver.versions import parse_cc
 from resolver.writers import outputs
@@ -120,7 +121,7 @@ def test_lock_files_read_back_with_gpuresolve_reader(cat: Catalog, tmp_path: Pat
     files |= render(cat, target(ccs=("6.1",), driver="580.65.06"))
     outputs.write_files(tmp_path, files)
     for name in ("requirements.txt", "environment.yml"):
-        pins = lockpins.read(tmp_path / name)
+        pins = lockfile.read(tmp_path / name)
         torch = pins.get("torch")
         assert torch is not None and (torch.version, torch.variant) == ("2.8.0", "cu126")
         tv = pins.get("torchvision")

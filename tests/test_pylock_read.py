@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from cli_support import run_cli
 
-from resolver import lockpins
 from resolver.errors import UserError
 from resolver.install import plan
 from resolver.install.env import EnvInfo, Installed, Tools
+from resolver.readers import lockfile
+from resolver.readers.pins import FORMAT_PYLOCK, canonical
 from resolver.verify.package_checks import _lock_fix
 
 LINUX = "sys_platform == 'linux' and platform_machine == 'x86_64'"
@@ -80,8 +81,8 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 def test_pins_are_the_target_platforms_with_their_builds(tmp_path: Path) -> None:
     path = write(tmp_path, "pylock.toml", FLEET)
-    linux = lockpins.read(path, platform="linux-x86_64")
-    assert linux.format == lockpins.FORMAT_PYLOCK
+    linux = lockfile.read(path, platform="linux-x86_64")
+    assert linux.format == FORMAT_PYLOCK
     assert [p.name for p in linux.pins] == ["torch", "nvidia-cudnn-cu12", "torchvision"]
     torch = linux.get("torch")
     assert torch is not None
@@ -95,18 +96,18 @@ def test_pins_are_the_target_platforms_with_their_builds(tmp_path: Path) -> None
     assert vision is not None and (vision.version, vision.variant) == ("0.23.0", "cu126")
     assert linux.index_urls == (f"{PT}/cu126",)
 
-    mac = lockpins.read(path, platform="macos-arm64")
+    mac = lockfile.read(path, platform="macos-arm64")
     assert [(p.name, p.version, p.variant) for p in mac.pins] == [("torch", "2.8.0", "cpu")]
-    every = lockpins.read(path)  # no platform: every package, each with its marker
+    every = lockfile.read(path)  # no platform: every package, each with its marker
     assert len(every.pins) == 4
     with pytest.raises(UserError, match=r"nothing locked for windows-x86_64 \(its environments"):
-        lockpins.read(path, platform="windows-x86_64")
+        lockfile.read(path, platform="windows-x86_64")
 
 
 def test_found_by_content_under_another_name(tmp_path: Path) -> None:
-    lock = lockpins.read(write(tmp_path, "fleet.lock", FLEET), platform="macos-arm64")
-    assert lock.format == lockpins.FORMAT_PYLOCK
-    assert lockpins.read(write(tmp_path, "pylock.gpu.toml", FLEET)).format == "pylock"
+    lock = lockfile.read(write(tmp_path, "fleet.lock", FLEET), platform="macos-arm64")
+    assert lock.format == FORMAT_PYLOCK
+    assert lockfile.read(write(tmp_path, "pylock.gpu.toml", FLEET)).format == "pylock"
 
 
 @pytest.mark.parametrize(
@@ -128,7 +129,7 @@ def test_found_by_content_under_another_name(tmp_path: Path) -> None:
 def test_malformed_pylock_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     path = write(tmp_path, "pylock.toml", text)
     with pytest.raises(UserError) as exc:
-        lockpins.read(path, platform="linux-x86_64")
+        lockfile.read(path, platform="linux-x86_64")
     assert message in str(exc.value)
     assert "\n" not in str(exc.value) and str(exc.value).startswith(f"{path}: ")
 
@@ -153,12 +154,12 @@ def _env(*dists: Installed) -> EnvInfo:
         full_version="3.12.3",
         conda=False,
         has_pip=True,
-        dists={lockpins.canonical(d.name): d for d in dists},
+        dists={canonical(d.name): d for d in dists},
     )
 
 
 def test_install_plan_needs_uv(tmp_path: Path) -> None:
-    lock = lockpins.read(write(tmp_path, "pylock.toml", FLEET), platform="linux-x86_64")
+    lock = lockfile.read(write(tmp_path, "pylock.toml", FLEET), platform="linux-x86_64")
     env = _env(Installed("torch", "2.8.0+cpu", (), "pip"))
     wants = plan.wants_from_lock(lock, env.marker_environment())
     if env.marker_environment().get("sys_platform") == "linux":
@@ -183,14 +184,14 @@ def test_install_plan_needs_uv(tmp_path: Path) -> None:
 def test_mirror_moves_index_and_wheel_urls(tmp_path: Path) -> None:
     moved = plan.mirror_text(FLEET, f"{PT}/", "https://m.corp/pt/")
     plan.check_mirrored_pylock(moved, "pylock.toml", "https://m.corp/pt", "linux-x86_64")
-    lock = lockpins.read(write(tmp_path, "pylock.toml", moved), platform="linux-x86_64")
+    lock = lockfile.read(write(tmp_path, "pylock.toml", moved), platform="linux-x86_64")
     assert lock.index_urls == ("https://m.corp/pt/cu126",)
     assert 'url = "https://m.corp/pt/cu126/torch-2.8.0-cp312' in moved
     assert "download.pytorch.org" not in moved
     # The plan reads the builds from the lock itself; the copy must still be the same lock.
     assert [(p.name, p.version, p.hashes) for p in lock.pins] == [
         (p.name, p.version, p.hashes)
-        for p in lockpins.read(write(tmp_path, "pylock.orig.toml", FLEET), "linux-x86_64").pins
+        for p in lockfile.read(write(tmp_path, "pylock.orig.toml", FLEET), "linux-x86_64").pins
     ]
     broken = plan.mirror_text(FLEET, f"{PT}/", 'https://m.corp/"pt/')
     with pytest.raises(UserError, match=r"cannot be written into pylock\.toml: .*invalid TOML"):
@@ -198,5 +199,5 @@ def test_mirror_moves_index_and_wheel_urls(tmp_path: Path) -> None:
 
 
 def test_verify_fix_names_an_installer_that_reads_pylock(tmp_path: Path) -> None:
-    lock = lockpins.read(write(tmp_path, "pylock.toml", FLEET), platform="linux-x86_64")
+    lock = lockfile.read(write(tmp_path, "pylock.toml", FLEET), platform="linux-x86_64")
     assert _lock_fix(lock).endswith(f"gpuresolve install --lock {lock.path}")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cli_support import run_cli
 
-from resolver.lockpins import read as read_pins
+from resolver.readers.lockfile import read as read_pins
 
 ROOT = Path(__file__).resolve().parent.parent / "environments"
 EXAMPLES = {"research-lab": [], "dev-cpu-mac": [], "gpu-cluster": []}  # splits recorded: no flags

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from resolver import lockpins
 from resolver.catalog import Catalog
 from resolver.host.profile import STATE_NO_DRIVER, GpuInfo, HostProfile
+from resolver.readers import lockfile
 from resolver.verify import checks
 from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult, overall
 
@@ -88,7 +88,7 @@ def test_recorded_verify_json_matches_a_replay(
 def test_lock_pinning_another_torch_fails(
     probe: dict[str, Any], host: HostProfile, shipped: Catalog
 ) -> None:
-    lock = lockpins.read(LOCK, platform="linux-x86_64")
+    lock = lockfile.read(LOCK, platform="linux-x86_64")
     res = run(probe, host, shipped, lock=lock)
     assert failing(res) == ["lock"]
     assert res["lock"].reason.startswith(
@@ -110,7 +110,7 @@ def test_lock_matching_the_install_passes(
         "torch==2.11.0\ntorchvision==0.26.0+cu130\nnvidia-cudnn-cu13==9.19.0.56\n",
         encoding="utf-8",
     )
-    res = run(probe, host, shipped, lock=lockpins.read(path))
+    res = run(probe, host, shipped, lock=lockfile.read(path))
     assert res["lock"].status == PASS, res["lock"].reason
     assert res["lock"].reason.startswith("3 pins match (torch 2.11.0+cu130")
 
@@ -120,7 +120,7 @@ def test_lock_variant_mismatch_fails(
 ) -> None:
     path = tmp_path / "requirements.txt"
     path.write_text("torch==2.11.0+cu126\n", encoding="utf-8")
-    res = run(probe, host, shipped, lock=lockpins.read(path))
+    res = run(probe, host, shipped, lock=lockfile.read(path))
     assert res["lock"].status == FAIL
     assert "the lock pins torch==2.11.0+cu126" in res["lock"].reason
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from resolver import lockpins
 from resolver.catalog import Catalog
 from resolver.host.profile import STATE_NO_DRIVER, GpuInfo, HostProfile
+from resolver.readers import lockfile
 from resolver.verify import checks
 from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, overall
 from resolver.verify.run import run_probe
@@ -135,7 +135,7 @@ def test_cpu_torch_on_a_gpu_host_fails(probe: dict[str, Any], shipped: Catalog) 
 
 
 def test_lock_pinning_another_torch_fails(probe: dict[str, Any], shipped: Catalog) -> None:
-    lock = lockpins.read(LOCK, platform="linux-x86_64")
+    lock = lockfile.read(LOCK, platform="linux-x86_64")
     by_id = {r.id: r for r in checks.evaluate(probe, no_gpu(), shipped, lock=lock)}
     assert by_id["lock"].status == FAIL
     assert by_id["lock"].reason.startswith(
@@ -214,11 +214,11 @@ def _pylock(tmp_path: Path, linux_torch: str, linux_index: str) -> Path:
 def test_pylock_pins_are_checked_like_the_other_formats(
     probe: dict[str, Any], shipped: Catalog, tmp_path: Path
 ) -> None:
-    same = lockpins.read(_pylock(tmp_path, "2.13.0+cpu", "cpu"), platform="linux-x86_64")
+    same = lockfile.read(_pylock(tmp_path, "2.13.0+cpu", "cpu"), platform="linux-x86_64")
     by_id = {r.id: r for r in checks.evaluate(probe, no_gpu(), shipped, lock=same)}
     assert (by_id["lock"].status, by_id["lock"].reason) == (PASS, "1 pin match (torch 2.13.0+cpu)")
     # No local version: the build is the index's, and it is not the one installed.
-    other = lockpins.read(_pylock(tmp_path, "2.15.0", "cu132"), platform="linux-x86_64")
+    other = lockfile.read(_pylock(tmp_path, "2.15.0", "cu132"), platform="linux-x86_64")
     by_id = {r.id: r for r in checks.evaluate(probe, no_gpu(), shipped, lock=other)}
     assert by_id["lock"].status == FAIL
     assert by_id["lock"].reason == "torch 2.13.0+cpu installed; the lock pins torch==2.15.0+cu132"

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from resolver.io import ReadError
+from resolver.io.ranges import FileSource, open_source
+from resolver.io.zip import RemoteZip
 from resolver.wheels import WheelError
-from resolver.wheels.source import FileSource, open_source
 from resolver.wheels.torchwheel import (
     inspect_wheel,
     metadata_pins,
@@ -21,7 +23,6 @@ from resolver.wheels.torchwheel import (
     scan_arch_strings,
     token_cc,
 )
-from resolver.wheels.zipdir import member_data, read_directory, read_member
 from tests.cli_support import run_cli
 from tests.wheel_support import (
     real_wheels,
@@ -209,33 +210,30 @@ def test_zip64_wheel(tmp_path: Path) -> None:
     with zipfile.ZipFile(BytesIO(data)) as zf:  # an independent reader agrees it is a zip
         assert zf.read("torch/version.py") == members["torch/version.py"]
     path = _write(tmp_path, W280, data)
+    assert b"PK\x06\x06" in data[-200:]  # really a zip64 end record
     with FileSource(path) as src:
-        directory = read_directory(src)
-        assert directory.zip64
-        lib = directory.members["torch/lib/libtorch_python.so"]
-        assert read_member(src, lib, 1 << 24) == members["torch/lib/libtorch_python.so"]
+        lib = RemoteZip(src).read("torch/lib/libtorch_python.so", 1 << 24)
+        assert lib == members["torch/lib/libtorch_python.so"]
     assert inspect_wheel(str(path)).sass == SASS_280
 
 
 def test_member_cap_and_crc(tmp_path: Path) -> None:
     data = torch_wheel("2.8.0+cu128", "12.8", b"\x00sm_90\x00")
     path = _write(tmp_path, "t.whl", data)
-    with FileSource(path) as src:
-        member = read_directory(src).members["torch/lib/libtorch_python.so"]
-        with pytest.raises(WheelError, match="cap"):
-            list(member_data(src, member, 1000))
+    with FileSource(path) as src, pytest.raises(ReadError, match="cap"):
+        list(RemoteZip(src).chunks("torch/lib/libtorch_python.so", 1000))
     # flip one byte inside the compressed library: inflate error or CRC mismatch
     with zipfile.ZipFile(BytesIO(data)) as zf:
         info = zf.getinfo("torch/lib/libtorch_python.so")
     damaged = bytearray(data)
     damaged[info.header_offset + 30 + len(info.filename) + 5000] ^= 0xFF
-    with pytest.raises(WheelError, match="damaged"):
+    with pytest.raises(ReadError, match="damaged"):
         inspect_wheel(str(_write(tmp_path, "d.whl", bytes(damaged))))
 
 
 def test_budget_is_enforced(tmp_path: Path) -> None:
     path = _write(tmp_path, W280, _real_wheel(W280))
-    with pytest.raises(WheelError, match="budget"):
+    with pytest.raises(ReadError, match="budget"):
         inspect_wheel(str(path), budget=50_000)
 
 
@@ -328,7 +326,8 @@ def test_cli_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ("what", "message"),
     [
         ("truncated", "truncated"),
-        ("not-zip", "not a wheel"),
+        ("not-zip", "not a zip"),
+        ("bad-name", "damaged"),  # a member name flagged UTF-8 that is not: exit 2, not 70
         ("not-torch", "not a torch wheel"),
         ("missing", "cannot read"),
         ("cuda-without-lib", "cannot read its architectures"),
@@ -342,6 +341,11 @@ def test_bad_files_are_one_line_exit_2(
         data = good[: len(good) * 2 // 3]
     elif what == "not-zip":
         data = b"#!/bin/sh\necho hi\n" * 100
+    elif what == "bad-name":
+        buf = BytesIO()
+        with zipfile.ZipFile(buf, "w") as zf:
+            zf.writestr("torch/\u00fc.py", "x = 1\n")  # stored with the UTF-8 flag
+        data = buf.getvalue().replace("\u00fc".encode(), b"\xff\xfe")
     elif what == "not-torch":
         buf = BytesIO()
         with zipfile.ZipFile(buf, "w") as zf:
@@ -361,19 +365,17 @@ def test_bad_files_are_one_line_exit_2(
 def test_a_truncated_file_that_still_has_its_directory(tmp_path: Path) -> None:
     """The end cut off but the directory re-appended: members past the end are caught."""
     good = _real_wheel(W280)
-    with FileSource(_write(tmp_path, "g.whl", good)) as src:
-        directory = read_directory(src)
-    start = directory.directory_offset
-    lib = directory.members["torch/lib/libtorch_python.so"]
-    cut = lib.header_offset + 100
+    with zipfile.ZipFile(BytesIO(good)) as zf:
+        start = zf.start_dir  # where the central directory begins
+        cut = zf.getinfo("torch/lib/libtorch_python.so").header_offset + 100
     # keep the directory, drop the library's data: offsets now point past the cut
     shifted = good[:cut] + good[start:]
-    with pytest.raises(WheelError):
+    with pytest.raises(ReadError):
         inspect_wheel(str(_write(tmp_path, "t.whl", shifted)))
 
 
 def test_other_url_schemes_are_refused() -> None:
-    with pytest.raises(WheelError, match="only http"):
+    with pytest.raises(ReadError, match="only http"):
         open_source("ftp://example.invalid/x.whl")
 
 
@@ -389,12 +391,12 @@ def _region(name: str) -> bytes:
     os.environ.get("GPURESOLVE_NETWORK_TESTS") != "1", reason="GPURESOLVE_NETWORK_TESTS=1 not set"
 )
 def test_real_pypi_wheel_280() -> None:
-    from resolver.dbupdate.fetch import Fetcher
+    from resolver.io.http import Client
     from resolver.wheels.index import pip_default_index, project_wheels
 
     index = pip_default_index()
     assert index, "pip has no index"
-    with Fetcher() as fetcher:
+    with Client() as fetcher:
         link = next(w.link for w in project_wheels(fetcher, index) if w.link.filename == W280)
     report = inspect_wheel(link.url, sha256=link.sha256)
     assert report.sass == SASS_280 and report.ptx == [] and report.cuda == "12.8"
@@ -423,3 +425,12 @@ def test_a_whole_read_is_checked_against_the_url_fragment() -> None:
         pytest.raises(WheelError, match="not the expected"),
     ):
         inspect_wheel(f"{server.url(W280)}#sha256={'0' * 64}")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_refused_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = tmp_path / W280
+    os.mkfifo(fifo)  # nobody writes to it: reading would block forever
+    code, out, err = run_cli(capsys, "db", "inspect-wheel", str(fifo))
+    assert code == 2 and out == "" and "not a regular file" in err
+    assert len(err.strip().splitlines()) == 1

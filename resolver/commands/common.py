@@ -135,14 +135,14 @@ def _source_name(ctx: click.Context, param: click.Parameter) -> str:
 
 def check_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Click callback: an index URL (http, https, or file: for a local mirror), validated."""
-    from resolver.readers.urls import index_url
+    from resolver.io.urls import index_url
 
     return None if value is None else index_url(value, _source_name(ctx, param))
 
 
 def check_channel(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Click callback: a conda channel name or URL, validated."""
-    from resolver.readers.urls import channel
+    from resolver.io.urls import channel
 
     return None if value is None else channel(value, _source_name(ctx, param))
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import struct
 import sys
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -166,15 +164,15 @@ def update(
         return
     from resolver.dbupdate import UpdateError
     from resolver.dbupdate.collect import pip_index_url
-    from resolver.dbupdate.fetch import Fetcher
     from resolver.dbupdate.run import run_update
+    from resolver.io.http import Client
 
     target = Path(write_data) if write_data else catalog_mod.user_data_dir()
     # The database in use, after any fallback: a damaged user database is not read, only replaced.
     base = target if write_data else Path(catalog_mod.load().origin)
     pypi = None if no_pypi else (pypi_index or pip_index_url())
     if pypi is not None and pypi_index is None:
-        from resolver.readers.urls import index_url
+        from resolver.io.urls import index_url
 
         pypi = index_url(pypi, "pip's configured index-url")
     if pypi is None and not no_pypi:
@@ -185,7 +183,7 @@ def update(
         )
     click.echo(f"reading {pytorch_index.rstrip('/')}/ (database: {base})", err=True)
     try:
-        with Fetcher(timeout=timeout) as fetcher:
+        with Client(timeout=timeout) as fetcher:
             outcome = run_update(
                 base=base,
                 target=target,
@@ -195,15 +193,6 @@ def update(
                 progress=_no_progress if as_json else _progress,
                 dry_run=dry_run,
             )
-    except (UnicodeError, struct.error, zlib.error, EOFError) as exc:
-        # Remote bytes the wheel reader did not expect (a member name that is not UTF-8, a
-        # truncated record, a broken deflate stream): bad input from the index, not a bug.
-        from resolver.errors import UserError
-
-        raise UserError(
-            f"db update: a wheel from the index is malformed ({type(exc).__name__}); "
-            "the database is unchanged"
-        ) from None
     except UpdateError as exc:
         click.echo(f"gpuresolve: db update failed: {exc}; the database is unchanged", err=True)
         if as_json:

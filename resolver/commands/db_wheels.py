@@ -75,15 +75,17 @@ def inspect_wheel(
     when the file is not a readable torch wheel.
     """
     from resolver.errors import UserError
+    from resolver.io.http import Client
     from resolver.wheels.torchwheel import inspect_wheel as inspect
 
     if sha256 is not None and not _is_sha256(sha256):
         raise UserError(f"--sha256 {sha256!r}: not 64 hexadecimal digits")
     show, done = byte_progress(where.rsplit("/", 1)[-1][:60])
     try:
-        report = inspect(
-            where, budget=int(budget * MIB), progress=show, timeout=timeout, sha256=sha256
-        )
+        with Client(timeout=timeout) as client:
+            report = inspect(
+                where, budget=int(budget * MIB), progress=show, sha256=sha256, client=client
+            )
     finally:
         done()
     verdict = _against_database(report)
@@ -184,7 +186,7 @@ def update_read_wheels(
 ) -> None:
     """`db update --read-wheels`: the wheel-reading run, its progress and its summary."""
     from resolver import catalog as catalog_mod
-    from resolver.dbupdate.fetch import Fetcher
+    from resolver.io.http import Client
     from resolver.observe import compare, readwheels, store
     from resolver.wheels.index import pip_default_index
 
@@ -228,7 +230,7 @@ def update_read_wheels(
         state["bytes"] = n
         draw()
 
-    with Fetcher(timeout=timeout) as fetcher:
+    with Client(timeout=timeout) as fetcher:
         summary = readwheels.read_wheels(
             doc=doc,
             observed=observed,
@@ -237,7 +239,6 @@ def update_read_wheels(
             pypi_index=pypi,
             fetcher=fetcher,
             budget=int(budget * MIB),
-            timeout=timeout,
             on_build=on_build,
             on_bytes=on_bytes,
         )

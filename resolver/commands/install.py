@@ -20,7 +20,7 @@ from resolver.commands.common import (
     target_options,
 )
 from resolver.errors import UserError
-from resolver.readers.bounded import LOCK_LIMIT, read_text
+from resolver.io.bounded import LOCK_LIMIT, read_text
 
 if TYPE_CHECKING:
     from resolver.install.env import EnvInfo, Tools
@@ -228,12 +228,13 @@ def _lock_plan(
     say: Callable[[str], None],
 ) -> tuple[Plan, str | None]:
     """The plan for a lock, and the temporary copy it installs from (a mirror), if any."""
-    from resolver import lockpins
     from resolver.install import plan as plan_mod
     from resolver.install.run import stage_lock
+    from resolver.readers import lockfile
     from resolver.readers import pylock as pylock_reader
+    from resolver.readers.pins import FORMAT_PYLOCK, FORMAT_REQUIREMENTS
 
-    lock = lockpins.read(lock_file, platform=here)
+    lock = lockfile.read(lock_file, platform=here)
     torch = lock.get("torch")
     say(
         f"lock: {lock_file} ({lock.format}, {len(lock.pins)} pins"
@@ -244,9 +245,7 @@ def _lock_plan(
     staged: str | None = None
     # uv reads a pylock file only under a PEP 751 name: one found by its content goes in a copy.
     stage_as = lock_file
-    if lock.format == lockpins.FORMAT_PYLOCK and not pylock_reader.is_pylock_name(
-        Path(lock_file).name
-    ):
+    if lock.format == FORMAT_PYLOCK and not pylock_reader.is_pylock_name(Path(lock_file).name):
         stage_as = "pylock.toml"
     if pytorch_index:
         from resolver import catalog as catalog_mod
@@ -254,9 +253,9 @@ def _lock_plan(
         base = catalog_mod.load().index_url_template.split("{variant}")[0]
         text = read_text(lock_file, limit=LOCK_LIMIT, what="a lock file")
         moved = plan_mod.mirror_text(text, base, pytorch_index)
-        if lock.format == lockpins.FORMAT_REQUIREMENTS:
+        if lock.format == FORMAT_REQUIREMENTS:
             moved = plan_mod.absolute_includes(moved, str(Path(lock_file).resolve().parent))
-        if lock.format == lockpins.FORMAT_PYLOCK and moved != text:
+        if lock.format == FORMAT_PYLOCK and moved != text:
             plan_mod.check_mirrored_pylock(moved, lock_file, pytorch_index, here)
         if moved != text:
             staged = path = stage_lock(stage_as, moved)
@@ -267,13 +266,13 @@ def _lock_plan(
         text = read_text(lock_file, limit=LOCK_LIMIT, what="a lock file")
         staged = path = stage_lock(stage_as, text)
         say(f"uv reads a pylock file only when it is named pylock.toml: a copy: {staged}")
-    if lock.format == lockpins.FORMAT_PYLOCK and tools.uv is None:
+    if lock.format == FORMAT_PYLOCK and tools.uv is None:
         tools = _with_packaged_uv(tools)  # only uv installs pylock.toml: take gpuresolve's own
     chosen: plan_mod.Installer | None
     try:
         chosen = plan_mod.choose_installer(installer, tools, env)
     except UserError:
-        if lock.format == lockpins.FORMAT_REQUIREMENTS or installer != "auto":
+        if lock.format == FORMAT_REQUIREMENTS or installer != "auto":
             raise
         chosen = None  # a conda lock needs pip/uv only to remove a pip-installed torch
     try:
@@ -289,7 +288,7 @@ def _with_packaged_uv(tools: Tools) -> Tools:
     PATH: the one `lock --format pylock` used to write the file."""
     from dataclasses import replace
 
-    from resolver.writers.pip_resolve import find_uv
+    from resolver.writers.closure.pip_resolve import find_uv
 
     try:
         return replace(tools, uv=find_uv())

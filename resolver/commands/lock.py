@@ -272,7 +272,7 @@ def _existing(directory: Path, names: Sequence[str]) -> dict[str, str]:
 
 def _read_existing(path: Path) -> str | None:
     """A file gpuresolve edits in place, bounded; None when there is none."""
-    from resolver.readers.bounded import read_optional_text
+    from resolver.io.bounded import read_optional_text
 
     return read_optional_text(path, limit=MAX_PROJECT_BYTES, what="a file gpuresolve edits")
 

@@ -18,7 +18,7 @@ import click
 
 from resolver.commands.common import RequestOptions, TargetOptions
 from resolver.errors import UserError
-from resolver.readers.bounded import open_regular
+from resolver.io.bounded import open_regular
 from resolver.solve import Target
 from resolver.writers import lockfiles, recorded
 

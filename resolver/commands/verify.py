@@ -72,10 +72,10 @@ def verify(
     interpreter = resolve_python(python)
     lock = None
     if lock_file:  # the probe must know the lock's packages: read it first
-        from resolver import lockpins
         from resolver.host import platform as host_platform
+        from resolver.readers import lockfile
 
-        lock = lockpins.read(lock_file, platform=host_platform.probe().platform)
+        lock = lockfile.read(lock_file, platform=host_platform.probe().platform)
     want = sorted({p.name for p in lock.pins}) if lock else []
     # The probe starts first: torch imports in the child while the rest of gpuresolve loads,
     # the host is detected and the database loads here.

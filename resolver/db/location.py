@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from resolver.errors import DataError, UserError
-from resolver.readers.bounded import open_regular
+from resolver.io.bounded import open_regular
 
 DATA_ENV = "GPURESOLVE_DATA_DIR"
 CACHE_ENV = "GPURESOLVE_CACHE_DIR"

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from resolver.errors import DataError, UserError
-from resolver.readers.bounded import load_yaml, open_regular
+from resolver.io.bounded import load_yaml, open_regular
 
 MAX_BYTES = 16 * 1024 * 1024  # the shipped files are well under 1 MiB together
 MAX_DEPTH = 64  # the shipped files nest 8 deep

@@ -21,7 +21,6 @@ from packaging.version import Version
 
 from resolver import subprocs
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
-from resolver.dbupdate.fetch import Fetcher, FetchError
 from resolver.dbupdate.index import (
     ACCEPT,
     VARIANT_RE,
@@ -43,12 +42,12 @@ from resolver.dbupdate.merge import (
     variant_names,
 )
 from resolver.dbupdate.metadata import (
-    TAIL_BYTES,
     CoreMetadata,
     MetadataError,
-    metadata_from_zip,
     parse_metadata,
+    remote_metadata,
 )
+from resolver.io.http import Client, FetchError
 from resolver.versions import cuda_key
 
 OLDEST = (2, 0)  # the database starts at torch 2.0
@@ -118,7 +117,7 @@ def pip_config_index(listing: str) -> str | None:
 class _Reader:
     def __init__(
         self,
-        fetcher: Fetcher,
+        fetcher: Client,
         base: str,
         torch_doc: Mapping[str, Any],
         progress: Progress,
@@ -224,12 +223,7 @@ class _Reader:
                     if link.metadata_sha256 and digest != link.metadata_sha256:
                         raise MetadataError("sha256 does not match the index's")
             if data is None:
-                tail, size = self.fetcher.read_range(link.url, None, TAIL_BYTES)
-
-                def read(start: int, end: int) -> bytes:
-                    return self.fetcher.read_range(link.url, start, end)[0]
-
-                data = metadata_from_zip(read, size, tail, wheel.name)
+                data = remote_metadata(self.fetcher, link.url, wheel.name)
             return parse_metadata(data, wheel.name, str(wheel.version))
         except MetadataError as exc:
             raise MetadataError(f"{link.url}: {exc}") from None
@@ -333,7 +327,7 @@ class _Reader:
 
 
 def collect(
-    fetcher: Fetcher,
+    fetcher: Client,
     torch_doc: Mapping[str, Any],
     pytorch_index: str,
     pypi_index: str | None,

@@ -9,10 +9,10 @@ from typing import Any
 from resolver import catalog
 from resolver.dbupdate import UpdateError
 from resolver.dbupdate.collect import Progress, collect, no_progress
-from resolver.dbupdate.fetch import Fetcher, FetchError
 from resolver.dbupdate.index import IndexFormatError
 from resolver.dbupdate.merge import Summary, merge
-from resolver.dbupdate.metadata import MetadataError
+from resolver.io import ReadError
+from resolver.io.http import Client
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def run_update(
     target: Path,
     pytorch_index: str,
     pypi_index: str | None,
-    fetcher: Fetcher,
+    fetcher: Client,
     progress: Progress = no_progress,
     dry_run: bool = False,
     read_at: str | None = None,
@@ -56,7 +56,7 @@ def run_update(
             progress=progress,
             read_at=read_at,
         )
-    except (FetchError, IndexFormatError, MetadataError) as exc:
+    except (ReadError, IndexFormatError) as exc:
         raise UpdateError(str(exc)) from None
     new_raw, summary = merge(raw, facts)
     written = False

@@ -19,7 +19,7 @@ import yaml
 
 from resolver.dbupdate import UpdateError
 from resolver.errors import UserError
-from resolver.writers.atomic import replacement_mode
+from resolver.io.atomic import replacement_mode
 
 _STR = "tag:yaml.org,2002:str"
 _SCALARS = (str, int, float, bool, type(None))

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from resolver.errors import UserError
 from resolver.install.env import EnvInfo, Installed, Tools
-from resolver.lockpins import (
+from resolver.readers.pins import (
     FORMAT_CONDA_LOCK,
     FORMAT_ENVIRONMENT,
     FORMAT_PYLOCK,

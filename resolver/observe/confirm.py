@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver.dbupdate.fetch import Fetcher, FetchError
 from resolver.dbupdate.index import IndexFormatError
 from resolver.errors import UserError
+from resolver.io import ReadError
+from resolver.io.http import Client
 from resolver.observe import compare, store
 from resolver.observe.entries import wheel_entry
 from resolver.wheels import WheelError
@@ -64,7 +65,7 @@ def confirm(
             return Confirmation("observed-before", label, lines=[f"{label}: already observed"])
     index = pypi_index if pypi and pypi_index else f"{pytorch_index.rstrip('/')}/{variant}"
     try:
-        with Fetcher(timeout=timeout, tries=2) as fetcher:
+        with Client(timeout=timeout, tries=2) as fetcher:
             wheels = project_wheels(fetcher, index)
             wheel = pick_wheel(wheels, torch, platform, None if pypi and pypi_index else variant)
             if wheel is None:
@@ -72,11 +73,10 @@ def confirm(
             report = inspect_wheel(
                 wheel.link.url,
                 budget=BUDGET,
-                timeout=timeout,
                 sha256=wheel.link.sha256,
-                session=fetcher.session,
+                client=fetcher,
             )
-    except (FetchError, IndexFormatError, WheelError) as exc:
+    except (ReadError, IndexFormatError) as exc:
         return Confirmation(
             "unconfirmed",
             label,

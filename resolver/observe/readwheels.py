@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver.dbupdate.fetch import Fetcher, FetchError
 from resolver.dbupdate.index import IndexFormatError, Wheel, release_key
+from resolver.io import ReadError
+from resolver.io.http import Client, FetchError
+from resolver.io.ranges import BudgetError
 from resolver.observe import compare, store
 from resolver.observe.entries import wheel_entry
-from resolver.wheels import WheelError
 from resolver.wheels.index import pick_wheel, project_wheels
-from resolver.wheels.source import BudgetError
 from resolver.wheels.torchwheel import inspect_wheel
 
 MIB = 1024 * 1024
@@ -110,7 +110,7 @@ def plan(doc: dict[str, Any], observed: set[tuple[str, str, str]]) -> tuple[list
 class _Listings:
     """Index pages, fetched once each; a failure is remembered (and reported once)."""
 
-    def __init__(self, fetcher: Fetcher) -> None:
+    def __init__(self, fetcher: Client) -> None:
         self.fetcher = fetcher
         self.pages: dict[str, list[Wheel] | str] = {}
 
@@ -130,9 +130,8 @@ def read_wheels(
     target: Path,
     pytorch_index: str,
     pypi_index: str | None,
-    fetcher: Fetcher,
+    fetcher: Client,
     budget: int,
-    timeout: float = 30.0,
     on_build: Callable[[int, int, str], None] | None = None,
     on_bytes: Callable[[int], None] | None = None,
 ) -> ReadSummary:
@@ -175,14 +174,13 @@ def read_wheels(
                 wheel.link.url,
                 budget=min(left, PER_WHEEL),
                 progress=progress,
-                timeout=timeout,
                 sha256=wheel.link.sha256,
-                session=fetcher.session,
+                client=fetcher,
             )
         except BudgetError:
             summary.skipped_budget = len(todo) - n
             break
-        except WheelError as exc:
+        except ReadError as exc:
             summary.failed.append(f"{build.label}: {exc}")
             continue
         summary.bytes_read += report.bytes_read

@@ -26,8 +26,8 @@ from typing import Any
 from resolver import __version__
 from resolver.dbupdate.write import dump_yaml
 from resolver.errors import UserError
-from resolver.readers.bounded import load_yaml, open_regular, read_optional_text
-from resolver.writers.atomic import atomic_write
+from resolver.io.atomic import atomic_write
+from resolver.io.bounded import load_yaml, open_regular, read_optional_text
 
 FILE = "observations.yaml"
 MAX_BYTES = 8 * 1024 * 1024

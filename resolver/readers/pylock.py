@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resolver.errors import UserError
-from resolver.lockpins import (
+from resolver.readers.pins import (
     FORMAT_PYLOCK,
     LockPins,
     Pin,

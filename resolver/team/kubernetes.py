@@ -30,7 +30,7 @@ from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.errors import UserError, unsafe_char
-from resolver.readers.bounded import open_regular
+from resolver.io.bounded import open_regular
 from resolver.team.jsonstream import JsonStream
 from resolver.team.shapes import Shape, ShapeGpu
 

@@ -24,7 +24,7 @@ from resolver.team.fleet import FleetDecision, PlatformChoice, solve_fleet, spli
 from resolver.team.spec import EnvSpec
 from resolver.versions import driver_key
 from resolver.writers import lockfiles, recorded
-from resolver.writers.report import render_report
+from resolver.writers.formats.report import render_report
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import PLATFORMS, Catalog
 from resolver.errors import UserError, unsafe_char
-from resolver.readers.bounded import SPEC_LIMIT, load_yaml, read_text
+from resolver.io.bounded import SPEC_LIMIT, load_yaml, read_text
 from resolver.solve import Request, Target
 
 if TYPE_CHECKING:

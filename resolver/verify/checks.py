@@ -17,7 +17,7 @@ from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.host.profile import HostProfile
-from resolver.lockpins import LockPins
+from resolver.readers.pins import LockPins
 from resolver.verify.build_checks import (
     check_arch,
     check_build,

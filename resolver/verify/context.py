@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from resolver.catalog import Catalog, Release, Variant
 from resolver.host.profile import STATE_MISMATCH, STATE_OK, HostProfile
-from resolver.lockpins import LockPins, variant_of_local
+from resolver.readers.pins import LockPins, variant_of_local
 from resolver.verify.result import CHECKS, SKIP, CheckResult
 
 _EMPTY_CATALOG = Catalog(

@@ -15,7 +15,7 @@ from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
-from resolver.lockpins import (
+from resolver.readers.pins import (
     FORMAT_CONDA_LOCK,
     FORMAT_ENVIRONMENT,
     FORMAT_PYLOCK,

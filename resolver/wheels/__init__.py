@@ -3,17 +3,17 @@
 A wheel is a zip: its central directory (at the end) says where each member lies, so a reader
 that can fetch byte ranges — a local file, or an HTTP server answering ``Range`` requests — reads
 the directory plus the two or three members it needs, a percent or so of the download, and never
-imports or runs anything of torch.
+imports or runs anything of torch. The byte sources and the zip reader live in ``resolver.io``
+(``ranges``, ``zip``: the standard library's ``zipfile`` over counted range reads).
 
-- ``source``: random-access byte sources (file, HTTP ranges, a streamed fallback) with a budget.
-- ``zipdir``: the zip central directory (zip64 included) and streamed, capped member reads.
 - ``torchwheel``: torch/version.py and the compiled-in CUDA arch flags, as a ``WheelReport``.
+- ``index``: which wheel to read for a build.
 """
 
 from __future__ import annotations
 
-from resolver.errors import UserError
+from resolver.io import ReadError
 
 
-class WheelError(UserError):
-    """The wheel could not be read: not a zip, truncated, not torch, a server error, a budget."""
+class WheelError(ReadError):
+    """The wheel is not what was asked for: not torch, no arch list, a sha256 mismatch."""

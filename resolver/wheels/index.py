@@ -1,7 +1,7 @@
 """Which wheel to read for a build: list a project's wheels on an index, pick one per build.
 
 Index pages are parsed by ``resolver.dbupdate.index`` (PEP 503 HTML and PEP 691 JSON) and
-fetched with its ``Fetcher``; this module only chooses among them.
+fetched with its ``Client``; this module only chooses among them.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from resolver import subprocs
 from resolver.dbupdate.collect import pip_index_url
-from resolver.dbupdate.fetch import Fetcher
 from resolver.dbupdate.index import ACCEPT, Wheel, parse_page, parse_wheel, python_key
+from resolver.io.http import Client
 
 
 def pip_default_index() -> str | None:
@@ -44,7 +44,7 @@ def project_url(index: str, project: str) -> str:
     return f"{index.rstrip('/')}/{project}/"
 
 
-def project_wheels(fetcher: Fetcher, index: str, project: str = "torch") -> list[Wheel]:
+def project_wheels(fetcher: Client, index: str, project: str = "torch") -> list[Wheel]:
     """Every (non-yanked) wheel of ``project`` the index lists."""
     url = project_url(index, project)
     page = fetcher.get(url, accept=ACCEPT)

@@ -20,15 +20,13 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from resolver.io.http import Client
+from resolver.io.ranges import Progress, Source, open_source, url_sha256
+from resolver.io.zip import RemoteZip
 from resolver.markers import applicable, marker_env
 from resolver.wheels import WheelError
-from resolver.wheels.source import TIMEOUT, Progress, Source, open_source, url_sha256
-from resolver.wheels.zipdir import Directory, Member, member_data, read_directory, read_member
-
-if TYPE_CHECKING:
-    import requests
 
 VERSION_MEMBER = "torch/version.py"
 ARCH_MEMBERS = ("torch/lib/libtorch_python.so", "torch/lib/torch_python.dll")
@@ -213,22 +211,21 @@ def python_of(filename: str) -> str | None:
     return f"{tag.group(1)}.{tag.group(2)}{tag.group(3)}" if tag else None
 
 
-def _metadata_member(directory: Directory) -> Member | None:
-    for name, member in directory.members.items():
+def _metadata_member(wheel: RemoteZip) -> str | None:
+    for name in wheel.names():
         parts = name.split("/")
         if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA":
-            return member
+            return name
     return None
 
 
 def inspect(source: Source, file_name: str | None = None) -> WheelReport:
     """Read one torch wheel's facts from ``source`` (directory, version.py, metadata, library)."""
     name = file_name or source.name.rstrip("/").rsplit("/", 1)[-1]
-    directory = read_directory(source)
-    version_member = directory.members.get(VERSION_MEMBER)
-    if version_member is None:
+    wheel = RemoteZip(source)
+    if wheel.info(VERSION_MEMBER) is None:
         raise WheelError(f"{source.name}: not a torch wheel (no {VERSION_MEMBER})")
-    text = read_member(source, version_member, MAX_VERSION_PY)
+    text = wheel.read(VERSION_MEMBER, MAX_VERSION_PY)
     try:
         values = parse_version_py(text.decode("utf-8"))
     except UnicodeDecodeError:
@@ -253,33 +250,34 @@ def inspect(source: Source, file_name: str | None = None) -> WheelReport:
         platform=platform_of(name),
         variant=version.partition("+")[2] or None,
     )
-    meta = _metadata_member(directory)
+    meta = _metadata_member(wheel)
     if meta is not None:
-        raw = read_member(source, meta, MAX_METADATA)
+        raw = wheel.read(meta, MAX_METADATA)
         pins = metadata_pins(
             raw.decode("utf-8", errors="replace"), report.platform, python_of(name)
         )
         report.cudnn, report.nccl = pins.get("cudnn"), pins.get("nccl")
     if cuda is not None:
-        _read_archs(source, directory, report)
+        _read_archs(wheel, report)
     report.bytes_read = source.bytes_read
     report.sha256 = source.sha256
     report.notes = [*source.notes, *report.notes]
     return report
 
 
-def _read_archs(source: Source, directory: Directory, report: WheelReport) -> None:
-    member = next((directory.members[n] for n in ARCH_MEMBERS if n in directory.members), None)
+def _read_archs(wheel: RemoteZip, report: WheelReport) -> None:
+    source = wheel.source
+    member = next((n for n in ARCH_MEMBERS if wheel.info(n) is not None), None)
     if member is None:
         raise WheelError(
             f"{source.name}: a CUDA {report.cuda} build without "
             f"{' or '.join(ARCH_MEMBERS)}: cannot read its architectures"
         )
-    chunks: Iterator[bytes] = member_data(source, member, MAX_LIBRARY)
+    chunks: Iterator[bytes] = wheel.chunks(member, MAX_LIBRARY)
     flags, notes = choose_arch_string(scan_arch_strings(chunks))
     if flags is None:
-        raise WheelError(f"{source.name}: no compiled-in CUDA arch list found in {member.name}")
-    report.arch_flags, report.arch_member = flags, member.name
+        raise WheelError(f"{source.name}: no compiled-in CUDA arch list found in {member}")
+    report.arch_flags, report.arch_member = flags, member
     report.sass, report.ptx = split_arch(flags)
     report.notes.extend(notes)
 
@@ -289,14 +287,11 @@ def inspect_wheel(
     *,
     budget: int | None = None,
     progress: Progress | None = None,
-    timeout: float = TIMEOUT,
     sha256: str | None = None,
-    session: requests.Session | None = None,
+    client: Client | None = None,
 ) -> WheelReport:
     """Inspect the wheel at a URL or a local path (``sha256``: the index's, when known)."""
-    with open_source(
-        where, budget=budget, progress=progress, timeout=timeout, session=session
-    ) as source:
+    with open_source(where, client=client, budget=budget, progress=progress) as source:
         name = where.split("#", 1)[0].split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
         report = inspect(source, name)
     expected = (sha256 or url_sha256(where) or "").lower() or None

@@ -15,14 +15,14 @@ from resolver.catalog import Catalog
 from resolver.conda import solve_conda_forge, virtual_packages
 from resolver.solve import Decision, Request, Target, solve
 from resolver.writers import recorded
-from resolver.writers.conda_lock import LockedPlatform, render_conda_lock
-from resolver.writers.conda_solve import CondaRecord
-from resolver.writers.environment import CONDA_SOURCES, conda_env, render_environment
-from resolver.writers.header import header_lines
+from resolver.writers.closure.conda_solve import CondaRecord
+from resolver.writers.closure.pip_resolve import ResolvedDist
+from resolver.writers.formats.conda_lock import LockedPlatform, render_conda_lock
+from resolver.writers.formats.environment import CONDA_SOURCES, conda_env, render_environment
+from resolver.writers.formats.header import header_lines
+from resolver.writers.formats.requirements import index_lines, pins, render_requirements
+from resolver.writers.formats.virtual_packages import explain, render_virtual_packages
 from resolver.writers.outputs import diff_files, write_files
-from resolver.writers.pip_resolve import ResolvedDist
-from resolver.writers.requirements import index_lines, pins, render_requirements
-from resolver.writers.virtual_packages import explain, render_virtual_packages
 
 __all__ = [
     "FORMATS",
@@ -153,7 +153,7 @@ def prepare(
 def _default_pip(
     requirements: Sequence[str], index: Sequence[str], target: Target, glibc: str | None
 ) -> list[ResolvedDist]:
-    from resolver.writers.pip_resolve import resolve
+    from resolver.writers.closure.pip_resolve import resolve
 
     return resolve(requirements, index, target, glibc)
 
@@ -161,7 +161,7 @@ def _default_pip(
 def _default_conda(
     channels: Sequence[str], specs: Sequence[str], subdir: str, virtual: Mapping[str, str]
 ) -> list[CondaRecord]:
-    from resolver.writers.conda_solve import solve as conda_solve
+    from resolver.writers.closure.conda_solve import solve as conda_solve
 
     return conda_solve(channels, specs, subdir, virtual)
 
@@ -238,7 +238,7 @@ def render_files(
             records = conda_run(channels, env.specs, env.platform, vp)
             pip = closure(env.pip, env.pip_index, target) if env.pip else []
             if pip and pip_resolver is None:  # uv's closure: the specifiers from the metadata
-                from resolver.writers.dist_metadata import with_requires
+                from resolver.writers.closure.dist_metadata import with_requires
 
                 pip = with_requires(pip, target)
             header = header_lines(
@@ -249,7 +249,7 @@ def render_files(
             files[CONDA_LOCK] = render_conda_lock(header, [LockedPlatform(env, vp, records, pip)])
     if DOCKERFILE in names:
         from resolver.images import facts as image_facts
-        from resolver.writers.dockerfile import render_dockerfile
+        from resolver.writers.formats.dockerfile import render_dockerfile
 
         facts = image_facts.load(image_facts.data_file(catalog.origin))
         files[DOCKERFILE] = render_dockerfile(catalog, decision, facts)
@@ -287,7 +287,7 @@ def render_fleet_pylock(
     catalog: Catalog, decisions: Sequence[Decision], options: LockOptions, header: Sequence[str]
 ) -> str:
     """One pylock.toml for several platforms: packages carry their platforms' markers."""
-    from resolver.writers.pylock import fleet_document, render_pylock
+    from resolver.writers.formats.pylock import fleet_document, render_pylock
 
     closures = [
         (d.target.platform, d.target.python, pylock_closure(catalog, d, options)) for d in decisions
@@ -302,7 +302,7 @@ def render_pylock_file(
     closure: Callable[[Sequence[str], Sequence[str], Target], list[ResolvedDist]],
 ) -> str:
     """pylock.toml for the decision's target: the resolved closure (needs the index)."""
-    from resolver.writers.pylock import document, render_pylock
+    from resolver.writers.formats.pylock import document, render_pylock
 
     dists = pylock_closure(catalog, decision, options, closure)
     target = decision.target
@@ -325,7 +325,7 @@ def render_uv_project(
 ) -> str:
     """pyproject.toml with the torch set of every decision (one per platform, with markers)."""
     from resolver.render import index_url
-    from resolver.writers.uvproject import PlatformSet, render_pyproject
+    from resolver.writers.formats.uvproject import PlatformSet, render_pyproject
 
     sets: list[PlatformSet] = []
     for decision in decisions:

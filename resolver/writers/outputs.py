@@ -21,7 +21,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
 from resolver.errors import UserError
-from resolver.writers.atomic import umask_mode
+from resolver.io.atomic import umask_mode
 
 READ_LIMIT = 16 * 1024 * 1024  # a lock file with hashes for a large closure is a few MB
 MAX_DEPTH = 3  # group/platform/file: gpuresolve writes nothing deeper

@@ -18,21 +18,21 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from resolver import __version__
-from resolver.wheels import WheelError
+from resolver.io import ReadError
+from resolver.io.bounded import open_regular
+from resolver.io.http import Client, iter_body, local_path
 
 if TYPE_CHECKING:
     import requests
 
 CHUNK = 256 * 1024
-TIMEOUT = 30.0  # seconds to connect, and between bytes of an answer
 DEFAULT_BUDGET = 64 * 1024 * 1024  # bytes one inspection may read unless told otherwise
 _CONTENT_RANGE = re.compile(r"^bytes\s+(\d+)-(\d+)/(\d+|\*)$")
 
 Progress = Callable[[int], None]  # called with the source's bytes_read so far
 
 
-class BudgetError(WheelError):
+class BudgetError(ReadError):
     """Reading on would pass the read budget."""
 
 
@@ -69,7 +69,7 @@ class Source:
 
     def _check_span(self, offset: int, length: int) -> None:
         if offset < 0 or length < 0 or offset + length > self.size:
-            raise WheelError(
+            raise ReadError(
                 f"{self.name}: truncated: bytes {offset}..{offset + length} lie past the end "
                 f"of the file ({self.size} bytes)"
             )
@@ -87,12 +87,12 @@ class Source:
         got = 0
         for chunk in self._stream(offset, length):
             if got + len(chunk) > length:
-                raise WheelError(f"{self.name}: the server sent more bytes than the range asked")
+                raise ReadError(f"{self.name}: the server sent more bytes than the range asked")
             got += len(chunk)
             self._account(len(chunk))
             yield chunk
         if got != length:
-            raise WheelError(
+            raise ReadError(
                 f"{self.name}: truncated answer: {got} of {length} bytes at offset {offset}"
             )
 
@@ -128,9 +128,9 @@ class FileSource(Source):
         self.name = name or str(path)
         if fh is None:
             try:
-                fh = open(path, "rb")  # noqa: SIM115 - closed by close()
+                fh = open_regular(path)  # closed by close()
             except OSError as exc:
-                raise WheelError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+                raise ReadError(f"{path}: cannot read it ({exc.strerror or exc})") from None
         self._fh = fh
         self._fh.seek(0, os.SEEK_END)
         self.size = self._fh.tell()
@@ -150,107 +150,68 @@ class FileSource(Source):
 
 
 class HttpSource(Source):
-    """A wheel on an HTTP(S) server, read with ``Range`` requests.
+    """A file on an HTTP(S) server, read with ``Range`` requests through the one ``Client``.
 
-    The first request asks for the file's tail (where the zip's directory lies) with a suffix
+    The first request asks for the file's tail (where a zip's directory lies) with a suffix
     range; its ``Content-Range`` gives the size. A 200 answer means the server ignores ranges:
-    the body is then the whole file, streamed once into a temporary file (hashing it on the way),
-    and every later read is served from that file.
+    the body is then the whole file, streamed once into a temporary file (hashing it on the way,
+    within the budget), and every later read is served from that file.
     """
 
     def __init__(
         self,
         url: str,
         *,
+        client: Client | None = None,
         budget: int | None = None,
         progress: Progress | None = None,
-        timeout: float = TIMEOUT,
-        session: requests.Session | None = None,
         first_tail: int = 128 * 1024,
     ) -> None:
-        import requests as requests_mod
-
         super().__init__(budget, progress)
         self.url = url
         self.name = url.split("#", 1)[0]
-        self.timeout = timeout
-        self._own_session = session is None
-        self.session = session or requests_mod.Session()
-        self.session.headers.setdefault("User-Agent", f"gpuresolve/{__version__} (wheel reader)")
-        self.requests = 0
+        self._own_client = client is None
+        self.client = client or Client()
         self._fallback: FileSource | None = None
         self._first_tail: tuple[int, bytes] | None = None
         self._open(first_tail)
 
-    # --- HTTP -------------------------------------------------------------------------------------
-    def _get(self, headers: dict[str, str]) -> requests.Response:
-        import requests as requests_mod
-
-        self.requests += 1
-        try:
-            resp = self.session.get(
-                self.name, headers=headers, stream=True, timeout=(self.timeout, self.timeout)
-            )
-        except requests_mod.RequestException as exc:
-            raise WheelError(f"{self.name}: cannot connect ({_reason(exc)})") from None
-        if resp.status_code not in (200, 206):
+    def _get(self, spec: str) -> tuple[requests.Response, tuple[int, int, int | None] | None]:
+        """The answer to a range request, and its Content-Range (None for a whole-file 200)."""
+        resp = self.client.open(self.name, {"Range": spec, "Accept-Encoding": "identity"})
+        if resp.status_code == 200:
+            return resp, None
+        m = _CONTENT_RANGE.match(resp.headers.get("Content-Range", "").strip())
+        start, end = (int(m.group(1)), int(m.group(2))) if m else (0, -1)
+        if not m or end < start:
             resp.close()
-            raise WheelError(f"{self.name}: the server answered HTTP {resp.status_code}")
-        return resp
-
-    def _body(self, resp: requests.Response) -> Iterator[bytes]:
-        """The answer's bytes; an error when the connection breaks off before its end."""
-        import requests as requests_mod
-
-        declared = resp.headers.get("Content-Length")
-        try:
-            for chunk in resp.iter_content(CHUNK):
-                if chunk:
-                    yield chunk
-        except (requests_mod.RequestException, OSError) as exc:
-            raise WheelError(
-                f"{self.name}: the answer broke off ({_reason(exc)}); declared "
-                f"Content-Length {declared}"
-            ) from None
-        finally:
-            resp.close()
+            raise ReadError(f"{self.name}: a partial answer without a valid Content-Range")
+        return resp, (start, end, None if m.group(3) == "*" else int(m.group(3)))
 
     def _open(self, first_tail: int) -> None:
-        resp = self._get({"Range": f"bytes=-{first_tail}", "Accept-Encoding": "identity"})
-        if resp.status_code == 200:
+        resp, span = self._get(f"bytes=-{first_tail}")
+        if span is None:
             self._read_whole(resp)
             return
-        start, end, total = self._content_range(resp)
+        start, end, total = span
         if total is None or end != total - 1:
             resp.close()
-            raise WheelError(f"{self.name}: the server's Content-Range does not end the file")
+            raise ReadError(f"{self.name}: the server's Content-Range does not end the file")
         self.size = total
         # the tail counts against the budget like any other read
         data = b"".join(self._checked(resp, start, end - start + 1))
         self._first_tail = (start, data)
 
-    def _content_range(self, resp: requests.Response) -> tuple[int, int, int | None]:
-        m = _CONTENT_RANGE.match(resp.headers.get("Content-Range", "").strip())
-        if not m:
-            resp.close()
-            raise WheelError(f"{self.name}: a partial answer without a valid Content-Range")
-        start, end = int(m.group(1)), int(m.group(2))
-        total = None if m.group(3) == "*" else int(m.group(3))
-        if end < start:
-            resp.close()
-            raise WheelError(f"{self.name}: an empty or reversed Content-Range")
-        return start, end, total
-
     def _checked(self, resp: requests.Response, start: int, length: int) -> Iterator[bytes]:
         got = 0
-        for chunk in self._body(resp):
+        for chunk in iter_body(resp, self.name, CHUNK):
             got += len(chunk)
             if got > length:
-                raise WheelError(f"{self.name}: the server sent more bytes than it announced")
+                raise ReadError(f"{self.name}: the server sent more bytes than it announced")
             self._account(len(chunk))
             yield chunk
         if got != length:
-            raise WheelError(
+            raise ReadError(
                 f"{self.name}: truncated answer: {got} of {length} bytes at offset {start} "
                 "(the server announced more than it sent)"
             )
@@ -259,7 +220,7 @@ class HttpSource(Source):
         """The server ignored ``Range``: stream the whole body once into a temporary file."""
         declared = resp.headers.get("Content-Length")
         total = int(declared) if declared and declared.isdigit() else None
-        if total is not None and total > self.budget:
+        if total is not None and total > self.budget - self.bytes_read:
             resp.close()
             raise BudgetError(
                 f"{self.name}: the server ignores range requests and the whole file "
@@ -270,13 +231,13 @@ class HttpSource(Source):
         tmp = tempfile.TemporaryFile()  # noqa: SIM115 - owned by the fallback source
         try:
             got = 0
-            for chunk in self._body(resp):
+            for chunk in iter_body(resp, self.name, CHUNK):
                 got += len(chunk)
                 self._account(len(chunk))
                 digest.update(chunk)
                 tmp.write(chunk)
             if total is not None and got != total:
-                raise WheelError(
+                raise ReadError(
                     f"{self.name}: truncated answer: {got} of {total} bytes (the server "
                     "announced more than it sent)"
                 )
@@ -305,41 +266,44 @@ class HttpSource(Source):
         yield from super().stream(offset, length)
 
     def _stream(self, offset: int, length: int) -> Iterator[bytes]:
-        resp = self._get(
-            {"Range": f"bytes={offset}-{offset + length - 1}", "Accept-Encoding": "identity"}
-        )
-        if resp.status_code != 206:
+        resp, span = self._get(f"bytes={offset}-{offset + length - 1}")
+        if span is None:
             resp.close()
-            raise WheelError(f"{self.name}: the server stopped answering range requests")
-        start, end, _total = self._content_range(resp)
+            raise ReadError(f"{self.name}: the server stopped answering range requests")
+        start, end, _total = span
         if start != offset or end != offset + length - 1:
             resp.close()
-            raise WheelError(
+            raise ReadError(
                 f"{self.name}: asked for bytes {offset}-{offset + length - 1}, "
                 f"the server sent {start}-{end}"
             )
-        yield from self._body(resp)
+        yield from iter_body(resp, self.name, CHUNK)
 
     def close(self) -> None:
         if self._fallback is not None:
             self._fallback.close()
-        if self._own_session:
-            self.session.close()
+        if self._own_client:
+            self.client.close()
 
 
 def open_source(
     where: str,
     *,
+    client: Client | None = None,
     budget: int | None = None,
     progress: Progress | None = None,
-    timeout: float = TIMEOUT,
-    session: requests.Session | None = None,
+    first_tail: int = 128 * 1024,
 ) -> Source:
-    """A source for a URL (http/https) or a local path."""
+    """A source for a URL (http/https, through ``client`` or one of its own; ``file:``) or a
+    local path."""
     if re.match(r"^https?://", where, re.IGNORECASE):
-        return HttpSource(where, budget=budget, progress=progress, timeout=timeout, session=session)
-    if "://" in where:
-        raise WheelError(f"{where}: only http(s) URLs and local files can be read")
+        return HttpSource(
+            where, client=client, budget=budget, progress=progress, first_tail=first_tail
+        )
+    if where.lower().startswith("file:"):
+        where = local_path(where.split("#", 1)[0])
+    elif "://" in where:
+        raise ReadError(f"{where}: only http(s) URLs and local files can be read")
     return FileSource(where, budget=budget, progress=progress)
 
 
@@ -360,8 +324,3 @@ def sha256_file(path: Path | str) -> str:
 
 def _mb(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MiB"
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:200]

@@ -219,7 +219,7 @@ def parse_uv(
     import tomlkit
     from packaging.utils import canonicalize_name, parse_wheel_filename
 
-    from resolver.writers.wheel_tags import target_tags
+    from resolver.writers.closure.wheel_tags import target_tags
 
     try:
         doc = tomlkit.parse(pylock_text).unwrap()

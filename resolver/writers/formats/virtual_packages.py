@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from resolver.catalog import Catalog
 from resolver.conda import DEFAULT_GLIBC, DEFAULT_MACOS
 from resolver.solve import Decision, Target
-from resolver.writers.header import header_lines
+from resolver.writers.formats.header import header_lines
 
 
 def explain(target: Target, packages: Mapping[str, str], glibc: str | None) -> list[str]:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from resolver.catalog import Catalog
 from resolver.conda import conda_forge_pins, python_specs, subdir
 from resolver.solve import Decision
-from resolver.writers.header import header_lines
-from resolver.writers.requirements import index_lines, pins
+from resolver.writers.formats.header import header_lines
+from resolver.writers.formats.requirements import index_lines, pins
 
 CONDA_SOURCES = ("pip", "conda-forge")
 PIP_INDEX_SELECTOR = "# [pip-index]"

@@ -14,9 +14,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from resolver.writers.conda_solve import CondaRecord
-from resolver.writers.environment import CondaEnv
-from resolver.writers.pip_resolve import ResolvedDist
+from resolver.writers.closure.conda_solve import CondaRecord
+from resolver.writers.closure.pip_resolve import ResolvedDist
+from resolver.writers.formats.environment import CondaEnv
 
 
 @dataclass(frozen=True)

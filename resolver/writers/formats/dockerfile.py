@@ -14,7 +14,7 @@ from resolver.catalog import Catalog
 from resolver.errors import UserError
 from resolver.images.facts import ImageFacts
 from resolver.solve import Decision
-from resolver.writers.header import header_lines
+from resolver.writers.formats.header import header_lines
 
 REQUIREMENTS_PATH = "/opt/gpuresolve/requirements.txt"
 VERIFY_VENV = "/opt/gpuresolve/venv"

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from resolver.solve import Target
-from resolver.writers.pip_resolve import ResolvedDist
+from resolver.writers.closure.pip_resolve import ResolvedDist
 
 TIMEOUT_S = 20.0
 
@@ -22,33 +22,21 @@ def with_requires(dists: Sequence[ResolvedDist], target: Target) -> list[Resolve
     be read keeps the names uv's annotations gave (specifier "")."""
     from packaging.utils import canonicalize_name
 
-    from resolver.dbupdate.fetch import Fetcher, FetchError
-    from resolver.dbupdate.metadata import (
-        TAIL_BYTES,
-        MetadataError,
-        metadata_from_zip,
-        parse_metadata,
-    )
+    from resolver.dbupdate.metadata import parse_metadata, remote_metadata
+    from resolver.io import ReadError
+    from resolver.io.http import Client
     from resolver.markers import applicable, marker_env
 
     env = marker_env(target.platform, target.python)
     out: list[ResolvedDist] = []
-    with Fetcher(timeout=TIMEOUT_S, tries=2) as fetcher:
+    with Client(timeout=TIMEOUT_S, tries=2) as fetcher:
         for dist in dists:
             url = dist.url.split("#", 1)[0]
             try:
                 page = fetcher.get_optional(url + ".metadata")
-                if page is not None:
-                    data = page.body
-                else:
-                    tail, size = fetcher.read_range(url, None, TAIL_BYTES)
-
-                    def read(start: int, end: int, url: str = url) -> bytes:
-                        return fetcher.read_range(url, start, end)[0]
-
-                    data = metadata_from_zip(read, size, tail, dist.name)
+                data = page.body if page is not None else remote_metadata(fetcher, url, dist.name)
                 meta = parse_metadata(data, dist.name, dist.version)
-            except (FetchError, MetadataError, OSError):
+            except (ReadError, OSError):
                 out.append(dist)
                 continue
             requires: dict[str, str] = {}

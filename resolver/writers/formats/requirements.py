@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from resolver.catalog import Catalog
 from resolver.render import index_url
 from resolver.solve import Candidate, Decision
-from resolver.writers.header import header_lines
-from resolver.writers.pip_resolve import ResolvedDist
+from resolver.writers.closure.pip_resolve import ResolvedDist
+from resolver.writers.formats.header import header_lines
 
 
 def index_lines(

@@ -21,7 +21,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from resolver.errors import UserError
-from resolver.writers.pylock import PLATFORM_MARKERS
+from resolver.writers.formats.pylock import PLATFORM_MARKERS
 
 NAME = "pyproject.toml"
 MANAGED = ("torch", "torchvision", "torchaudio")

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
-from resolver import lockpins
 from resolver.errors import UserError
+from resolver.readers import lockfile
+from resolver.readers.pins import (
+    FORMAT_CONDA_LOCK,
+    FORMAT_ENVIRONMENT,
+    FORMAT_REQUIREMENTS,
+    variant_of_conda_build,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verify"
 
@@ -32,8 +39,8 @@ def test_requirements_pins_index_hashes_and_markers(tmp_path: Path) -> None:
         'nvidia-cudnn-cu12==9.10.2.21 ; platform_system == "Linux"\n'
         "numpy>=1.26\n",
     )
-    lock = lockpins.read(path)
-    assert lock.format == lockpins.FORMAT_REQUIREMENTS
+    lock = lockfile.read(path)
+    assert lock.format == FORMAT_REQUIREMENTS
     assert lock.index_urls == (
         "https://download.pytorch.org/whl/cu126",
         "https://mirror.example/simple",
@@ -65,21 +72,63 @@ def test_requirements_includes_and_wheel_urls(tmp_path: Path) -> None:
         "torch @ https://download.pytorch.org/whl/cu130/"
         "torch-2.11.0%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=00ff\n",
     )
-    lock = lockpins.read(path)
+    lock = lockfile.read(path)
     assert [p.name for p in lock.pins] == ["triton", "torch"]
     torch = lock.get("torch")
     assert torch is not None and (torch.version, torch.variant) == ("2.11.0", "cu130")
 
 
+def test_requirements_follow_pips_rules_for_comments_and_continuations(tmp_path: Path) -> None:
+    """pip's order: a comment line ending in a backslash continues nothing; an inline comment
+    ending in one does (and takes the next line with it, as pip does)."""
+    text = r"""# the pins below \
+torch==2.8.0+cu126
+   # an indented comment \
+torchvision==0.23.0
+numpy==2.1.0 # inline \
+swallowed==1.0
+triton==3.4.\
+0
+"""
+    lock = lockfile.read(write(tmp_path, "requirements.txt", text))
+    assert [p.name for p in lock.pins] == ["torch", "torchvision", "numpy", "triton"]
+    triton = lock.get("triton")
+    assert triton is not None and triton.version == "3.4.0"
+    assert triton.line.startswith("requirements.txt:7:")
+
+
+def test_requirements_expand_environment_variables_as_pip_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TORCH_VARIANT", "cu128")
+    monkeypatch.setenv("lower_case", "x")
+    monkeypatch.delenv("UNSET_MIRROR", raising=False)
+    text = (
+        "--index-url https://download.pytorch.org/whl/${TORCH_VARIANT}\n"
+        "--extra-index-url https://${UNSET_MIRROR}/simple\n"
+        "torch==2.8.0+${TORCH_VARIANT}\n"
+    )
+    lock = lockfile.read(write(tmp_path, "requirements.txt", text))
+    assert lock.index_urls == (
+        "https://download.pytorch.org/whl/cu128",
+        "https://${UNSET_MIRROR}/simple",  # an unset variable stays as written
+    )
+    torch = lock.get("torch")
+    assert torch is not None and (torch.version, torch.variant) == ("2.8.0", "cu128")
+    lower = write(tmp_path, "lower.txt", "torchaudio==2.8.0+${lower_case}\n")
+    with pytest.raises(UserError, match="not a requirement"):  # only ${UPPER_CASE} expands
+        lockfile.read(lower)
+
+
 def test_requirements_errors_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"no such file \(expected a lock file\)"):
-        lockpins.read(tmp_path / "missing.txt")
+        lockfile.read(tmp_path / "missing.txt")
     bad = write(tmp_path, "bad.txt", "torch==2.8.0\n!!! not a requirement\n")
     with pytest.raises(UserError, match=r"bad\.txt:2: not a requirement"):
-        lockpins.read(bad)
+        lockfile.read(bad)
     loop = write(tmp_path, "loop.txt", "-r loop.txt\n")
     with pytest.raises(UserError, match="nested too deep"):
-        lockpins.read(loop)
+        lockfile.read(loop)
 
 
 def test_environment_yml_pip_section_and_conda_pins(tmp_path: Path) -> None:
@@ -98,15 +147,15 @@ def test_environment_yml_pip_section_and_conda_pins(tmp_path: Path) -> None:
         "      - --extra-index-url https://download.pytorch.org/whl/cu124\n"
         "      - torchvision==0.20.1+cu124\n",
     )
-    lock = lockpins.read(path)
-    assert lock.format == lockpins.FORMAT_ENVIRONMENT
+    lock = lockfile.read(path)
+    assert lock.format == FORMAT_ENVIRONMENT
     torch = lock.get("torch")  # conda's pytorch is the torch distribution
     assert torch is not None
     assert (torch.version, torch.variant, torch.manager, torch.spec) == (
         "2.5.1",
         "cu124",
         "conda",
-        "2.5.1.*",
+        "==2.5.1",  # as in conda: a version given with its build is exact
     )
     assert lock.get("pytorch-cuda") is None  # no Python distribution to compare
     assert lock.get("numpy") is None  # any version
@@ -121,7 +170,7 @@ def test_environment_yml_build_globs(tmp_path: Path) -> None:
         "environment.yml",
         "dependencies:\n  - pytorch=2.5.1=cuda124*\n  - torchaudio==2.5.1\n",
     )
-    lock = lockpins.read(path)
+    lock = lockfile.read(path)
     torch = lock.get("torch")
     assert torch is not None and (torch.version, torch.variant) == ("2.5.1", "cu124")
     ta = lock.get("torchaudio")
@@ -177,8 +226,8 @@ package:
 
 def test_conda_lock_selects_the_platform(tmp_path: Path) -> None:
     path = write(tmp_path, "conda-lock.yml", CONDA_LOCK)
-    lock = lockpins.read(path, platform="linux-x86_64")
-    assert lock.format == lockpins.FORMAT_CONDA_LOCK
+    lock = lockfile.read(path, platform="linux-x86_64")
+    assert lock.format == FORMAT_CONDA_LOCK
     assert lock.platforms == ("linux-64", "osx-arm64")
     assert [p.name for p in lock.pins] == ["torch", "torchvision"]
     torch = lock.get("torch")
@@ -191,24 +240,24 @@ def test_conda_lock_selects_the_platform(tmp_path: Path) -> None:
         "pip",
         ("sha256:9999",),
     )
-    mac = lockpins.read(path, platform="macos-arm64")
+    mac = lockfile.read(path, platform="macos-arm64")
     torch = mac.get("torch")
     assert torch is not None and torch.variant == "cpu"
     with pytest.raises(UserError, match="nothing locked for win-64"):
-        lockpins.read(path, platform="windows-x86_64")
+        lockfile.read(path, platform="windows-x86_64")
 
 
 def test_bad_yaml_and_unknown_documents(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="invalid YAML"):
-        lockpins.read(write(tmp_path, "a.yml", "dependencies: [pytorch\n"))
+        lockfile.read(write(tmp_path, "a.yml", "dependencies: [pytorch\n"))
     with pytest.raises(UserError, match="not a lock file"):
-        lockpins.read(write(tmp_path, "b.yml", "name: x\n"))
+        lockfile.read(write(tmp_path, "b.yml", "name: x\n"))
     with pytest.raises(UserError, match="version 7"):
-        lockpins.read(write(tmp_path, "pixi.yml", "version: 7\npackage: []\n"))
+        lockfile.read(write(tmp_path, "pixi.yml", "version: 7\npackage: []\n"))
 
 
 def test_the_mismatch_fixture() -> None:
-    lock = lockpins.read(FIXTURES / "lock_torch215_cu132.txt", platform="linux-x86_64")
+    lock = lockfile.read(FIXTURES / "lock_torch215_cu132.txt", platform="linux-x86_64")
     assert [p.text for p in lock.pins] == ["torch==2.15.0+cu132", "torchvision==0.29.2+cu132"]
 
 
@@ -226,4 +275,38 @@ def test_the_mismatch_fixture() -> None:
     ],
 )
 def test_conda_build_variants(build: str | None, variant: str | None) -> None:
-    assert lockpins.variant_of_conda_build(build) == variant
+    assert variant_of_conda_build(build) == variant
+
+
+CONDA_SPECS = [
+    "python=3.11",
+    "python 3.12",
+    "pytorch=2.5.1=cuda124*",
+    "pytorch::pytorch=2.5.1=py3.11_cuda12.4_cudnn9.1.0_0",
+    "pytorch 2.5.1 cuda124_py312_h0",
+    "conda-forge::pytorch==2.5.1",
+    "pytorch-cuda=12.4",
+    "cuda-version 12.9.*",
+    "numpy>=1.26",
+    "torchvision>=0.20,<0.21",
+    "numpy",
+]
+
+
+@pytest.mark.parametrize("spec", CONDA_SPECS)
+def test_conda_specs_read_alike_with_and_without_rattler(
+    spec: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base install's small parser gives the pins py-rattler's MatchSpec gives."""
+    pytest.importorskip("rattler", reason="the conda extra is not installed")
+    from resolver.readers import conda
+
+    with_rattler = conda.conda_spec_pin(spec, "environment.yml")
+    monkeypatch.setitem(sys.modules, "rattler", None)  # as in a base install
+    assert conda.conda_spec_pin(spec, "environment.yml") == with_rattler
+
+
+def test_a_bad_conda_spec_is_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "environment.yml", "dependencies:\n  - 'pytorch[version=>2'\n")
+    with pytest.raises(UserError, match="not a conda package spec"):
+        lockfile.read(path)

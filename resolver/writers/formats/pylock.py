@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from resolver.errors import UserError
-from resolver.writers.pip_resolve import ResolvedDist
+from resolver.writers.closure.pip_resolve import ResolvedDist
 
 NAME = "pylock.toml"
 

@@ -107,7 +107,7 @@ def render_report(
         lines.append(f"| {name} | {counts.get(name, 1)} | {_target_cell(t)} | {build} | {why} |")
     lines.append("")
     if groups:
-        from resolver.writers.cluster_report import cluster_sections
+        from resolver.writers.formats.cluster_report import cluster_sections
 
         lines += cluster_sections(fleet, groups, counts)
     if fleet.alternatives:

@@ -6,7 +6,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags, mac_platforms
 
 from resolver.conda import DEFAULT_MACOS
 from resolver.solve import Target
-from resolver.writers.pip_resolve import pip_platforms
+from resolver.writers.closure.pip_resolve import pip_platforms
 
 
 def target_tags(target: Target, glibc: str | None = None) -> list[Tag]:

@@ -1,0 +1,216 @@
+"""The one HTTP client: a session, one User-Agent, timeouts, bounded retries, bounded bodies.
+
+Every failure ends in ``FetchError`` naming the URL and the cause (one line, exit 2). Retries
+are bounded (``TRIES`` tries, sleeps of ``BACKOFF``, ``2*BACKOFF``, ...; the sleep function is
+injectable, so tests never wait) and cover refused connections, timeouts and the statuses in
+``RETRY_STATUS``. ``file:`` URLs of a local mirror are answered as a server would. Range reads
+of big files go through ``resolver.io.ranges.HttpSource``, which streams ``open`` answers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from resolver import __version__
+from resolver.io import ReadError
+from resolver.io.bounded import open_regular
+
+if TYPE_CHECKING:
+    import requests
+
+TRIES = 3
+BACKOFF = 0.5  # seconds before the second try; doubled for each further one
+TIMEOUT = 20.0  # seconds to connect, and between bytes of an answer
+DEADLINE = 120.0  # seconds for a whole (bounded) body: a server trickling bytes cannot hold us
+MAX_BODY = 64 * 1024 * 1024
+RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+USER_AGENT = f"gpuresolve/{__version__}"
+_T = TypeVar("_T")
+
+
+class FetchError(ReadError):
+    """A URL could not be read (after the retries, where retrying made sense)."""
+
+    def __init__(self, url: str, reason: str, status: int | None = None) -> None:
+        super().__init__(f"{url}: {reason}")
+        self.url, self.reason, self.status = url, reason, status
+
+
+@dataclass(frozen=True)
+class Page:
+    url: str  # after redirects
+    body: bytes
+    content_type: str
+
+
+class Client:
+    """Reads URLs; counts its requests (tests and the update's summary use the count)."""
+
+    def __init__(
+        self,
+        *,
+        timeout: float | None = None,
+        tries: int | None = None,
+        backoff: float | None = None,
+        sleep: Callable[[float], None] | None = None,
+        session: requests.Session | None = None,
+    ) -> None:
+        import requests
+
+        self.timeout = TIMEOUT if timeout is None else timeout
+        self.tries = max(1, TRIES if tries is None else tries)
+        self.backoff = BACKOFF if backoff is None else backoff
+        self.sleep = sleep or time.sleep
+        self.session = session or requests.Session()
+        self.session.headers["User-Agent"] = USER_AGENT
+        self.requests = 0
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get(self, url: str, accept: str | None = None, limit: int = MAX_BODY) -> Page:
+        """The body of a 200 answer (at most ``limit`` bytes); FetchError otherwise. A body
+        that stalls or breaks off is asked for again, like a refused connection."""
+        if url.lower().startswith("file:"):
+            return _read_local(url, limit)
+        headers = {"Accept": accept} if accept else {}
+
+        def once() -> Page:
+            with self._open_once(url, headers) as resp:
+                if resp.status_code != 200:
+                    raise FetchError(url, f"HTTP {resp.status_code}", resp.status_code)
+                try:
+                    body = b"".join(_bounded(iter_body(resp, url), url, limit))
+                except _Broken as exc:
+                    raise _Retry(exc.reason) from None
+                return Page(resp.url, body, resp.headers.get("Content-Type", ""))
+
+        return self._retrying(url, once)
+
+    def get_optional(self, url: str, accept: str | None = None) -> Page | None:
+        """Like ``get``, but None for 404/410 (a page the index does not have)."""
+        try:
+            return self.get(url, accept)
+        except FetchError as exc:
+            if exc.status in (404, 410):
+                return None
+            raise
+
+    def open(self, url: str, headers: dict[str, str]) -> requests.Response:
+        """A streamed answer of status 200 or 206 (the caller closes it), retried as above."""
+        return self._retrying(url, lambda: self._open_once(url, headers))
+
+    def _retrying(self, url: str, attempt: Callable[[], _T]) -> _T:
+        last = "no answer"
+        for n in range(self.tries):
+            if n:
+                self.sleep(self.backoff * 2 ** (n - 1))
+            try:
+                return attempt()
+            except _Retry as exc:
+                last = exc.reason
+        raise FetchError(url, f"{last} ({self.tries} tries)")
+
+    def _open_once(self, url: str, headers: dict[str, str]) -> requests.Response:
+        import requests
+
+        self.requests += 1
+        try:
+            resp = self.session.get(
+                url, headers=headers, timeout=self.timeout, stream=True, allow_redirects=True
+            )
+        except requests.Timeout:
+            raise _Retry(f"timed out after {self.timeout:g} s") from None
+        except requests.ConnectionError as exc:
+            raise _Retry(f"cannot connect ({_root_cause(exc)})") from None
+        except requests.RequestException as exc:
+            raise _Retry(f"{type(exc).__name__}: {_root_cause(exc)}") from None
+        if resp.status_code in (200, 206):
+            return resp
+        resp.close()
+        if resp.status_code not in RETRY_STATUS:
+            raise FetchError(url, f"HTTP {resp.status_code}", resp.status_code)
+        raise _Retry(f"HTTP {resp.status_code}")
+
+
+class _Retry(Exception):
+    """One try failed in a way worth another (a refused connection, a 503, a stalled body)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Broken(FetchError):
+    """The answer's body stalled or broke off."""
+
+
+def iter_body(resp: Any, url: str, chunk: int = 256 * 1024) -> Iterator[bytes]:
+    """An answer's bytes; FetchError when the connection breaks off or stalls (then closed)."""
+    import requests
+
+    try:
+        for piece in resp.iter_content(chunk_size=chunk):
+            if piece:
+                yield piece
+    except requests.Timeout:
+        raise _Broken(url, "the answer stalled (timed out)") from None
+    except (requests.RequestException, OSError) as exc:
+        raise _Broken(url, f"the answer broke off ({_root_cause(exc)})") from None
+    finally:
+        resp.close()
+
+
+def _bounded(chunks: Iterator[bytes], url: str, limit: int) -> Iterator[bytes]:
+    started, size = time.monotonic(), 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            raise FetchError(url, f"answer larger than {limit} bytes")
+        if time.monotonic() - started > DEADLINE:
+            raise FetchError(url, f"answer took longer than {DEADLINE:g} s")
+        yield chunk
+
+
+def local_path(url: str) -> str:
+    """The path of a ``file:`` URL (pip's rule: a directory stands for its ``index.html``)."""
+    from urllib.parse import urlsplit
+    from urllib.request import url2pathname
+
+    path = url2pathname(urlsplit(url).path)
+    return os.path.join(path, "index.html") if os.path.isdir(path) else path
+
+
+def _read_local(url: str, limit: int) -> Page:
+    path = local_path(url)
+    try:
+        with open_regular(path) as fh:
+            body = fh.read(limit + 1)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FetchError(url, "HTTP 404 (no such file)", 404) from None
+    except OSError as exc:
+        raise FetchError(url, f"cannot read: {exc.strerror or exc}") from None
+    if len(body) > limit:
+        raise FetchError(url, f"file larger than {limit} bytes")
+    ctype = "text/html" if path.endswith((".html", ".htm")) else "application/octet-stream"
+    return Page(url, body, "application/json" if path.endswith(".json") else ctype)
+
+
+def _root_cause(exc: BaseException) -> str:
+    seen = exc
+    while seen.__cause__ is not None or seen.__context__ is not None:
+        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+    text = str(seen) or type(seen).__name__
+    if "Connection refused" in text or "Errno 111" in text:
+        return "connection refused"
+    return text.split("] ", 1)[-1][:200]

@@ -1,0 +1,130 @@
+r"""requirements.txt read with pip's requirement-file rules, as pins.
+
+pip's order (its documented file format): a line ending in ``\`` is joined to the next one —
+unless the line is a comment, which never continues —, then comments (``#`` at the start or
+after whitespace) are dropped, then ``${NAME}`` (upper-case letters, digits, ``_``) is replaced
+by that environment variable where it is set. ``-r``/``-c`` include other files (relative to the
+including one, nested at most ``MAX_INCLUDES`` deep); ``-i``/``--extra-index-url`` are kept; other
+options pin nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from resolver.errors import UserError
+from resolver.io.bounded import LOCK_LIMIT, read_text
+from resolver.readers.pins import Pin, canonical, variant_of_index, variant_of_local
+
+MAX_INCLUDES = 16
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+_ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
+
+
+def logical_lines(text: str, environ: Mapping[str, str] | None = None) -> Iterator[tuple[int, str]]:
+    """(first line number, line) with continuations joined, comments dropped, ${VAR} expanded."""
+    env = os.environ if environ is None else environ
+    for number, line in _joined(text):
+        line = _COMMENT.sub("", line).strip()
+        if line:
+            yield number, _ENV_VAR.sub(lambda m: env.get(m.group(1)) or m.group(0), line)
+
+
+def _joined(text: str) -> Iterator[tuple[int, str]]:
+    parts: list[str] = []
+    first = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.endswith("\\") and not _COMMENT.match(line):
+            first = first if parts else number
+            parts.append(line.strip("\\"))
+            continue
+        if _COMMENT.match(line):
+            line = " " + line  # a comment ends a continuation and stays a comment
+        if parts:
+            yield first, "".join([*parts, line])
+            parts = []
+        else:
+            yield number, line
+    if parts:
+        yield first, "".join(parts)
+
+
+def read_requirements(text: str, path: Path, depth: int = 0) -> tuple[list[Pin], list[str]]:
+    """The pins and index URLs of requirements ``text`` (read from ``path``)."""
+    from packaging.requirements import InvalidRequirement
+
+    pins: list[Pin] = []
+    urls: list[str] = []
+    for number, line in logical_lines(text):
+        where = f"{path.name}:{number}"
+        if line.startswith("-"):
+            option, _, value = line.partition(" ")
+            if "=" in option and option.startswith("--"):
+                option, _, value = option.partition("=")
+            value = value.strip()
+            if option in ("-i", "--index-url", "--extra-index-url") and value:
+                urls.append(value)
+            elif option in ("-r", "--requirement", "-c", "--constraint") and value:
+                if depth >= MAX_INCLUDES:
+                    raise UserError(f"{where}: requirement files nested too deep")
+                inc = (path.parent / value).resolve()
+                try:
+                    inc_text = read_text(inc, limit=LOCK_LIMIT, what="a requirements file")
+                except UserError as exc:
+                    raise UserError(f"{where}: {value}: {exc}") from None
+                more, more_urls = read_requirements(inc_text, inc, depth + 1)
+                pins.extend(more)
+                urls.extend(more_urls)
+            continue  # other options (--find-links, --hash alone, -e ...) pin nothing
+        try:
+            pins.append(pip_pin(line, where))
+        except InvalidRequirement as exc:
+            raise UserError(f"{where}: not a requirement: {line!r} ({exc})") from None
+    # A pin without a local tag names the variant of the PyTorch index it is installed from.
+    index_variant = next((v for v in map(variant_of_index, urls) if v), None)
+    if index_variant:
+        pins = [
+            Pin(p.name, p.version, p.spec, index_variant, p.manager, p.marker, p.line, p.hashes)
+            if p.variant is None and p.name in ("torch", "torchvision", "torchaudio")
+            else p
+            for p in pins
+        ]
+    return pins, urls
+
+
+def pip_pin(text: str, where: str) -> Pin:
+    """One requirement line (its ``--hash`` options split off first)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    hashes = tuple(re.findall(r"--hash[=\s]+(\S+)", text))
+    req_text = re.sub(r"\s--hash[=\s]+\S+", "", " " + text).strip()
+    req = Requirement(req_text)
+    name = canonical(req.name)
+    marker = str(req.marker) if req.marker else None
+    version: str | None = None
+    variant: str | None = None
+    spec = str(req.specifier)
+    if req.url:
+        from urllib.parse import unquote
+
+        filename = unquote(req.url.rsplit("/", 1)[-1].split("#", 1)[0])
+        fragment = req.url.partition("#")[2]
+        if fragment.startswith("sha256="):
+            hashes = (*hashes, "sha256:" + fragment.split("=", 1)[1])
+        try:
+            _, ver, _, _ = parse_wheel_filename(filename)
+        except InvalidWheelFilename:
+            ver = None
+        if ver is not None:
+            version, variant = ver.public, variant_of_local(ver.local)
+            spec = f"=={ver}"
+    else:
+        specs = list(req.specifier)
+        if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+            public, _, local = specs[0].version.partition("+")
+            version, variant = public, variant_of_local(local or None)
+    return Pin(name, version, spec, variant, "pip", marker, f"{where}: {text}", hashes)
