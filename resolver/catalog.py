@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from resolver.core.errors import DataError
 from resolver.db import cache as _cache
 from resolver.db import location as _location
 from resolver.db.evidence import Contradiction, Provenance
@@ -34,7 +35,6 @@ from resolver.db.models import (
     Toolkit,
     Variant,
 )
-from resolver.errors import DataError
 
 __all__ = [  # re-exported: callers import the database's names from here
     "PLATFORMS",

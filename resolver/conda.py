@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from resolver.catalog import ArchList, Catalog, CondaForge, Release, Variant
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.lockpins import CONDA_PLATFORMS
 from resolver.solve import Candidate, Decision, Request, Target, solve
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from resolver.catalog import PLATFORMS, Catalog, Provenance, Release, Variant
+from resolver.core.versions import cc_str
 from resolver.db.evidence import GRADE_TEXT, GRADES
-from resolver.versions import cc_str
 
 PYPI_MARK = "*"  # the build the Python Package Index carries for that platform
 UNCONFIRMED_MARK = "?"  # its architecture list (or the variant) is not documented (weaker grade)

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from resolver.catalog import PLATFORMS, Catalog
-from resolver.errors import UserError, shown
+from resolver.core.errors import UserError, shown
+from resolver.core.versions import driver_key, parse_cc
 from resolver.host.profile import STATE_OK, HostProfile
 from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
-from resolver.versions import driver_key, parse_cc
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.readers.bounded import LOCK_LIMIT, LOCK_MAX_NODES, load_yaml, read_text
 
 FORMAT_REQUIREMENTS = "requirements"

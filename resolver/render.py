@@ -6,8 +6,8 @@ import shlex
 from typing import Any
 
 from resolver.catalog import Catalog
+from resolver.core.versions import cc_str
 from resolver.solve import GPU_KINDS, Candidate, Decision, Target
-from resolver.versions import cc_str
 
 
 def index_url(catalog: Catalog, variant: str, pytorch_index: str | None = None) -> str:

@@ -25,12 +25,12 @@ from pytorch_index import (
 )
 
 from resolver import catalog as catalog_mod
+from resolver.core.errors import FetchError, IndexFormatError, MetadataError
 from resolver.dbupdate import UpdateError
 from resolver.dbupdate.collect import pip_config_index, pip_index_url
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
-from resolver.dbupdate.fetch import Fetcher, FetchError
+from resolver.dbupdate.fetch import Fetcher
 from resolver.dbupdate.index import (
-    IndexFormatError,
     Link,
     parse_page,
     parse_wheel,
@@ -39,7 +39,7 @@ from resolver.dbupdate.index import (
     variants_in_hrefs,
 )
 from resolver.dbupdate.merge import merge
-from resolver.dbupdate.metadata import MetadataError, metadata_from_zip, parse_metadata
+from resolver.dbupdate.metadata import metadata_from_zip, parse_metadata
 from resolver.dbupdate.write import dump_yaml, write_database
 
 PAGE_URL = "https://index.example/whl/cu126/torch/"

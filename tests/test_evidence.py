@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from resolver import catalog as catalog_mod
+from resolver.core.errors import DataError
 from resolver.db.evidence import Provenance, make_provenance, trusted
 from resolver.db.observations import apply_observations
-from resolver.errors import DataError
 from tests.cli_support import run_cli
 
 LINUX = ("--platform", "linux-x86_64", "--python", "3.12")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.host.profile import GpuInfo, HostProfile
 from resolver.inputs import load_profile
 

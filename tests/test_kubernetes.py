@@ -16,7 +16,7 @@ import pytest
 from cli_support import run_cli
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.team import jsonstream
 from resolver.team.kubernetes import read_node_list
 from resolver.team.shapes import Shape, ShapeGpu, group

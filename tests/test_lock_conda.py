@@ -19,10 +19,10 @@ from pytorch_index import IndexServer, closed_port, serve
 
 from resolver import lockpins
 from resolver.catalog import Catalog
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.versions import parse_cc
 from resolver.inputs import build_request
 from resolver.solve import Target, TargetGpu
-from resolver.versions import parse_cc
 from resolver.writers import atomic, conda_solve
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
 

@@ -392,7 +392,7 @@ def test_team_pylock_reads_back_per_platform(
     tmp_path: Path, index: IndexServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from resolver import lockpins
-    from resolver.errors import UserError
+    from resolver.core.errors import UserError
 
     spec = tmp_path / "mixed.yaml"
     spec.write_text(SPEC)

@@ -12,10 +12,10 @@ from lock_support import FILELOCK, isolate_pip, lock_catalog, pip_report, stub_i
 from pytorch_index import IndexServer, closed_port, serve
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.versions import parse_cc
 from resolver.inputs import build_request
 from resolver.solve import Target, TargetGpu
-from resolver.versions import parse_cc
 from resolver.writers import atomic
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
 from resolver.writers.pip_resolve import pip_platforms

@@ -13,10 +13,10 @@ from lock_support import CONDA_FORGE, lock_catalog, lock_raw
 from resolver import __version__, lockpins
 from resolver.catalog import Catalog, from_raw
 from resolver.conda import solve_conda_forge, virtual_packages
-from resolver.errors import DataError
+from resolver.core.errors import DataError
+from resolver.core.versions import parse_cc
 from resolver.inputs import build_request
 from resolver.solve import Request, Target, TargetGpu
-from resolver.versions import parse_cc
 from resolver.writers import atomic
 from resolver.writers.lockfiles import LockOptions, file_names, prepare, render_files
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from resolver import lockpins
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verify"
 

@@ -9,7 +9,7 @@ import pytest
 from cli_support import run_cli
 
 from resolver import lockpins
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.install import plan
 from resolver.install.env import EnvInfo, Installed, Tools
 from resolver.verify.package_checks import _lock_fix

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog

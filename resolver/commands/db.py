@@ -151,7 +151,7 @@ def update(
     from resolver import catalog as catalog_mod
 
     if budget is not None and not read_wheels:
-        from resolver.errors import UserError
+        from resolver.core.errors import UserError
 
         raise UserError("--budget applies to --read-wheels")
     if read_wheels:
@@ -162,6 +162,7 @@ def update(
             dry_run, 512.0 if budget is None else budget,
         )  # fmt: skip
         return
+    from resolver.core.errors import FetchError, IndexFormatError, MetadataError
     from resolver.dbupdate import UpdateError
     from resolver.dbupdate.collect import pip_index_url
     from resolver.dbupdate.fetch import Fetcher
@@ -193,7 +194,7 @@ def update(
                 progress=_no_progress if as_json else _progress,
                 dry_run=dry_run,
             )
-    except UpdateError as exc:
+    except (UpdateError, FetchError, IndexFormatError, MetadataError) as exc:
         click.echo(f"gpuresolve: db update failed: {exc}; the database is unchanged", err=True)
         if as_json:
             emit_json({"ok": False, "error": str(exc), "changed": False, "written": False})
@@ -236,9 +237,9 @@ def reset(dry_run: bool, as_json: bool) -> None:
     Only files gpuresolve writes there are removed; anything else is named and left in place.
     Afterwards the shipped database is used.
     """
+    from resolver.core.errors import UserError
     from resolver.db import location
     from resolver.db import reset as reset_mod
-    from resolver.errors import UserError
 
     try:
         plan = reset_mod.plan()

@@ -19,7 +19,7 @@ from resolver.commands.common import (
     request_options,
     target_options,
 )
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.readers.bounded import LOCK_LIMIT, read_text
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from resolver.commands.common import (
     target_options,
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
-from resolver.errors import UserError, shown
+from resolver.core.errors import UserError, shown
 from resolver.writers import check as lockcheck
 from resolver.writers import lockfiles
 

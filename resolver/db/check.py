@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from resolver.core.versions import cc_str, cuda_key
 from resolver.db.evidence import GRADES, Provenance
 from resolver.db.models import PLATFORMS, Catalog, CondaForge, Release, Variant
-from resolver.versions import cc_str, cuda_key
 
 _PYTHON_RE = re.compile(r"^3\.\d+t?$")  # "3.12", "3.13t" (free-threaded)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from resolver.errors import UserError
-from resolver.versions import CC, cc_str, parse_cc
+from resolver.core.errors import UserError
+from resolver.core.versions import CC, cc_str, parse_cc
 
 if TYPE_CHECKING:
     from resolver.db.models import Catalog

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from resolver.errors import DataError
+from resolver.core.errors import DataError
 
 DATA_ENV = "GPURESOLVE_DATA_DIR"
 CACHE_ENV = "GPURESOLVE_CACHE_DIR"

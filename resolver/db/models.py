@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from resolver.core.errors import UserError
+from resolver.core.versions import CC, cuda_key, driver_key
 from resolver.db import gpunames
 from resolver.db.evidence import Provenance
-from resolver.errors import UserError
-from resolver.versions import CC, cuda_key, driver_key
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
 

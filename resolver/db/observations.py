@@ -12,10 +12,10 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from resolver.core.errors import DataError
+from resolver.core.versions import CC, cc_str, parse_cc
 from resolver.db.evidence import Contradiction, Provenance
 from resolver.db.models import PLATFORMS, ArchList, Catalog, Pinned, Release
-from resolver.errors import DataError
-from resolver.versions import CC, cc_str, parse_cc
 
 FILE = "observations.yaml"
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from resolver.errors import DataError, UserError
+from resolver.core.errors import DataError, UserError
 from resolver.readers.bounded import load_yaml
 
 MAX_BYTES = 16 * 1024 * 1024  # the shipped files are well under 1 MiB together

@@ -9,7 +9,7 @@ files or a range read of the wheel's ``METADATA``) → ``collect`` (what the ind
 
 from __future__ import annotations
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 DEFAULT_PYTORCH_INDEX = "https://download.pytorch.org/whl"
 PYTORCH_INDEX_ENV = "GPURESOLVE_PYTORCH_INDEX"

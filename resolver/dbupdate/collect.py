@@ -20,12 +20,13 @@ from typing import Any, Protocol
 
 from packaging.version import Version
 
+from resolver.core.errors import FetchError, IndexFormatError, MetadataError
+from resolver.core.versions import cuda_key
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
-from resolver.dbupdate.fetch import Fetcher, FetchError
+from resolver.dbupdate.fetch import Fetcher
 from resolver.dbupdate.index import (
     ACCEPT,
     VARIANT_RE,
-    IndexFormatError,
     Wheel,
     cuda_variant,
     parse_page,
@@ -45,11 +46,9 @@ from resolver.dbupdate.merge import (
 from resolver.dbupdate.metadata import (
     TAIL_BYTES,
     CoreMetadata,
-    MetadataError,
     metadata_from_zip,
     parse_metadata,
 )
-from resolver.versions import cuda_key
 
 OLDEST = (2, 0)  # the database starts at torch 2.0
 TORCHAUDIO_LAST = (2, 11)  # torchaudio ends at 2.11: later releases need no pairing

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from resolver import __version__
+from resolver.core.errors import FetchError
 
 if TYPE_CHECKING:
     import requests
@@ -24,14 +25,6 @@ DEADLINE = 120.0  # seconds for a whole answer (a server trickling bytes cannot 
 MAX_BODY = 64 * 1024 * 1024
 RANGE_SLACK = 1024 * 1024  # a range answer may be this much longer (a small file sent whole)
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-
-
-class FetchError(Exception):
-    """A URL could not be read (after the retries, where retrying made sense)."""
-
-    def __init__(self, url: str, reason: str, status: int | None = None) -> None:
-        super().__init__(f"{url}: {reason}")
-        self.url, self.reason, self.status = url, reason, status
 
 
 @dataclass(frozen=True)

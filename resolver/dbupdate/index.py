@@ -17,15 +17,13 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from resolver.core.errors import IndexFormatError
+
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
 # The build variants gpuresolve reads: CPU and CUDA (ROCm and XPU are listed without GPU logic).
 VARIANT_RE = re.compile(r"^(cpu|cu\d{2,3})$")
 _ANY_VARIANT_RE = re.compile(r"^(cpu|cu\d{2,3}|rocm\d+(\.\d+)*|xpu)$")
-
-
-class IndexFormatError(Exception):
-    """A page that is not a simple-repository page (garbage, an error page served as 200)."""
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from resolver.catalog import PLATFORMS
+from resolver.core.versions import cuda_key
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
 from resolver.dbupdate.index import python_key, release_key, variant_cuda
-from resolver.versions import cuda_key
 
 _PYTHON_META = ("source", "confirmed", "note")
 

@@ -17,6 +17,7 @@ from email.parser import BytesHeaderParser
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from resolver.core.errors import MetadataError
 from resolver.markers import applicable, marker_env
 
 TAIL_BYTES = 64 * 1024  # one suffix read: the EOCD, usually the whole central directory too
@@ -43,10 +44,6 @@ _PIN_NAMES = {
 
 
 # Marker environments of the platforms gpuresolve covers (the wheel's Python is added).
-class MetadataError(Exception):
-    """Metadata that cannot be read or is not the wheel's (a broken zip, garbage, a mismatch)."""
-
-
 @dataclass(frozen=True)
 class CoreMetadata:
     name: str  # canonical

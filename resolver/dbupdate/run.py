@@ -7,12 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from resolver import catalog
-from resolver.dbupdate import UpdateError
 from resolver.dbupdate.collect import Progress, collect, no_progress
-from resolver.dbupdate.fetch import Fetcher, FetchError
-from resolver.dbupdate.index import IndexFormatError
+from resolver.dbupdate.fetch import Fetcher
 from resolver.dbupdate.merge import Summary, merge
-from resolver.dbupdate.metadata import MetadataError
 
 
 @dataclass(frozen=True)
@@ -41,23 +38,21 @@ def run_update(
     dry_run: bool = False,
     read_at: str | None = None,
 ) -> Outcome:
-    """Update ``base`` from the indexes into ``target`` (atomically), or raise UpdateError.
+    """Update ``base`` from the indexes into ``target`` (atomically), or raise UpdateError
+    (the write) or FetchError, IndexFormatError, MetadataError (the read).
 
     Nothing is written when the index has nothing new, on ``dry_run``, or on any error.
     """
     raw = read_raw(base)
     known_problems = catalog.load(base).check()
-    try:
-        facts = collect(
-            fetcher,
-            raw["torch.yaml"],
-            pytorch_index,
-            pypi_index,
-            progress=progress,
-            read_at=read_at,
-        )
-    except (FetchError, IndexFormatError, MetadataError) as exc:
-        raise UpdateError(str(exc)) from None
+    facts = collect(
+        fetcher,
+        raw["torch.yaml"],
+        pytorch_index,
+        pypi_index,
+        progress=progress,
+        read_at=read_at,
+    )
     new_raw, summary = merge(raw, facts)
     written = False
     if summary.changed and not dry_run:

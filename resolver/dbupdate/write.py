@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
+from resolver.core.errors import UserError
 from resolver.dbupdate import UpdateError
-from resolver.errors import UserError
 from resolver.writers.atomic import replacement_mode
 
 _STR = "tag:yaml.org,2002:str"
@@ -159,7 +159,7 @@ def _merge_own_observations(tmp: Path, own: str | None) -> None:
     is dropped (the shipped one stands), as the loader would ignore it anyway."""
     if own is None:
         return
-    from resolver.errors import UserError
+    from resolver.core.errors import UserError
     from resolver.observe import store
 
     path = tmp / store.FILE

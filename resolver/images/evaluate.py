@@ -14,11 +14,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from resolver.catalog import Catalog, Release, Variant
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.versions import cc_sm, cuda_key, driver_key
 from resolver.images.facts import Fact, ImageFacts, weakest
 from resolver.images.reference import ImageRef
 from resolver.solve import Candidate, Policy, Request, Target, driver_need, solve
-from resolver.versions import cc_sm, cuda_key, driver_key
 
 FLAVOURS = ("runtime", "devel")
 _OFFICIAL_TAG = re.compile(

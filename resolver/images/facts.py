@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from resolver.errors import DataError
+from resolver.core.errors import DataError
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet

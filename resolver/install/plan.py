@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.install.env import EnvInfo, Installed, Tools
 from resolver.lockpins import (
     FORMAT_CONDA_LOCK,

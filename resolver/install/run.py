@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 TAIL_LINES = 25
 

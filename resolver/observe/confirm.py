@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver.dbupdate.fetch import Fetcher, FetchError
-from resolver.dbupdate.index import IndexFormatError
-from resolver.errors import UserError
+from resolver.core.errors import FetchError, IndexFormatError, UserError
+from resolver.dbupdate.fetch import Fetcher
 from resolver.observe import compare, store
 from resolver.observe.entries import wheel_entry
 from resolver.wheels import WheelError

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver.dbupdate.fetch import Fetcher, FetchError
-from resolver.dbupdate.index import IndexFormatError, Wheel, release_key
+from resolver.core.errors import FetchError, IndexFormatError
+from resolver.dbupdate.fetch import Fetcher
+from resolver.dbupdate.index import Wheel, release_key
 from resolver.observe import compare, store
 from resolver.observe.entries import wheel_entry
 from resolver.wheels import WheelError

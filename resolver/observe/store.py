@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from resolver import __version__
+from resolver.core.errors import UserError
 from resolver.dbupdate.write import dump_yaml
-from resolver.errors import UserError
 from resolver.readers.bounded import load_yaml, read_optional_text
 from resolver.writers.atomic import atomic_write
 

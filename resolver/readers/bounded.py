@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 KIB = 1024
 MIB = 1024 * KIB

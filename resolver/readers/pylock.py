@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.lockpins import (
     FORMAT_PYLOCK,
     LockPins,

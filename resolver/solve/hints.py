@@ -12,9 +12,9 @@ import re
 from collections.abc import Sequence
 
 from resolver.catalog import Catalog
+from resolver.core.versions import cuda_key, driver_key
 from resolver.db.evidence import trusted
 from resolver.solve.solver import REQUEST_KINDS, Candidate, Request, Target
-from resolver.versions import cuda_key, driver_key
 
 
 def _blocked_only_by(c: Candidate, kinds: set[str]) -> bool:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from resolver.catalog import ArchList, Catalog, Release, Variant
+from resolver.core.versions import CC, cc_sm, cc_str, cuda_key, driver_key
 from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, trusted
-from resolver.versions import CC, cc_sm, cc_str, cuda_key, driver_key
 
 if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given --torch needs them
     from packaging.specifiers import SpecifierSet

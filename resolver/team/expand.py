@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.team.shapes import ShapeGroup, detect_dir_machines, group
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.team.jsonstream import JsonStream
 from resolver.team.shapes import Shape, ShapeGpu
 

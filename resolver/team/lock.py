@@ -19,10 +19,10 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 
 from resolver.catalog import Catalog
+from resolver.core.versions import driver_key
 from resolver.solve import Decision, Target, TargetGpu, solve
 from resolver.team.fleet import FleetDecision, PlatformChoice, solve_fleet, split_groups
 from resolver.team.spec import EnvSpec
-from resolver.versions import driver_key
 from resolver.writers import lockfiles, recorded
 from resolver.writers.report import render_report
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.versions import CC, cc_sm, driver_key
 from resolver.solve import Target, TargetGpu
-from resolver.versions import CC, cc_sm, driver_key
 
 # A folder of detect files is read whole: bound it (a detect file is a few KB).
 MAX_DETECT_FILES = 100_000

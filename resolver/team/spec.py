@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import PLATFORMS, Catalog
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.readers.bounded import SPEC_LIMIT, load_yaml, read_text
 from resolver.solve import Request, Target
 

@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resolver.catalog import ArchList, Provenance
+from resolver.core.versions import CC, cc_sm, driver_key, parse_cc
 from resolver.host.profile import HostProfile
 from resolver.solve import driver_need, is_jit, kernel_coverage
 from resolver.verify.context import Context, build_variant, first_line, skipped
 from resolver.verify.package_checks import missing_lib_fix
 from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult
-from resolver.versions import CC, cc_sm, driver_key, parse_cc
 
 
 def probe_failed(

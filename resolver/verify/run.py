@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.verify.probe import STAGE_PREFIX
 
 PROBE_FILE = Path(__file__).with_name("probe.py")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import DataError
+from resolver.core.errors import DataError
 from resolver.verify.result import FAIL, PASS, SKIP, WARN, CheckResult
 
 FILE = "gpu_peaks.yaml"

@@ -12,7 +12,7 @@ imports or runs anything of torch.
 
 from __future__ import annotations
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 
 class WheelError(UserError):

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 _UMASK_LOCK = threading.Lock()
 

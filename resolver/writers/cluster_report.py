@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from resolver.core.versions import cc_sm
 from resolver.team.fleet import FleetDecision
 from resolver.team.shapes import ShapeGroup, abbreviate
 from resolver.team.whatif import sentence, unlocks
-from resolver.versions import cc_sm
 
 
 def _hardware(group: ShapeGroup) -> str:

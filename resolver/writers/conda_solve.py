@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 SOLVE_TIMEOUT_S = 600
 INSTALL_HINT = "pip install 'gpuresolve[conda]'"

@@ -22,10 +22,10 @@ def with_requires(dists: Sequence[ResolvedDist], target: Target) -> list[Resolve
     be read keeps the names uv's annotations gave (specifier "")."""
     from packaging.utils import canonicalize_name
 
-    from resolver.dbupdate.fetch import Fetcher, FetchError
+    from resolver.core.errors import FetchError, MetadataError
+    from resolver.dbupdate.fetch import Fetcher
     from resolver.dbupdate.metadata import (
         TAIL_BYTES,
-        MetadataError,
         metadata_from_zip,
         parse_metadata,
     )

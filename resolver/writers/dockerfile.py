@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from resolver import __version__
 from resolver.catalog import Catalog
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.images.facts import ImageFacts
 from resolver.solve import Decision
 from resolver.writers.header import header_lines

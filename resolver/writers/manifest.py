@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from resolver import __version__
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.writers.atomic import atomic_write
 
 MANIFEST = ".gpuresolve-manifest.json"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver.conda import DEFAULT_GLIBC, DEFAULT_MACOS
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.solve import Target
 
 PIP_TIMEOUT_S = 900

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.writers.pip_resolve import ResolvedDist
 
 NAME = "pylock.toml"

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from resolver.catalog import PLATFORMS
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.versions import parse_cc
 from resolver.solve import Target, TargetGpu
-from resolver.versions import parse_cc
 
 KEY = "gpuresolve-inputs:"
 VERSION = 1

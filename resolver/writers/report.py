@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
+from resolver.core.versions import cc_sm
 from resolver.render import describe_build, index_url
 from resolver.solve import Candidate, Decision, Target
 from resolver.team.fleet import FleetDecision
-from resolver.versions import cc_sm
 
 if TYPE_CHECKING:
     from resolver.team.shapes import ShapeGroup

@@ -20,7 +20,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.writers.pylock import PLATFORM_MARKERS
 
 NAME = "pyproject.toml"
