@@ -12,8 +12,8 @@ from cli_support import run_cli
 from pytorch_index import IndexServer, closed_port, fixture_routes, serve, tree_snapshot
 
 from resolver import catalog as catalog_mod
+from resolver.db.yamlfile import dump_yaml
 from resolver.dbupdate import fetch
-from resolver.dbupdate.write import dump_yaml
 
 run = run_cli
 

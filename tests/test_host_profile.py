@@ -10,7 +10,7 @@ import pytest
 
 from resolver.core.errors import UserError
 from resolver.host.profile import GpuInfo, HostProfile
-from resolver.inputs import load_profile
+from resolver.solve.inputs import load_profile
 
 GOOD: dict[str, Any] = {
     "platform": "linux-x86_64",

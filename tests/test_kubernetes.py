@@ -17,9 +17,9 @@ from cli_support import run_cli
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.solve.shapes import Shape, ShapeGpu, group
 from resolver.team import jsonstream
 from resolver.team.kubernetes import read_node_list
-from resolver.team.shapes import Shape, ShapeGpu, group
 
 FIXTURE = Path(__file__).parent / "fixtures" / "kubernetes" / "nodes.json"
 SPEC = """\

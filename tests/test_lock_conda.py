@@ -21,8 +21,8 @@ from resolver import lockpins
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.versions import parse_cc
-from resolver.inputs import build_request
 from resolver.solve import Target, TargetGpu
+from resolver.solve.inputs import build_request
 from resolver.writers import atomic, conda_solve
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
 

@@ -14,11 +14,11 @@ from pytorch_index import IndexServer, closed_port, serve
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.versions import parse_cc
-from resolver.inputs import build_request
 from resolver.solve import Target, TargetGpu
+from resolver.solve.inputs import build_request
 from resolver.writers import atomic
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
-from resolver.writers.pip_resolve import pip_platforms
+from resolver.writers.wheel_tags import pip_platforms
 
 REQ = build_request(torch=None, with_=["torchvision"], cuda=None, policy="compat")
 

@@ -48,7 +48,7 @@ class TargetOptions:
         self, catalog: Catalog, python: str | None = None
     ) -> tuple[Target, HostProfile | None]:
         """The target: described by these options, or this machine probed (``python`` overrides)."""
-        from resolver.inputs import resolve_target
+        from resolver.solve.inputs import resolve_target
 
         target, profile = resolve_target(
             catalog,
@@ -101,7 +101,7 @@ class RequestOptions:
     def request(self, target: TargetOptions | None = None) -> Request:
         """The request; with ``target``, options that contradict the described machine are
         an error (a CUDA build asked for a machine described without an NVIDIA GPU)."""
-        from resolver.inputs import build_request
+        from resolver.solve.inputs import build_request
 
         request = build_request(
             torch=self.torch_spec,

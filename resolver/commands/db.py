@@ -41,10 +41,11 @@ _JSON_OPTION = click.option(
 def check(data_dir: str | None, as_json: bool) -> None:
     """Validate the schema and the consistency of every record (exit 1 on problems)."""
     from resolver import catalog as catalog_mod
+    from resolver.db.check import check as db_check
     from resolver.images import facts as image_facts
 
     cat = catalog_mod.load(Path(data_dir) if data_dir else None)
-    problems = cat.check() + image_facts.check(cat)  # images.yaml, gpu_peaks.yaml
+    problems = db_check(cat) + image_facts.check(cat)  # images.yaml, gpu_peaks.yaml
     if as_json:
         emit_json(
             {

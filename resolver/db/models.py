@@ -252,10 +252,3 @@ class Catalog:
             ):
                 best = version
         return best
-
-    # --- consistency -------------------------------------------------------------------------
-    def check(self) -> list[str]:
-        """Cross-record rules of ``db check``; returns the problems (empty when consistent)."""
-        from resolver.db.check import check  # only `db check` and `db update` need the rules
-
-        return check(self)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver import catalog
+from resolver.db.check import check
 from resolver.dbupdate.collect import Progress, collect, no_progress
 from resolver.dbupdate.fetch import Fetcher
 from resolver.dbupdate.merge import Summary, merge
@@ -44,7 +45,7 @@ def run_update(
     Nothing is written when the index has nothing new, on ``dry_run``, or on any error.
     """
     raw = read_raw(base)
-    known_problems = catalog.load(base).check()
+    known_problems = check(catalog.load(base))
     facts = collect(
         fetcher,
         raw["torch.yaml"],

@@ -25,7 +25,7 @@ from typing import Any
 
 from resolver import __version__
 from resolver.core.errors import UserError
-from resolver.dbupdate.write import dump_yaml
+from resolver.db.yamlfile import dump_yaml
 from resolver.readers.bounded import load_yaml, read_optional_text
 from resolver.writers.atomic import atomic_write
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from resolver.catalog import Catalog
 from resolver.core.versions import cuda_key, driver_key
 from resolver.db.evidence import trusted
-from resolver.solve.solver import REQUEST_KINDS, Candidate, Request, Target
+from resolver.solve.solver import REQUEST_KINDS, Candidate, Decision, Request, Target, decide
 
 
 def _blocked_only_by(c: Candidate, kinds: set[str]) -> bool:
@@ -24,6 +25,15 @@ def _blocked_only_by(c: Candidate, kinds: set[str]) -> bool:
 def _py_key(version: str) -> tuple[int, int, bool]:
     major, _, rest = version.partition(".")
     return int(major), int(rest.rstrip("t") or 0), rest.endswith("t")
+
+
+def solve(catalog: Catalog, target: Target, request: Request) -> Decision:
+    """Resolve the best build for the target, with the runners-up, the rejects and hints."""
+    decision = decide(catalog, target, request)
+    selection = decision.selection
+    ok = ([selection] if selection else []) + list(decision.alternatives)
+    hints = build_hints(catalog, target, request, selection, ok, decision.rejected)
+    return replace(decision, hints=hints)
 
 
 def build_hints(

@@ -132,8 +132,9 @@ class Decision:
     cpu_fallback: Candidate | None = None  # shown when a GPU target has no GPU build
 
 
-def solve(catalog: Catalog, target: Target, request: Request) -> Decision:
-    """Resolve the best build for the target, with the runners-up, the rejects and hints."""
+def decide(catalog: Catalog, target: Target, request: Request) -> Decision:
+    """Resolve the best build for the target, with the runners-up and the rejects; hints.solve
+    adds the hints (hints.py reads this module's types, so it calls this one, not the reverse)."""
     cuda_wanted = target.nvidia or bool(target.gpus)
     evaluated = [
         _evaluate(catalog, target, request, rel, var, cuda_wanted)
@@ -182,10 +183,7 @@ def solve(catalog: Catalog, target: Target, request: Request) -> Decision:
             if c.ok
         ]
         cpu_fallback = max(cpu_ok, key=lambda c: c.release.key, default=None)
-    from resolver.solve.hints import build_hints  # it reads this module's types: imported here
-
-    hints = build_hints(catalog, target, request, selection, ok, rejected)
-    return Decision(target, request, selection, tuple(ok[1:]), rejected, hints, cpu_fallback)
+    return Decision(target, request, selection, tuple(ok[1:]), rejected, (), cpu_fallback)
 
 
 # --- one candidate ---------------------------------------------------------------------------

@@ -30,8 +30,8 @@ from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.solve.shapes import Shape, ShapeGpu
 from resolver.team.jsonstream import JsonStream
-from resolver.team.shapes import Shape, ShapeGpu
 
 # `kubectl get nodes -o json` is tens of KB a node (status.images): 2 GiB is ~50,000 nodes.
 MAX_NODE_LIST_BYTES = 2 << 30

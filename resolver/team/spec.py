@@ -39,15 +39,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from resolver.catalog import PLATFORMS, Catalog
 from resolver.core.errors import UserError
 from resolver.readers.bounded import SPEC_LIMIT, load_yaml, read_text
 from resolver.solve import Request, Target
-
-if TYPE_CHECKING:
-    from resolver.team.shapes import ShapeGroup
+from resolver.solve.shapes import FleetMember
 
 TOP_KEYS = {
     "name",
@@ -68,14 +66,6 @@ TARGET_KEYS = {"name", "count", "platform", "driver", "gpus", "no_gpu", "detect"
 TARGET_KEYS |= {"kubernetes", "selector"}  # many machines: resolver/team/expand.py
 RESERVED_PIP = {"torch", "torchvision", "torchaudio"}
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the output folder's name: no "/", ".."
-
-
-@dataclass(frozen=True)
-class FleetMember:
-    target: Target
-    count: int = 1
-    source: str = "described"  # or the detect file's path as written in the spec
-    group: ShapeGroup | None = None  # the machines of a `kubernetes:` or `detect: DIR/` shape
 
 
 @dataclass(frozen=True)
@@ -134,7 +124,7 @@ class _Spec:
 
 def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
     """Read and validate a spec; every problem is one UserError naming file and key."""
-    from resolver.inputs import (
+    from resolver.solve.inputs import (
         build_request,
         describe_target,
         load_profile,

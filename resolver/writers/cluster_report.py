@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from resolver.core.versions import cc_sm
-from resolver.team.fleet import FleetDecision
-from resolver.team.shapes import ShapeGroup, abbreviate
-from resolver.team.whatif import sentence, unlocks
+from resolver.solve.fleet import FleetDecision
+from resolver.solve.shapes import ShapeGroup, abbreviate
+from resolver.solve.whatif import sentence, unlocks
 
 
 def _hardware(group: ShapeGroup) -> str:

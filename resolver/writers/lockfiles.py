@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from resolver.catalog import Catalog
-from resolver.conda import solve_conda_forge, virtual_packages
 from resolver.solve import Decision, Request, Target, solve
+from resolver.solve.conda import solve_conda_forge, virtual_packages
 from resolver.writers import recorded
 from resolver.writers.atomic import diff_files, write_files
 from resolver.writers.conda_lock import LockedPlatform, render_conda_lock

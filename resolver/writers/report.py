@@ -12,10 +12,10 @@ from resolver.catalog import Catalog
 from resolver.core.versions import cc_sm
 from resolver.render import describe_build, index_url
 from resolver.solve import Candidate, Decision, Target
-from resolver.team.fleet import FleetDecision
+from resolver.solve.fleet import FleetDecision
 
 if TYPE_CHECKING:
-    from resolver.team.shapes import ShapeGroup
+    from resolver.solve.shapes import ShapeGroup
 
 
 def _target_cell(t: Target) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from resolver.core.versions import cuda_key, driver_key
 from resolver.solve import Candidate, Decision, Target
-from resolver.team.fleet import FleetDecision
+from resolver.solve.fleet import FleetDecision
 
 
 @dataclass(frozen=True)
