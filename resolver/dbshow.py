@@ -94,7 +94,7 @@ def _cell(var: Variant, platform: str) -> str | None:
 
 
 def _python_span(rel: Release) -> str:
-    from resolver.dbupdate.index import python_key
+    from resolver.wheels.simple import python_key
 
     versions = sorted({v for vs in rel.python.values() for v in vs}, key=python_key)
     return f"{versions[0]}–{versions[-1]}" if versions else "-"

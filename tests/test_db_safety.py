@@ -26,13 +26,13 @@ SUGGEST = ("suggest", "--gpu", "8.6", "--driver", "570.00", "--platform", "linux
 
 @pytest.fixture(autouse=True)
 def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
-    import resolver.dbupdate.collect as collect
+    import resolver.host.pipconfig as pipconfig
     from resolver.dbupdate import fetch
 
     monkeypatch.delenv(location.DATA_ENV, raising=False)
     monkeypatch.delenv(location.CACHE_ENV, raising=False)
     monkeypatch.delenv("GPURESOLVE_PYTORCH_INDEX", raising=False)
-    monkeypatch.setattr(collect, "pip_index_url", lambda environ=None: None)
+    monkeypatch.setattr(pipconfig, "pip_index_url", lambda environ=None: None)
     monkeypatch.setattr(fetch, "BACKOFF", 0.0)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 

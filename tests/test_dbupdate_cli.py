@@ -39,9 +39,9 @@ from resolver.solve import Request, Target, TargetGpu, solve
 @pytest.fixture(autouse=True)
 def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
     """No real pip configuration (it may name a real index) and no waiting between retries."""
-    import resolver.dbupdate.collect as collect
+    import resolver.host.pipconfig as pipconfig
 
-    monkeypatch.setattr(collect, "pip_index_url", lambda environ=None: None)
+    monkeypatch.setattr(pipconfig, "pip_index_url", lambda environ=None: None)
     monkeypatch.setattr(fetch, "BACKOFF", 0.0)
     monkeypatch.delenv("GPURESOLVE_PYTORCH_INDEX", raising=False)
     monkeypatch.delenv(catalog_mod.DATA_ENV, raising=False)

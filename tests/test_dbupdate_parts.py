@@ -29,10 +29,13 @@ from resolver.core.errors import FetchError, IndexFormatError, MetadataError
 from resolver.db.check import check as db_check
 from resolver.db.yamlfile import dump_yaml
 from resolver.dbupdate import UpdateError
-from resolver.dbupdate.collect import pip_config_index, pip_index_url
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
 from resolver.dbupdate.fetch import Fetcher
-from resolver.dbupdate.index import (
+from resolver.dbupdate.merge import merge
+from resolver.dbupdate.metadata import metadata_from_zip, parse_metadata
+from resolver.dbupdate.write import write_database
+from resolver.host.pipconfig import pip_config_index, pip_index_url
+from resolver.wheels.simple import (
     Link,
     parse_page,
     parse_wheel,
@@ -40,9 +43,6 @@ from resolver.dbupdate.index import (
     variant_links,
     variants_in_hrefs,
 )
-from resolver.dbupdate.merge import merge
-from resolver.dbupdate.metadata import metadata_from_zip, parse_metadata
-from resolver.dbupdate.write import write_database
 
 PAGE_URL = "https://index.example/whl/cu126/torch/"
 

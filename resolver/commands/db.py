@@ -165,9 +165,9 @@ def update(
         return
     from resolver.core.errors import FetchError, IndexFormatError, MetadataError
     from resolver.dbupdate import UpdateError
-    from resolver.dbupdate.collect import pip_index_url
     from resolver.dbupdate.fetch import Fetcher
     from resolver.dbupdate.run import run_update
+    from resolver.host.pipconfig import pip_index_url
 
     target = Path(write_data) if write_data else catalog_mod.user_data_dir()
     # The database in use, after any fallback: a damaged user database is not read, only replaced.

@@ -1,7 +1,7 @@
 """Refresh the compatibility database from the PyTorch wheel index (`gpuresolve db update`).
 
 The pipeline is split so that each step is testable alone: ``fetch`` (HTTP with timeouts and
-bounded retries) → ``index`` (PEP 503/691 pages, wheel file names) and ``metadata`` (PEP 658
+bounded retries) → ``wheels.simple`` (PEP 503/691 pages, wheel file names) and ``metadata`` (PEP 658
 files or a range read of the wheel's ``METADATA``) → ``collect`` (what the index says, as
 ``facts``) → ``merge`` (pure: old raw database + facts → new raw database + summary) →
 ``write`` (YAML, validated in a temporary directory, then swapped in whole).

@@ -9,10 +9,6 @@ files and falls back to range reads of the wheel.
 from __future__ import annotations
 
 import hashlib
-import os
-import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timezone
@@ -24,18 +20,6 @@ from resolver.core.errors import FetchError, IndexFormatError, MetadataError
 from resolver.core.versions import cuda_key
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
 from resolver.dbupdate.fetch import Fetcher
-from resolver.dbupdate.index import (
-    ACCEPT,
-    VARIANT_RE,
-    Wheel,
-    cuda_variant,
-    parse_page,
-    parse_wheel,
-    release_key,
-    variant_cuda,
-    variant_links,
-    variants_in_hrefs,
-)
 from resolver.dbupdate.merge import (
     companion_version,
     db_releases,
@@ -48,6 +32,18 @@ from resolver.dbupdate.metadata import (
     CoreMetadata,
     metadata_from_zip,
     parse_metadata,
+)
+from resolver.wheels.simple import (
+    ACCEPT,
+    VARIANT_RE,
+    Wheel,
+    cuda_variant,
+    parse_page,
+    parse_wheel,
+    release_key,
+    variant_cuda,
+    variant_links,
+    variants_in_hrefs,
 )
 
 OLDEST = (2, 0)  # the database starts at torch 2.0
@@ -74,44 +70,6 @@ def no_progress(label: str, length: int) -> Iterator[ProgressBar]:
 
 def now_utc() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-# --- pip's configuration ---------------------------------------------------------------------
-
-
-def pip_index_url(environ: Mapping[str, str] | None = None) -> str | None:
-    """The default index pip is configured with (PIP_INDEX_URL, then ``pip config list``).
-
-    None when nothing is configured: gpuresolve names no registry itself.
-    """
-    env = os.environ if environ is None else environ
-    if env.get("PIP_INDEX_URL", "").strip():
-        return env["PIP_INDEX_URL"].split()[0]
-    try:
-        out = subprocess.run(
-            [sys.executable, "-m", "pip", "config", "list"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-            env={**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return pip_config_index(out)
-
-
-def pip_config_index(listing: str) -> str | None:
-    """The index-url from ``pip config list`` output (``install.`` beats ``global.``)."""
-    found: dict[str, str] = {}
-    for line in listing.splitlines():
-        m = re.match(r"^([^.\s]*)\.index-url\s*=\s*(['\"]?)(.*)\2\s*$", line.strip())
-        if m and m.group(3).strip():
-            found[m.group(1)] = m.group(3).split()[0]
-    for section in (":env:", "install", "global"):
-        if section in found:
-            return found[section]
-    return next(iter(found.values()), None)
 
 
 # --- the reader --------------------------------------------------------------------------------
@@ -363,7 +321,7 @@ def _variant_sort(name: str) -> tuple[int, tuple[int, int]]:
 
 
 def _best_python(wheel: Wheel) -> str:
-    from resolver.dbupdate.index import python_key
+    from resolver.wheels.simple import python_key
 
     gil = [p for p in wheel.pythons if not p.endswith("t")] or list(wheel.pythons)
     return max(gil, key=python_key)
@@ -378,7 +336,7 @@ def _pick(
     wheels: list[Wheel], *, linux_only: bool = False, platform: str | None = None
 ) -> Wheel | None:
     """The wheel whose metadata stands for the build: Linux (where pins live), newest CPython."""
-    from resolver.dbupdate.index import python_key
+    from resolver.wheels.simple import python_key
 
     order = [platform] if platform else list(_PLATFORM_PREFERENCE)
     if linux_only:
@@ -398,4 +356,4 @@ def _first_upload(wheels: Any) -> str | None:
     return times[0][:10] if times else None
 
 
-__all__ = ["FetchError", "collect", "no_progress", "pip_index_url"]
+__all__ = ["FetchError", "collect", "no_progress"]

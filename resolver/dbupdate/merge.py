@@ -24,7 +24,7 @@ from typing import Any
 from resolver.catalog import PLATFORMS
 from resolver.core.versions import cuda_key
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
-from resolver.dbupdate.index import python_key, release_key, variant_cuda
+from resolver.wheels.simple import python_key, release_key, variant_cuda
 
 _PYTHON_META = ("source", "confirmed", "note")
 

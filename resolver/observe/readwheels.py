@@ -17,11 +17,11 @@ from typing import Any
 
 from resolver.core.errors import FetchError, IndexFormatError
 from resolver.dbupdate.fetch import Fetcher
-from resolver.dbupdate.index import Wheel, release_key
 from resolver.observe import compare, store
 from resolver.observe.entries import wheel_entry
 from resolver.wheels import WheelError
 from resolver.wheels.index import pick_wheel, project_wheels
+from resolver.wheels.simple import Wheel, release_key
 from resolver.wheels.source import BudgetError
 from resolver.wheels.torchwheel import inspect_wheel
 

@@ -1,6 +1,6 @@
 """Which wheel to read for a build: list a project's wheels on an index, pick one per build.
 
-Index pages are parsed by ``resolver.dbupdate.index`` (PEP 503 HTML and PEP 691 JSON) and
+Index pages are parsed by ``resolver.wheels.simple`` (PEP 503 HTML and PEP 691 JSON) and
 fetched with its ``Fetcher``; this module only chooses among them.
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Iterable
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from resolver.dbupdate.collect import pip_index_url
 from resolver.dbupdate.fetch import Fetcher
-from resolver.dbupdate.index import ACCEPT, Wheel, parse_page, parse_wheel, python_key
+from resolver.host.pipconfig import pip_index_url
+from resolver.wheels.simple import ACCEPT, Wheel, parse_page, parse_wheel, python_key
 
 
 def pip_default_index() -> str | None:

@@ -65,7 +65,7 @@ def default_index() -> str | None:
     """
     if os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL"):
         return None
-    from resolver.dbupdate.collect import pip_index_url
+    from resolver.host.pipconfig import pip_index_url
 
     return pip_index_url()
 
