@@ -20,7 +20,6 @@ from resolver.db import cache as _cache
 from resolver.db import location as _location
 from resolver.db.evidence import Contradiction, Provenance
 from resolver.db.models import (
-    PLATFORMS,
     Architecture,
     ArchList,
     Catalog,
@@ -37,7 +36,6 @@ from resolver.db.models import (
 )
 
 __all__ = [  # re-exported: callers import the database's names from here
-    "PLATFORMS",
     "ArchList",
     "Architecture",
     "Catalog",

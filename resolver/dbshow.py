@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from resolver.catalog import PLATFORMS, Catalog, Provenance, Release, Variant
+from resolver.catalog import Catalog, Provenance, Release, Variant
+from resolver.core.platforms import PLATFORMS, PythonVersion
 from resolver.core.versions import cc_str
 from resolver.db.evidence import GRADE_TEXT, GRADES
 
@@ -94,9 +95,7 @@ def _cell(var: Variant, platform: str) -> str | None:
 
 
 def _python_span(rel: Release) -> str:
-    from resolver.wheels.simple import python_key
-
-    versions = sorted({v for vs in rel.python.values() for v in vs}, key=python_key)
+    versions = sorted({v for vs in rel.python.values() for v in vs}, key=PythonVersion.parse)
     return f"{versions[0]}–{versions[-1]}" if versions else "-"
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import UserError
+from resolver.core.platforms import BY_NAME
 from resolver.readers.bounded import LOCK_LIMIT, LOCK_MAX_NODES, load_yaml, read_text
 
 FORMAT_REQUIREMENTS = "requirements"
@@ -28,13 +29,6 @@ FORMAT_PYLOCK = "pylock"
 CONDA_TO_DIST = {"pytorch": "torch"}
 # conda packages that are no Python distribution but name the CUDA build of the environment.
 _CONDA_CUDA_META = {"pytorch-cuda", "cuda-version"}
-# conda platform names for gpuresolve's.
-CONDA_PLATFORMS = {
-    "linux-x86_64": "linux-64",
-    "linux-aarch64": "linux-aarch64",
-    "windows-x86_64": "win-64",
-    "macos-arm64": "osx-arm64",
-}
 _MAX_INCLUDES = 16
 _VARIANT_RE = re.compile(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)*|xpu)$")
 _INDEX_VARIANT_RE = re.compile(r"/whl/(?:(?:nightly|test)/)?(cpu|cu\d{3}|rocm[\d.]+|xpu)/?$")
@@ -339,7 +333,7 @@ def _conda_lock(doc: dict[str, Any], path: str, platform: str | None) -> LockPin
         raise UserError(f"{path}: 'package' must be a list")
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     platforms = tuple(str(p) for p in (meta or {}).get("platforms") or ())
-    wanted = CONDA_PLATFORMS.get(platform or "", platform)
+    wanted = BY_NAME[platform].conda_subdir if platform in BY_NAME else platform
     seen = {str(e.get("platform")) for e in packages if isinstance(e, dict)}
     if wanted and wanted not in seen:
         have = ", ".join(sorted(seen)) or "none"

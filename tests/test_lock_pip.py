@@ -13,12 +13,12 @@ from pytorch_index import IndexServer, closed_port, serve
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.core.platforms import pip_platforms
 from resolver.core.versions import parse_cc
 from resolver.solve import Target, TargetGpu
 from resolver.solve.inputs import build_request
 from resolver.writers import atomic
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
-from resolver.writers.wheel_tags import pip_platforms
 
 REQ = build_request(torch=None, with_=["torchvision"], cuda=None, policy="compat")
 
@@ -55,7 +55,7 @@ TARGETS = [
 
 
 def _platform_args(t: Target) -> list[str]:
-    return [arg for tag in pip_platforms(t) for arg in ("--platform", tag)]
+    return [arg for tag in pip_platforms(t.platform) for arg in ("--platform", tag)]
 
 
 @pytest.mark.parametrize(("t", "torch", "torchvision"), TARGETS)

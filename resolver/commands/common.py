@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from resolver.core.errors import UserError
+from resolver.core.platforms import MACOS
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
@@ -113,8 +114,8 @@ class RequestOptions:
         )
         if target is not None and request.variant not in (None, "cpu"):
             no_cuda = "--no-gpu" if target.no_gpu else None
-            if (target.platform or "").strip().lower() == "macos-arm64":
-                no_cuda = "--platform macos-arm64"
+            if (target.platform or "").strip().lower() == MACOS:
+                no_cuda = f"--platform {MACOS}"
             if no_cuda:
                 asked = f"--cuda {self.cuda}" if self.cuda else f"a {request.variant} build"
                 raise UserError(

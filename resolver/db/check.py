@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from resolver.core.platforms import PLATFORMS
 from resolver.core.versions import cc_str, cuda_key
 from resolver.db.evidence import GRADES, Provenance
-from resolver.db.models import PLATFORMS, Catalog, CondaForge, Release, Variant
+from resolver.db.models import Catalog, CondaForge, Release, Variant
 
 _PYTHON_RE = re.compile(r"^3\.\d+t?$")  # "3.12", "3.13t" (free-threaded)
 

@@ -16,8 +16,6 @@ from resolver.core.versions import CC, cuda_key, driver_key
 from resolver.db import gpunames
 from resolver.db.evidence import Provenance
 
-PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
-
 
 class DriverWindow(NamedTuple):
     """Which driver branches drive GPUs of an architecture at all (major numbers, inclusive)."""

@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from resolver.core.errors import DataError, UserError
+from resolver.core.platforms import PLATFORMS
 from resolver.core.versions import CC, driver_key, parse_cc
 from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
 from resolver.db.models import (
-    PLATFORMS,
     Architecture,
     ArchList,
     Catalog,

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from packaging.version import Version
 
 from resolver.core.errors import FetchError, IndexFormatError, MetadataError
+from resolver.core.platforms import PLATFORMS, PythonVersion, is_free_threaded
 from resolver.core.versions import cuda_key
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
 from resolver.dbupdate.fetch import Fetcher
@@ -48,7 +49,6 @@ from resolver.wheels.simple import (
 
 OLDEST = (2, 0)  # the database starts at torch 2.0
 TORCHAUDIO_LAST = (2, 11)  # torchaudio ends at 2.11: later releases need no pairing
-_PLATFORM_PREFERENCE = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
 
 
 class ProgressBar(Protocol):
@@ -281,7 +281,7 @@ class _Reader:
             if not mine:
                 continue
             rf.date = _first_upload(mine) or rf.date
-            for plat in _PLATFORM_PREFERENCE:
+            for plat in PLATFORMS:
                 wheel = _pick([w for w in mine if plat in w.platforms], platform=plat)
                 if wheel is not None:
                     todo.append((rf, plat, wheel))
@@ -321,14 +321,12 @@ def _variant_sort(name: str) -> tuple[int, tuple[int, int]]:
 
 
 def _best_python(wheel: Wheel) -> str:
-    from resolver.wheels.simple import python_key
-
-    gil = [p for p in wheel.pythons if not p.endswith("t")] or list(wheel.pythons)
-    return max(gil, key=python_key)
+    gil = [p for p in wheel.pythons if not is_free_threaded(p)] or list(wheel.pythons)
+    return max(gil, key=PythonVersion.parse)
 
 
 def _wheel_env(wheel: Wheel) -> tuple[str, str]:
-    plat = next(p for p in _PLATFORM_PREFERENCE if p in wheel.platforms)
+    plat = next(p for p in PLATFORMS if p in wheel.platforms)
     return plat, _best_python(wheel)
 
 
@@ -336,9 +334,8 @@ def _pick(
     wheels: list[Wheel], *, linux_only: bool = False, platform: str | None = None
 ) -> Wheel | None:
     """The wheel whose metadata stands for the build: Linux (where pins live), newest CPython."""
-    from resolver.wheels.simple import python_key
 
-    order = [platform] if platform else list(_PLATFORM_PREFERENCE)
+    order = [platform] if platform else list(PLATFORMS)
     if linux_only:
         order = [p for p in order if p.startswith("linux")]
     for plat in order:
@@ -346,7 +343,11 @@ def _pick(
         if here:
             # a GIL build first (free-threaded wheels may pin differently), then the newest
             return max(
-                here, key=lambda w: (not _best_python(w).endswith("t"), python_key(_best_python(w)))
+                here,
+                key=lambda w: (
+                    not is_free_threaded(_best_python(w)),
+                    PythonVersion.parse(_best_python(w)),
+                ),
             )
     return None
 

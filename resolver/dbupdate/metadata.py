@@ -18,7 +18,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from resolver.core.errors import MetadataError
-from resolver.markers import applicable, marker_env
+from resolver.core.platforms import marker_env
+from resolver.markers import applicable
 
 TAIL_BYTES = 64 * 1024  # one suffix read: the EOCD, usually the whole central directory too
 MAX_CENTRAL_DIRECTORY = 64 * 1024 * 1024

@@ -10,6 +10,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from resolver.core.platforms import PLATFORMS
+
 # Detection states, named plainly for the user.
 STATE_OK = "ok"  # a driver and at least one usable GPU
 STATE_NO_DRIVER = "no-driver"  # no NVIDIA kernel driver on this machine
@@ -77,8 +79,6 @@ class HostProfile:
         A hand-edited or foreign file raises ``ValueError`` naming the key, never an
         AttributeError deep inside the solver.
         """
-        from resolver.catalog import PLATFORMS  # lazily: the catalog is not needed to probe
-
         doc = _Doc(data, "")
         platform = doc.need("platform")
         if platform not in PLATFORMS:

@@ -25,6 +25,7 @@ from typing import Any
 
 from resolver import __version__
 from resolver.core.errors import UserError
+from resolver.core.platforms import PLATFORMS
 from resolver.db.yamlfile import dump_yaml
 from resolver.readers.bounded import load_yaml, read_optional_text
 from resolver.writers.atomic import atomic_write
@@ -37,7 +38,6 @@ HEADER = (
     "# --read-wheels, suggest/lock --confirm) and from verified builds (verify). Format:\n"
     "# data/SCHEMA.md, observations.yaml. Written by gpuresolve; edits are kept if valid.\n"
 )
-PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
 
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 _GIT = re.compile(r"^[0-9a-f]{7,40}$")

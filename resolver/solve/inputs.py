@@ -11,8 +11,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from resolver.catalog import PLATFORMS, Catalog
+from resolver.catalog import Catalog
 from resolver.core.errors import UserError, shown
+from resolver.core.platforms import MACOS, PLATFORMS
 from resolver.core.versions import driver_key, parse_cc
 from resolver.host.profile import STATE_OK, HostProfile
 from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
@@ -220,7 +221,7 @@ def describe_target(
     resolved = tuple(TargetGpu(*catalog.resolve_gpu(g)) for g in gpus)
     if driver is not None:
         driver = normalize_driver(driver)
-    if plat == "macos-arm64" and (resolved or driver):
+    if plat == MACOS and (resolved or driver):
         raise UserError("macOS has no NVIDIA CUDA builds: drop --gpu/--driver for macos-arm64")
     py = python_version(python) if python else base.python
     if not is_described(

@@ -41,8 +41,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from resolver.catalog import PLATFORMS, Catalog
+from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.core.platforms import DEFAULT_PLATFORM, PLATFORMS
 from resolver.readers.bounded import SPEC_LIMIT, load_yaml, read_text
 from resolver.solve import Request, Target
 from resolver.solve.shapes import FleetMember
@@ -236,7 +237,7 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
             target = replace(target_from_profile(catalog, profile, tname), python=python)
             members.append(FleetMember(target, count, rel))
             continue
-        platform = s.string(t.get("platform", "linux-x86_64"), f"{key}.platform")
+        platform = s.string(t.get("platform", DEFAULT_PLATFORM), f"{key}.platform")
         if platform not in PLATFORMS:
             raise s.fail(f"{key}.platform", f"{platform!r}: one of {', '.join(PLATFORMS)}")
         driver = s.string(t["driver"], f"{key}.driver", version=True) if "driver" in t else None

@@ -12,9 +12,10 @@ from collections.abc import Iterable
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from resolver.core.platforms import PythonVersion
 from resolver.dbupdate.fetch import Fetcher
 from resolver.host.pipconfig import pip_index_url
-from resolver.wheels.simple import ACCEPT, Wheel, parse_page, parse_wheel, python_key
+from resolver.wheels.simple import ACCEPT, Wheel, parse_page, parse_wheel
 
 
 def pip_default_index() -> str | None:
@@ -74,7 +75,9 @@ def pick_wheel(
     ]
     if not fitting:
         return None
-    return min(fitting, key=lambda w: (min(python_key(p) for p in w.pythons), -build_number(w)))
+    return min(
+        fitting, key=lambda w: (min(PythonVersion.parse(p) for p in w.pythons), -build_number(w))
+    )
 
 
 def build_number(wheel: Wheel) -> int:

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from typing import TYPE_CHECKING, Any
 
-from resolver.markers import applicable, marker_env
+from resolver.core.platforms import marker_env, of_wheel_tag
+from resolver.markers import applicable
 from resolver.wheels import WheelError
 from resolver.wheels.source import TIMEOUT, Progress, Source, open_source, url_sha256
 from resolver.wheels.zipdir import Directory, Member, member_data, read_directory, read_member
@@ -59,7 +60,7 @@ class WheelReport:
     ptx: list[str]
     bytes_read: int
     size: int
-    platform: str | None = None  # linux-x86_64 | linux-aarch64 | windows-x86_64 | macos-arm64
+    platform: str | None = None  # a name of core.platforms.PLATFORMS
     variant: str | None = None  # the local version tag: cu128, cpu, rocm6.4
     cudnn: str | None = None  # pinned by the wheel's metadata (Linux wheels of the index)
     nccl: str | None = None
@@ -112,16 +113,7 @@ def platform_of(filename: str) -> str | None:
     if not m:
         return None
     tags = m.group("plat").split(".")
-    for tag in tags:
-        if tag.startswith(("manylinux", "linux", "musllinux")) and tag.endswith("x86_64"):
-            return "linux-x86_64"
-        if tag.startswith(("manylinux", "linux", "musllinux")) and tag.endswith("aarch64"):
-            return "linux-aarch64"
-        if tag == "win_amd64":
-            return "windows-x86_64"
-        if tag.startswith("macosx") and tag.endswith("arm64"):
-            return "macos-arm64"
-    return None
+    return next((p for tag in tags if (p := of_wheel_tag(tag)) is not None), None)
 
 
 def parse_version_py(text: str) -> dict[str, str | None]:

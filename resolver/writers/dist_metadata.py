@@ -23,13 +23,14 @@ def with_requires(dists: Sequence[ResolvedDist], target: Target) -> list[Resolve
     from packaging.utils import canonicalize_name
 
     from resolver.core.errors import FetchError, MetadataError
+    from resolver.core.platforms import marker_env
     from resolver.dbupdate.fetch import Fetcher
     from resolver.dbupdate.metadata import (
         TAIL_BYTES,
         metadata_from_zip,
         parse_metadata,
     )
-    from resolver.markers import applicable, marker_env
+    from resolver.markers import applicable
 
     env = marker_env(target.platform, target.python)
     out: list[ResolvedDist] = []

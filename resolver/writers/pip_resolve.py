@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver.core.errors import UserError
+from resolver.core.platforms import DEFAULT_MACOS, plain_python, uv_platform
 from resolver.solve import Target
-from resolver.solve.conda import DEFAULT_MACOS
-from resolver.writers.wheel_tags import target_tags, uv_platform
+from resolver.writers.wheel_tags import target_tags
 
 PIP_TIMEOUT_S = 900
 
@@ -80,8 +80,8 @@ def uv_command(
 ) -> list[str]:
     """`uv pip compile` for the target's marker environment and tags (never this machine's)."""
     cmd = [uv, "pip", "compile", str(requirements), "--quiet", "--no-progress", "--no-config"]
-    cmd += ["--python-platform", uv_platform(target, glibc)]
-    cmd += ["--python-version", target.python.rstrip("t"), "--no-python-downloads"]
+    cmd += ["--python-platform", uv_platform(target.platform, glibc)]
+    cmd += ["--python-version", plain_python(target.python), "--no-python-downloads"]
     cmd += ["--generate-hashes", "--only-binary", ":all:", "--no-header", "--format", output_format]
     # pip's meaning of several indexes (the best version of any), which the files are read with.
     cmd += ["--index-strategy", "unsafe-best-match"]

@@ -19,8 +19,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from resolver.catalog import PLATFORMS
 from resolver.core.errors import UserError
+from resolver.core.platforms import PLATFORMS
 from resolver.core.versions import parse_cc
 from resolver.solve import Target, TargetGpu
 

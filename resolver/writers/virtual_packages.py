@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from resolver.catalog import Catalog
+from resolver.core.platforms import DEFAULT_GLIBC, DEFAULT_MACOS
 from resolver.solve import Decision, Target
-from resolver.solve.conda import DEFAULT_GLIBC, DEFAULT_MACOS
 from resolver.writers.header import header_lines
 
 
