@@ -212,7 +212,7 @@ def _decision_plan(
     return plan_mod.plan_decision(
         sel.packages,
         sel.variant.name,
-        render.index_url(catalog, sel.variant.name, pytorch_index),
+        catalog.index_url(sel.variant.name, pytorch_index),
         env,
         chosen,
     )

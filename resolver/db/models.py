@@ -188,7 +188,10 @@ class Catalog:
 
     # --- lookups -----------------------------------------------------------------------------
     # --- lookups -----------------------------------------------------------------------------
-    def index_url(self, variant: str) -> str:
+    def index_url(self, variant: str, mirror: str | None = None) -> str:
+        """The variant's index on the PyTorch index, or on a mirror of it (--pytorch-index)."""
+        if mirror:
+            return mirror.rstrip("/") + "/" + variant
         return self.index_url_template.format(variant=variant)
 
     def release(self, version: str) -> Release | None:

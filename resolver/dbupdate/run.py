@@ -8,6 +8,7 @@ from typing import Any
 
 from resolver import catalog
 from resolver.db.check import check
+from resolver.db.yamlfile import read_yaml
 from resolver.dbupdate.collect import Progress, collect, no_progress
 from resolver.dbupdate.fetch import Fetcher
 from resolver.dbupdate.merge import Summary, merge
@@ -25,7 +26,7 @@ class Outcome:
 
 def read_raw(directory: Path) -> dict[str, Any]:
     """The four files as parsed YAML, keyed by file name (DataError when one is broken)."""
-    return {name: catalog._read_yaml(directory / name) for name in catalog.FILES}
+    return {name: read_yaml(directory / name) for name in catalog.FILES}
 
 
 def run_update(

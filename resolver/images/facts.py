@@ -104,10 +104,10 @@ def data_file(catalog_origin: str | None = None) -> Path:
 
 
 def load(path: Path | None = None) -> ImageFacts:
-    from resolver.catalog import _read_yaml
+    from resolver.db.yamlfile import read_yaml
 
     path = path or data_file()
-    raw = _read_yaml(path)
+    raw = read_yaml(path)
     return from_raw(raw, origin=str(path))
 
 

@@ -72,15 +72,21 @@ class Request:
         return "any" if self.allow_unconfirmed else self.evidence
 
 
+ReasonKind = Literal[
+    "spec", "python", "cuda", "variant", "companion", "cpu", "nogpu", "arch", "driver",
+    "unknown", "window", "evidence",
+]  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Reason:
-    kind: str  # spec | python | cuda | variant | companion | cpu | nogpu | arch | driver | unknown
+    kind: ReasonKind
     text: str
 
 
 # Reason kinds by who is at fault: the request, or the target's GPU side (kernels, driver).
-REQUEST_KINDS = frozenset({"spec", "cuda", "variant", "companion"})
-GPU_KINDS = frozenset({"arch", "driver", "unknown", "window"})
+REQUEST_KINDS: frozenset[ReasonKind] = frozenset({"spec", "cuda", "variant", "companion"})
+GPU_KINDS: frozenset[ReasonKind] = frozenset({"arch", "driver", "unknown", "window"})
 
 
 @dataclass(frozen=True)

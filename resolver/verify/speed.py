@@ -80,9 +80,9 @@ def data_file(catalog_origin: str | None = None) -> Path:
 
 
 def load(path: Path | None = None) -> Peaks:
-    from resolver.catalog import _read_yaml
+    from resolver.db.yamlfile import read_yaml
 
-    return from_raw(_read_yaml(path or data_file()))
+    return from_raw(read_yaml(path or data_file()))
 
 
 def from_raw(raw: Any) -> Peaks:

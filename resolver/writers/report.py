@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
 from resolver.core.versions import cc_sm
-from resolver.render import describe_build, index_url
+from resolver.render import describe_build
 from resolver.solve import Candidate, Decision, Target
 from resolver.solve.fleet import FleetDecision
 
@@ -75,7 +75,7 @@ def render_report(
             flag = "" if choice.confirmed else " (weakly evidenced: nothing documented fits)"
             lines.append(
                 f"| {choice.platform} | {describe_build(cand)}{flag} | {choice.evidence} | "
-                f"{index_url(catalog, cand.variant.name, pytorch_index)} | "
+                f"{catalog.index_url(cand.variant.name, pytorch_index)} | "
                 f"{', '.join(choice.members)} |"
             )
         lines.append("")
