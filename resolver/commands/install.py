@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
@@ -20,13 +19,13 @@ from resolver.commands.common import (
     target_options,
 )
 from resolver.core.errors import UserError
+from resolver.core.platforms import PYTHON_RE
 from resolver.readers.bounded import LOCK_LIMIT, read_text
 
 if TYPE_CHECKING:
     from resolver.install.env import EnvInfo, Tools
     from resolver.install.plan import Plan
 
-_VERSION_RE = re.compile(r"^3\.\d{1,2}t?$")
 _FAIL_TAIL = 12
 
 
@@ -81,7 +80,7 @@ def install(
     from resolver.verify.run import resolve_python
 
     python, pytorch_index = target.python, request.pytorch_index
-    if python and _VERSION_RE.match(python.strip()):
+    if python and PYTHON_RE.match(python.strip()):
         raise UserError(
             f"--python {python}: install takes the interpreter of the environment to install "
             "into (a path such as .venv/bin/python), not a version"

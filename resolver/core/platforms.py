@@ -8,6 +8,7 @@ other module spells a platform or parses a "t" suffix.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from resolver.core.errors import UserError
@@ -147,6 +148,10 @@ def uv_platform(platform: str, glibc: str | None = None) -> str:
     if platform == MACOS:
         return "aarch64-apple-darwin"
     raise UserError(f"no uv platform for {platform}")
+
+
+# A target's Python as users and files write it: "3.12", "3.13t" (free-threaded).
+PYTHON_RE = re.compile(r"^3\.\d{1,2}t?$")
 
 
 @dataclass(frozen=True, order=True)

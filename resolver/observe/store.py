@@ -25,7 +25,7 @@ from typing import Any
 
 from resolver import __version__
 from resolver.core.errors import UserError
-from resolver.core.platforms import PLATFORMS
+from resolver.core.platforms import PLATFORMS, PYTHON_RE
 from resolver.db.yamlfile import dump_yaml
 from resolver.readers.bounded import load_yaml, read_optional_text
 from resolver.writers.atomic import atomic_write
@@ -47,7 +47,6 @@ _VARIANT = re.compile(r"^(cpu|cu\d{2,3}|rocm\d{1,2}(\.\d{1,2}){0,2}|xpu)$")
 _CC = re.compile(r"^\d{1,2}\.\d[af]?$")
 _VERSION = re.compile(r"^\d{1,4}(\.\d{1,6}){0,4}$")
 _TORCH_VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}([a-z0-9.]{0,20})?(\+[a-z0-9.]{1,30})?$")
-_PYTHON = re.compile(r"^3\.\d{1,2}t?$")
 _WHEEL = re.compile(
     r"^torch-\d{1,3}\.\d{1,3}\.\d{1,3}(\+[a-z0-9.]{1,30})?(-\d[A-Za-z0-9_]{0,20})?-[A-Za-z0-9_.]{1,40}-"
     r"[A-Za-z0-9_.]{1,40}-[A-Za-z0-9_.]{1,80}\.whl$"
@@ -152,7 +151,7 @@ WHEEL_KEYS: dict[str, Callable[[Any, str], Any]] = {
 }
 RUNTIME_KEYS: dict[str, Callable[[Any, str], Any]] = {
     "seen": _text(_DATE, "a date YYYY-MM-DD"),
-    "python": _optional(_text(_PYTHON, "a Python version such as 3.12")),
+    "python": _optional(_text(PYTHON_RE, "a Python version such as 3.12")),
     **_COMMON,
 }
 WHEEL_REQUIRED = ("wheel", "sha256", "read", "torch", "variant", "platform")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, shown
-from resolver.core.platforms import MACOS, PLATFORMS
+from resolver.core.platforms import MACOS, PLATFORMS, PYTHON_RE
 from resolver.core.versions import driver_key, parse_cc
 from resolver.host.profile import STATE_OK, HostProfile
 from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
 _REQ_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*$")
-_PY_RE = re.compile(r"^3\.\d{1,2}t?$")
 _VARIANT_RE = re.compile(r"^(cpu|cu\d{3})$")
 _LONG_NUMBER = re.compile(r"\d{13}")
 
@@ -44,7 +43,7 @@ def normalize_driver(value: str) -> str:
 def python_version(value: str) -> str:
     """ "3.12", "3.13t", or an interpreter path whose version is read (as uv's --python accepts)."""
     v = value.strip()
-    if _PY_RE.match(v):
+    if PYTHON_RE.match(v):
         return v
     if re.match(r"^3\.\d{1,2}\.\d+$", v):
         return ".".join(v.split(".")[:2])
@@ -76,7 +75,7 @@ def python_version(value: str) -> str:
         ) from None
     except (OSError, subprocess.SubprocessError):
         raise UserError(f"--python {shown(value)}: cannot run that interpreter") from None
-    if not _PY_RE.match(out):
+    if not PYTHON_RE.match(out):
         raise UserError(f"--python {shown(value)}: it reported an unexpected version {out[:40]!r}")
     return out
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from typing import TYPE_CHECKING, Any
 
-from resolver.core.platforms import marker_env, of_wheel_tag
+from resolver.core.platforms import PythonVersion, marker_env, of_wheel_tag
 from resolver.markers import applicable
 from resolver.wheels import WheelError
 from resolver.wheels.source import TIMEOUT, Progress, Source, open_source, url_sha256
@@ -202,7 +202,7 @@ def python_of(filename: str) -> str | None:
     tag = re.match(r"^cp(\d)(\d+)(t?)$", m.group("abi")) if m else None
     if tag is None and m:
         tag = re.match(r"^cp(\d)(\d+)(t?)$", m.group("py").split(".")[0])
-    return f"{tag.group(1)}.{tag.group(2)}{tag.group(3)}" if tag else None
+    return str(PythonVersion(int(tag[1]), int(tag[2]), tag[3] == "t")) if tag else None
 
 
 def _metadata_member(directory: Directory) -> Member | None:

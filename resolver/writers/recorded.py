@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from resolver.core.errors import UserError
-from resolver.core.platforms import PLATFORMS
+from resolver.core.platforms import PLATFORMS, PYTHON_RE
 from resolver.core.versions import parse_cc
 from resolver.solve import Target, TargetGpu
 
@@ -28,7 +28,6 @@ KEY = "gpuresolve-inputs:"
 VERSION = 1
 _MARKDOWN = (".md",)
 MAX_LINE = 64 * 1024  # a recorded line longer than this is not ours
-_PY = re.compile(r"^3\.\d{1,2}t?$")
 _GLIBC = re.compile(r"^2\.\d{1,3}$")
 
 
@@ -134,7 +133,7 @@ def target_from_record(record: Mapping[str, Any], where: str) -> tuple[Target, s
             unknown_gpus=tuple(str(u) for u in record.get("unknown_gpus") or ()),
         )
         glibc = record.get("glibc")
-        if target.platform not in PLATFORMS or not _PY.match(target.python):
+        if target.platform not in PLATFORMS or not PYTHON_RE.match(target.python):
             raise ValueError(target.platform)
         if glibc is not None and not _GLIBC.match(str(glibc)):
             raise ValueError(glibc)
