@@ -19,7 +19,7 @@ from resolver.core.platforms import BY_NAME, is_free_threaded
 from resolver.core.versions import cc_sm, cuda_key, driver_key
 from resolver.images.facts import Fact, ImageFacts, weakest
 from resolver.images.reference import ImageRef
-from resolver.solve import Candidate, Policy, Request, Target, driver_need, solve
+from resolver.solve import Candidate, Policy, Request, Target, driver_need, evaluate, solve
 
 FLAVOURS = ("runtime", "devel")
 _OFFICIAL_TAG = re.compile(
@@ -254,11 +254,7 @@ def _judge_build(judge: Judge, rel: Release, var: Variant) -> Candidate:
         allow_unconfirmed=True,
         cuda_on_gpu_less=True,
     )
-    decision = solve(judge.catalog, target, request)
-    for cand in (decision.selection, *decision.alternatives, *decision.rejected):
-        if cand is not None and cand.release is rel and cand.variant.name == var.name:
-            return cand
-    raise AssertionError("the solver evaluates every build of the platform")
+    return evaluate(judge.catalog, target, request, rel, var)
 
 
 def _verdict(report: Report, judge: Judge, cand: Candidate) -> None:

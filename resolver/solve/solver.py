@@ -195,6 +195,17 @@ def decide(catalog: Catalog, target: Target, request: Request) -> Decision:
 # --- one candidate ---------------------------------------------------------------------------
 
 
+def evaluate(
+    catalog: Catalog, target: Target, request: Request, rel: Release, var: Variant
+) -> Candidate:
+    """One build judged on the target, with its reasons, without solving the others.
+
+    resolvelib's provider idea: decide() ranks what this returns for every build, so a caller
+    asking about one build (an image's torch) need not run or search a whole solve.
+    """
+    return _evaluate(catalog, target, request, rel, var, target.nvidia or bool(target.gpus))
+
+
 def _evaluate(
     catalog: Catalog,
     target: Target,
