@@ -16,6 +16,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
@@ -65,7 +66,7 @@ class Removal:
 @dataclass(frozen=True)
 class Step:
     argv: tuple[str, ...]
-    purpose: str  # "remove" | "install"
+    purpose: Literal["remove", "install"]
 
     @property
     def command(self) -> str:

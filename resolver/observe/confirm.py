@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from resolver.core.errors import FetchError, IndexFormatError, UserError
 from resolver.dbupdate.fetch import Fetcher
@@ -26,7 +26,7 @@ BUDGET = 64 * 1024 * 1024
 
 @dataclass
 class Confirmation:
-    status: str  # observed-before | confirmed | contradicted | unconfirmed
+    status: Literal["observed-before", "confirmed", "contradicted", "unconfirmed"]
     build: str
     wheel: str | None = None
     bytes_read: int = 0

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import DataError
-from resolver.verify.result import FAIL, PASS, SKIP, WARN, CheckResult
+from resolver.verify.result import FAIL, PASS, SKIP, WARN, CheckResult, Status
 
 FILE = "gpu_peaks.yaml"
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
@@ -180,6 +180,7 @@ def judge(annotated: Mapping[str, Any] | None, device_name: str | None) -> Check
         for case, row in judged
     )
     basis = f"datasheet peaks of the {gpu['name']} ({gpu['grade']})"
+    status: Status
     if frac < fail:
         status = FAIL
     elif frac < warn:
