@@ -13,7 +13,7 @@ import time
 
 from resolver import catalog as catalog_mod
 from resolver.solve import Request, Target, TargetGpu
-from resolver.team.fleet import solve_fleet
+from resolver.solve.fleet import solve_fleet
 
 SHAPES = [
     ("linux-x86_64", "535.104.05", ["NVIDIA A100-SXM4-80GB"] * 8),

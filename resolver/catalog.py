@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from resolver.core.errors import DataError, UserError
 from resolver.db import cache as _cache
 from resolver.db import location as _location
 from resolver.db.evidence import Contradiction, Provenance
 from resolver.db.models import (
-    PLATFORMS,
     Architecture,
     ArchList,
     Catalog,
@@ -34,10 +34,8 @@ from resolver.db.models import (
     Toolkit,
     Variant,
 )
-from resolver.errors import DataError, UserError
 
 __all__ = [  # re-exported: callers import the database's names from here
-    "PLATFORMS",
     "ArchList",
     "Architecture",
     "Catalog",

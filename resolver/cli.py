@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from resolver import __version__
-from resolver.errors import UserError
+from resolver.core.errors import EXIT_INTERNAL, GpuresolveError, exit_code
 
 # command name -> "module:attribute"
 COMMANDS = {
@@ -81,14 +81,14 @@ def cli() -> None:
     """Pick the PyTorch + CUDA + cuDNN wheels that really run on this machine's GPUs."""
 
 
-EXIT_INTERNAL = 70  # sysexits.h EX_SOFTWARE: a bug of ours, never 1 ("no compatible build")
 DEBUG_ENV = "GPURESOLVE_DEBUG"
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every way out is an exit code and at most one line on stderr.
 
-    - a UserError (bad input) is one line and exit 2, never a traceback;
+    - a GpuresolveError is one line and its concept's exit code (``core.errors.EXIT_CODES``:
+      bad input 2), never a traceback;
     - a reader that stops early (`| head -1`) ends it with 141, as a shell reports a writer killed
       by SIGPIPE, never 1 (which means "no compatible build");
     - output that cannot be written (`> /dev/full`, a read-only folder) or a closed stdout
@@ -156,9 +156,9 @@ def _run(argv: list[str] | None) -> int | str | None:
     except click.ClickException as exc:
         click.echo(f"gpuresolve: error: {_one_line(exc.format_message())}", err=True)
         return exc.exit_code
-    except UserError as exc:
+    except GpuresolveError as exc:  # bad input (2), a source that cannot be read (2), ...
         click.echo(f"gpuresolve: error: {_one_line(str(exc))}", err=True)
-        return 2
+        return exit_code(exc)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except (BrokenPipeError, _ReaderGone, OSError):

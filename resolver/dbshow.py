@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from resolver.catalog import PLATFORMS, Catalog, Provenance, Release, Variant
+from resolver.catalog import Catalog, Provenance, Release, Variant
+from resolver.core.platforms import PLATFORMS, PythonVersion
+from resolver.core.versions import cc_str
 from resolver.db.evidence import GRADE_TEXT, GRADES
-from resolver.versions import cc_str
 
 PYPI_MARK = "*"  # the build the Python Package Index carries for that platform
 UNCONFIRMED_MARK = "?"  # its architecture list (or the variant) is not documented (weaker grade)
@@ -94,9 +95,7 @@ def _cell(var: Variant, platform: str) -> str | None:
 
 
 def _python_span(rel: Release) -> str:
-    from resolver.dbupdate.index import python_key
-
-    versions = sorted({v for vs in rel.python.values() for v in vs}, key=python_key)
+    versions = sorted({v for vs in rel.python.values() for v in vs}, key=PythonVersion.parse)
     return f"{versions[0]}–{versions[-1]}" if versions else "-"
 
 

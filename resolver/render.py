@@ -6,20 +6,13 @@ import shlex
 from typing import Any
 
 from resolver.catalog import Catalog
+from resolver.core.versions import cc_str
 from resolver.solve import GPU_KINDS, Candidate, Decision, Target
-from resolver.versions import cc_str
-
-
-def index_url(catalog: Catalog, variant: str, pytorch_index: str | None = None) -> str:
-    """The variant's index on the PyTorch index, or on a mirror of it (--pytorch-index)."""
-    if pytorch_index:
-        return pytorch_index.rstrip("/") + "/" + variant
-    return catalog.index_url(variant)
 
 
 def pip_command(catalog: Catalog, cand: Candidate, pytorch_index: str | None = None) -> str:
     pins = " ".join(shlex.quote(f"{n}=={v}") for n, v in cand.packages)
-    return f"pip install {pins} --index-url {index_url(catalog, cand.variant.name, pytorch_index)}"
+    return f"pip install {pins} --index-url {catalog.index_url(cand.variant.name, pytorch_index)}"
 
 
 def target_json(target: Target) -> dict[str, Any]:
@@ -45,7 +38,7 @@ def candidate_json(
         "cuda": var.cuda,
         "cudnn": var.cudnn.version if var.cudnn else None,
         "nccl": var.nccl.version if var.nccl else None,
-        "index_url": index_url(catalog, var.name, pytorch_index),
+        "index_url": catalog.index_url(var.name, pytorch_index),
         "packages": dict(cand.packages),
         "pypi": cand.pypi,
         "min_driver": cand.min_driver,

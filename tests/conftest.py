@@ -234,10 +234,10 @@ def dbupdate_hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
     """For `db update` against the local test index: no real pip configuration (it may name a
     real index), no waiting between retries, no database or index chosen by the environment,
     and no proxy for 127.0.0.1."""
-    import resolver.dbupdate.collect as collect
+    import resolver.host.pipconfig as pipconfig
     from resolver.io import http as fetch
 
-    monkeypatch.setattr(collect, "pip_index_url", lambda environ=None: None)
+    monkeypatch.setattr(pipconfig, "pip_index_url", lambda environ=None: None)
     monkeypatch.setattr(fetch, "BACKOFF", 0.0)
     monkeypatch.delenv("GPURESOLVE_PYTORCH_INDEX", raising=False)
     monkeypatch.delenv(catalog_mod.DATA_ENV, raising=False)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from resolver import catalog as catalog_mod
-from resolver.errors import DataError
+from resolver.core.errors import DataError
 
 
 @pytest.mark.parametrize("version", ["2.1.0rc1", "2.1.0.post1", "2.1.x", "2.1.0+cu121"])

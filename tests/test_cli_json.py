@@ -11,7 +11,7 @@ from cli_support import run_cli
 from pytorch_index import IndexServer, closed_port, tree_snapshot
 
 from resolver import catalog as catalog_mod
-from resolver.dbupdate.write import dump_yaml
+from resolver.db.yamlfile import dump_yaml
 
 run = run_cli
 pytestmark = pytest.mark.usefixtures("dbupdate_hermetic")

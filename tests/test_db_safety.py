@@ -17,8 +17,8 @@ from cli_support import run_cli
 from pytorch_index import IndexServer
 
 from resolver import catalog as catalog_mod
+from resolver.core.errors import DataError
 from resolver.db import location, yamlfile
-from resolver.errors import DataError
 from resolver.host.profile import GpuInfo, HostProfile
 
 SUGGEST = ("suggest", "--gpu", "8.6", "--driver", "570.00", "--platform", "linux-x86_64")

@@ -29,7 +29,8 @@ from pytorch_index import (
 
 from resolver import catalog as catalog_mod
 from resolver.cli import main
-from resolver.dbupdate.write import dump_yaml
+from resolver.db.check import check as db_check
+from resolver.db.yamlfile import dump_yaml
 from resolver.io import http as fetch
 from resolver.solve import Request, Target, TargetGpu, solve
 
@@ -91,7 +92,7 @@ def test_update_adds_a_release_a_variant_and_pins(
     assert "reading the PyTorch index" in err  # the progress bar goes to stderr
 
     cat = catalog_mod.load(synth_dir)
-    assert cat.check() == []
+    assert db_check(cat) == []
     rel = cat.release("2.16.0")
     assert rel is not None
     assert (rel.torchvision, rel.torchaudio, rel.date) == ("0.31.0", None, "2026-11-18")
@@ -175,7 +176,7 @@ def test_update_goes_to_the_user_data_dir_by_default(
     assert tree_snapshot(synth_dir) == before  # the database it started from is intact
     assert (user / "SCHEMA.md").read_text() == "the schema\n"  # all of it was carried over
     cat = catalog_mod.load(user)
-    assert cat.release("2.16.0") is not None and cat.check() == []
+    assert cat.release("2.16.0") is not None and db_check(cat) == []
     monkeypatch.delenv(catalog_mod.DATA_ENV)
     assert catalog_mod.data_dir() == user  # its updated: timestamp is newer than the shipped date
 
@@ -224,7 +225,7 @@ def test_update_of_the_shipped_database(
     assert code == 0, err
     assert "torch 2.16.0" in out
     cat = catalog_mod.load(shipped_copy)
-    assert cat.check() == []
+    assert db_check(cat) == []
     assert cat.release("2.16.0") is not None
     # what was not touched is byte for byte the shipped file
     shipped = catalog_mod.shipped_data_dir()

@@ -27,18 +27,11 @@ from pytorch_index import (
 )
 
 from resolver import catalog as catalog_mod
+from resolver.core.errors import IndexFormatError
+from resolver.db.check import check as db_check
+from resolver.db.yamlfile import dump_yaml
 from resolver.dbupdate import UpdateError
-from resolver.dbupdate.collect import pip_config_index, pip_index_url
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
-from resolver.dbupdate.index import (
-    IndexFormatError,
-    Link,
-    parse_page,
-    parse_wheel,
-    variant_cuda,
-    variant_links,
-    variants_in_hrefs,
-)
 from resolver.dbupdate.merge import merge
 from resolver.dbupdate.metadata import (
     MetadataError,
@@ -46,10 +39,19 @@ from resolver.dbupdate.metadata import (
     parse_metadata,
     remote_metadata,
 )
-from resolver.dbupdate.write import dump_yaml, write_database
+from resolver.dbupdate.write import write_database
+from resolver.host.pipconfig import pip_config_index, pip_index_url
 from resolver.io import ReadError
 from resolver.io.http import Client, FetchError
 from resolver.io.ranges import BudgetError, FileSource, HttpSource
+from resolver.wheels.simple import (
+    Link,
+    parse_page,
+    parse_wheel,
+    variant_cuda,
+    variant_links,
+    variants_in_hrefs,
+)
 
 PAGE_URL = "https://index.example/whl/cu126/torch/"
 
@@ -385,7 +387,7 @@ def test_merge_adds_a_new_series_with_sources(synth_raw: dict[str, Any]) -> None
     new, summary = merge(synth_raw, _facts(rel))
     assert synth_raw == copy.deepcopy(synth_raw) and "2.16" not in json.dumps(synth_raw)
     cat = catalog_mod.from_raw(new)
-    assert cat.check() == []
+    assert db_check(cat) == []
     r = cat.release("2.16.0")
     assert r is not None and [v.name for v in r.variants] == ["cpu", "cu126", "cu136"]
     assert r.python == {"linux-x86_64": ("3.12", "3.13"), "macos-arm64": ("3.12",)}
@@ -420,7 +422,7 @@ def test_merge_adds_a_build_to_an_existing_release(synth_raw: dict[str, Any]) ->
     )
     new, summary = merge(synth_raw, _facts(rel))
     cat = catalog_mod.from_raw(new)
-    assert cat.check() == []
+    assert db_check(cat) == []
     r = cat.release("2.12.0")
     assert r is not None and "cu128" in [v.name for v in r.variants]
     series = next(s for s in new["torch.yaml"]["series"] if s["minor"] == "2.12")
@@ -462,7 +464,7 @@ def test_merge_keeps_old_releases_off_a_new_variant(synth_raw: dict[str, Any]) -
     )
     new, summary = merge(synth_raw, _facts(rel))
     cat = catalog_mod.from_raw(new)
-    assert cat.check() == []
+    assert db_check(cat) == []
     old, patch = cat.release("2.8.0"), cat.release("2.8.1")
     assert old is not None and patch is not None
     assert [v.name for v in old.variants] == ["cpu", "cu126", "cu128"]
@@ -482,7 +484,7 @@ def test_merge_adds_python_versions_for_a_new_platform(synth_raw: dict[str, Any]
     rel = ReleaseFacts("2.12.0", builds=builds, torchvision="0.27.0")
     new, summary = merge(synth_raw, _facts(rel))
     cat = catalog_mod.from_raw(new)
-    assert cat.check() == []
+    assert db_check(cat) == []
     r = cat.release("2.12.0")
     assert r is not None and r.python["windows-x86_64"] == ("3.12",)
     assert r.python["linux-x86_64"] == ("3.11", "3.12")

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from resolver import catalog as catalog_mod
+from resolver.core.errors import DataError
+from resolver.db.check import check as db_check
 from resolver.db.evidence import Provenance, make_provenance, trusted
 from resolver.db.observations import apply_observations
-from resolver.errors import DataError
 from tests.cli_support import run_cli
 
 LINUX = ("--platform", "linux-x86_64", "--python", "3.12")
@@ -149,14 +150,14 @@ def test_db_check_refuses_a_grade_its_sources_do_not_support(
     raw["cuda.yaml"]["toolkits"][0]["grade"] = "observed"
     raw["cuda.yaml"]["toolkits"][0].pop("confirmed", None)
     cat = catalog_mod.from_raw(raw)
-    problems = cat.check()
+    problems = db_check(cat)
     assert any(
         "grade observed but its best source supports only transcription" in p for p in problems
     )
 
 
 def test_shipped_database_checks_clean_and_counts_grades(shipped: catalog_mod.Catalog) -> None:
-    assert shipped.check() == []
+    assert db_check(shipped) == []
     arch = shipped.release("2.11.0")
     assert arch is not None
     cu128 = next(v for v in arch.variants if v.name == "cu128")
@@ -196,7 +197,7 @@ def test_observation_overlays_a_curated_fact(shipped: catalog_mod.Catalog) -> No
     assert other is not None
     old = next(v for v in other.variants if v.name == "cu126").platforms["linux-x86_64"]
     assert old is not None and old.prov.grade != "observed"  # only the named release
-    assert cat.check() == []
+    assert db_check(cat) == []
     with pytest.raises(DataError):
         apply_observations(shipped, {"observations": [{"wheel": "x.whl", "sha256": sha}]})
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.solve import Request, Target, TargetGpu
-from resolver.team.fleet import solve_fleet, split_groups
+from resolver.solve.fleet import solve_fleet, split_groups
 from resolver.team.spec import load_spec
 
 

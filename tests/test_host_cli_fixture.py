@@ -8,8 +8,8 @@ from pathlib import Path
 
 from resolver.catalog import Catalog
 from resolver.host.profile import HostProfile
-from resolver.inputs import target_from_profile
 from resolver.solve import Request, solve
+from resolver.solve.inputs import target_from_profile
 
 HERE = Path(__file__).parent / "fixtures" / "host" / "h100_driver580_cli"
 

@@ -14,27 +14,6 @@ FIX = Path(__file__).parent / "fixtures" / "host"
 
 
 @pytest.mark.parametrize(
-    ("system", "machine", "name"),
-    [
-        ("Linux", "x86_64", "linux-x86_64"),
-        ("Linux", "aarch64", "linux-aarch64"),
-        ("Linux", "arm64", "linux-aarch64"),
-        ("Windows", "AMD64", "windows-x86_64"),
-        ("Windows", "ARM64", "windows-arm64"),
-        ("Darwin", "arm64", "macos-arm64"),
-        ("Darwin", "x86_64", "macos-x86_64"),
-    ],
-)
-def test_platform_name(system: str, machine: str, name: str) -> None:
-    assert host_platform.platform_name(system, machine) == name
-
-
-def test_python_tag() -> None:
-    assert host_platform.python_tag(3, 12) == "3.12"
-    assert host_platform.python_tag(3, 13, gil_disabled=True) == "3.13t"
-
-
-@pytest.mark.parametrize(
     ("text", "version"),
     [("glibc 2.39", "2.39"), ("glibc 2.17\n", "2.17"), ("", None), (None, None)],
 )

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.host.profile import GpuInfo, HostProfile
-from resolver.inputs import load_profile
+from resolver.solve.inputs import load_profile
 
 GOOD: dict[str, Any] = {
     "platform": "linux-x86_64",

@@ -9,7 +9,7 @@ import pytest
 from cli_support import run_cli
 
 from resolver.catalog import shipped_data_dir
-from resolver.errors import DataError, UserError
+from resolver.core.errors import DataError, UserError
 from resolver.images import facts as facts_mod
 from resolver.images.reference import parse
 

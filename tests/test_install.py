@@ -419,7 +419,7 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
     mirror = ("--pytorch-index", index_url)
 
     # Without uv (none on PATH, no `uv` package) there is no installer for it: one line, exit 2.
-    from resolver.errors import UserError
+    from resolver.core.errors import UserError
     from resolver.writers.closure import pip_resolve
 
     packaged_uv = pip_resolve.find_uv

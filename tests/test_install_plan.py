@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.install import plan
 from resolver.install.env import EnvInfo, Installed, Tools, require_managed
 from resolver.readers import lockfile

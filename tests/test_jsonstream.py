@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.team import jsonstream
 from resolver.team.jsonstream import JsonStream
 

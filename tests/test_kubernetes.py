@@ -16,10 +16,10 @@ import pytest
 from cli_support import run_cli
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.solve.shapes import Shape, ShapeGpu, group
 from resolver.team import jsonstream
 from resolver.team.kubernetes import read_node_list
-from resolver.team.shapes import Shape, ShapeGpu, group
 
 FIXTURE = Path(__file__).parent / "fixtures" / "kubernetes" / "nodes.json"
 SPEC = """\

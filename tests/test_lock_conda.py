@@ -18,11 +18,11 @@ from lock_support import FILELOCK, isolate_pip, lock_catalog, stub_index
 from pytorch_index import IndexServer, closed_port, serve
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError
-from resolver.inputs import build_request
+from resolver.core.errors import UserError
+from resolver.core.versions import parse_cc
 from resolver.readers import lockfile
 from resolver.solve import Target, TargetGpu
-from resolver.versions import parse_cc
+from resolver.solve.inputs import build_request
 from resolver.writers import outputs
 from resolver.writers.closure import conda_solve
 from resolver.writers.lockfiles import LockOptions, prepare, render_files

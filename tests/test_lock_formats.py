@@ -392,7 +392,7 @@ def test_pylock_for_a_linux_target_reads_back_as_the_requirements_pins(
 def test_team_pylock_reads_back_per_platform(
     tmp_path: Path, index: IndexServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from resolver.errors import UserError
+    from resolver.core.errors import UserError
     from resolver.readers import lockfile
 
     spec = tmp_path / "mixed.yaml"

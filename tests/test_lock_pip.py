@@ -12,12 +12,12 @@ from lock_support import FILELOCK, isolate_pip, lock_catalog, pip_report, stub_i
 from pytorch_index import IndexServer, closed_port, serve
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError
-from resolver.inputs import build_request
+from resolver.core.errors import UserError
+from resolver.core.platforms import pip_platforms
+from resolver.core.versions import parse_cc
 from resolver.solve import Target, TargetGpu
-from resolver.versions import parse_cc
+from resolver.solve.inputs import build_request
 from resolver.writers import outputs
-from resolver.writers.closure.pip_resolve import pip_platforms
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
 
 REQ = build_request(torch=None, with_=["torchvision"], cuda=None, policy="compat")
@@ -55,7 +55,7 @@ TARGETS = [
 
 
 def _platform_args(t: Target) -> list[str]:
-    return [arg for tag in pip_platforms(t) for arg in ("--platform", tag)]
+    return [arg for tag in pip_platforms(t.platform) for arg in ("--platform", tag)]
 
 
 @pytest.mark.parametrize(("t", "torch", "torchvision"), TARGETS)

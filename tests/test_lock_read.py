@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.readers import lockfile
 from resolver.readers.pins import (
     FORMAT_CONDA_LOCK,

@@ -12,12 +12,13 @@ from lock_support import CONDA_FORGE, lock_catalog, lock_raw
 
 from resolver import __version__
 from resolver.catalog import Catalog, from_raw
-from resolver.conda import solve_conda_forge, virtual_packages
-from resolver.errors import DataError
-from resolver.inputs import build_request
+from resolver.core.errors import DataError
+from resolver.core.versions import parse_cc
+from resolver.db.check import check as db_check
 from resolver.readers import lockfile
 from resolver.solve import Request, Target, TargetGpu
-from resolver.versions import parse_cc
+from resolver.solve.conda import solve_conda_forge, virtual_packages
+from resolver.solve.inputs import build_request
 from resolver.writers import outputs
 from resolver.writers.lockfiles import LockOptions, file_names, prepare, render_files
 
@@ -371,10 +372,10 @@ def test_file_names() -> None:
 def test_conda_forge_yaml_loads_merges_sources_and_checks(synth_raw: dict[str, Any]) -> None:
     cat = from_raw(lock_raw(synth_raw))
     assert cat.conda_forge is not None and "CF_SYNTH" in cat.sources
-    assert cat.check() == []
+    assert db_check(cat) == []
     raw = lock_raw(synth_raw)
     raw["conda_forge.yaml"]["releases"][0]["source"] = ["NOPE"]
-    assert any("unknown source key(s) NOPE" in p for p in from_raw(raw).check())
+    assert any("unknown source key(s) NOPE" in p for p in db_check(from_raw(raw)))
     raw = lock_raw(synth_raw)
     raw["conda_forge.yaml"]["releases"][0]["builds"]["linux-x86_64"][0]["arch"] = "cf-missing"
     with pytest.raises(DataError, match="arch list 'cf-missing' is not defined"):
@@ -385,14 +386,14 @@ def test_conda_forge_yaml_loads_merges_sources_and_checks(synth_raw: dict[str, A
         from_raw(raw)
     raw = lock_raw(synth_raw)
     raw["conda_forge.yaml"]["releases"][0]["builds"]["linux-x86_64"][0]["cuda"] = "12.99"
-    assert any("CUDA 12.99 not in cuda.yaml" in p for p in from_raw(raw).check())
+    assert any("CUDA 12.99 not in cuda.yaml" in p for p in db_check(from_raw(raw)))
     assert CONDA_FORGE["releases"][0]["version"] == "2.12.0"  # the fixture was not mutated
 
 
 def test_shipped_conda_forge_builds(shipped: Catalog) -> None:
     """Facts from the feedstock, and the support cliffs they make."""
     cf = shipped.conda_forge
-    assert cf is not None and shipped.check() == []
+    assert cf is not None and db_check(shipped) == []
     newest = cf.releases[0]
     assert newest.version == "2.13.0"
     cudas = {b.cuda for b in newest.builds["linux-x86_64"]}

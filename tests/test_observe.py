@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from resolver import catalog as catalog_mod
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.observe import compare, store
 from resolver.observe.entries import runtime_entry
 from resolver.observe.runtime import record_verified

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cli_support import run_cli
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.install import plan
 from resolver.install.env import EnvInfo, Installed, Tools
 from resolver.readers import lockfile

@@ -6,8 +6,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from resolver.catalog import Catalog, from_raw
+from resolver.core.versions import parse_cc
 from resolver.solve import Request, Target, TargetGpu, solve
-from resolver.versions import parse_cc
 
 
 def gpu(cc: str, name: str | None = None) -> TargetGpu:

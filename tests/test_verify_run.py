@@ -17,7 +17,7 @@ from cli_support import run_cli
 from test_verify_checks import H100, cpu_build
 
 from resolver.commands import verify as verify_cmd
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.host.profile import STATE_NO_DRIVER, HostProfile
 from resolver.verify import checks
 from resolver.verify.result import CHECKS, FAIL, SKIP

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from resolver.errors import DataError
+from resolver.core.errors import DataError
 from resolver.verify import speed
 from resolver.verify.result import FAIL, PASS, SKIP, WARN
 

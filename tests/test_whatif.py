@@ -7,8 +7,8 @@ from typing import Any
 from resolver import catalog as catalog_mod
 from resolver.catalog import Catalog
 from resolver.solve import Request, Target, TargetGpu
-from resolver.team.fleet import solve_fleet
-from resolver.team.whatif import sentence, unlocks
+from resolver.solve.fleet import solve_fleet
+from resolver.solve.whatif import sentence, unlocks
 
 H100 = Target(
     "linux-x86_64", "3.12", "580.65.06", gpus=(TargetGpu((9, 0)),), nvidia=True, name="h100"

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.platforms import MACOS
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
@@ -48,7 +49,7 @@ class TargetOptions:
         self, catalog: Catalog, python: str | None = None
     ) -> tuple[Target, HostProfile | None]:
         """The target: described by these options, or this machine probed (``python`` overrides)."""
-        from resolver.inputs import resolve_target
+        from resolver.solve.inputs import resolve_target
 
         target, profile = resolve_target(
             catalog,
@@ -101,7 +102,7 @@ class RequestOptions:
     def request(self, target: TargetOptions | None = None) -> Request:
         """The request; with ``target``, options that contradict the described machine are
         an error (a CUDA build asked for a machine described without an NVIDIA GPU)."""
-        from resolver.inputs import build_request
+        from resolver.solve.inputs import build_request
 
         request = build_request(
             torch=self.torch_spec,
@@ -113,8 +114,8 @@ class RequestOptions:
         )
         if target is not None and request.variant not in (None, "cpu"):
             no_cuda = "--no-gpu" if target.no_gpu else None
-            if (target.platform or "").strip().lower() == "macos-arm64":
-                no_cuda = "--platform macos-arm64"
+            if (target.platform or "").strip().lower() == MACOS:
+                no_cuda = f"--platform {MACOS}"
             if no_cuda:
                 asked = f"--cuda {self.cuda}" if self.cuda else f"a {request.variant} build"
                 raise UserError(

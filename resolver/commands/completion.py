@@ -18,7 +18,7 @@ def _cc_text(cc: tuple[int, int]) -> str:
 
 
 def complete_platform(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    from resolver.catalog import PLATFORMS
+    from resolver.core.platforms import PLATFORMS
 
     return [CompletionItem(p) for p in PLATFORMS if p.startswith(incomplete.lower())]
 

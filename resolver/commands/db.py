@@ -41,10 +41,17 @@ _JSON_OPTION = click.option(
 def check(data_dir: str | None, as_json: bool) -> None:
     """Validate the schema and the consistency of every record (exit 1 on problems)."""
     from resolver import catalog as catalog_mod
+    from resolver.core.errors import DataError
+    from resolver.db.check import check as db_check
     from resolver.images import facts as image_facts
+    from resolver.verify import speed
 
     cat = catalog_mod.load(Path(data_dir) if data_dir else None)
-    problems = cat.check() + image_facts.check(cat)  # images.yaml, gpu_peaks.yaml
+    problems = db_check(cat) + image_facts.check(cat)  # images.yaml
+    try:
+        speed.load(speed.data_file(cat.origin))  # gpu_peaks.yaml
+    except DataError as exc:
+        problems.append(str(exc))
     if as_json:
         emit_json(
             {
@@ -151,7 +158,7 @@ def update(
     from resolver import catalog as catalog_mod
 
     if budget is not None and not read_wheels:
-        from resolver.errors import UserError
+        from resolver.core.errors import UserError
 
         raise UserError("--budget applies to --read-wheels")
     if read_wheels:
@@ -162,9 +169,11 @@ def update(
             dry_run, 512.0 if budget is None else budget,
         )  # fmt: skip
         return
+    from resolver.core.errors import IndexFormatError
     from resolver.dbupdate import UpdateError
-    from resolver.dbupdate.collect import pip_index_url
     from resolver.dbupdate.run import run_update
+    from resolver.host.pipconfig import pip_index_url
+    from resolver.io import ReadError
     from resolver.io.http import Client
 
     target = Path(write_data) if write_data else catalog_mod.user_data_dir()
@@ -193,7 +202,7 @@ def update(
                 progress=_no_progress if as_json else _progress,
                 dry_run=dry_run,
             )
-    except UpdateError as exc:
+    except (UpdateError, ReadError, IndexFormatError) as exc:
         click.echo(f"gpuresolve: db update failed: {exc}; the database is unchanged", err=True)
         if as_json:
             emit_json({"ok": False, "error": str(exc), "changed": False, "written": False})
@@ -236,9 +245,9 @@ def reset(dry_run: bool, as_json: bool) -> None:
     Only files gpuresolve writes there are removed; anything else is named and left in place.
     Afterwards the shipped database is used.
     """
+    from resolver.core.errors import UserError
     from resolver.db import location
     from resolver.db import reset as reset_mod
-    from resolver.errors import UserError
 
     try:
         plan = reset_mod.plan()

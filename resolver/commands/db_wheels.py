@@ -74,7 +74,7 @@ def inspect_wheel(
     arch list are read (about 9 MB of an 888 MB wheel); nothing of torch is run. Exit 2
     when the file is not a readable torch wheel.
     """
-    from resolver.errors import UserError
+    from resolver.core.errors import UserError
     from resolver.io.http import Client
     from resolver.wheels.torchwheel import inspect_wheel as inspect
 
@@ -127,7 +127,7 @@ def inspect_wheel(
 def _against_database(report: WheelReport) -> list[dict[str, Any]] | None:
     """The curated facts the wheel contradicts (database in use); None: no such build."""
     from resolver import catalog as catalog_mod
-    from resolver.errors import UserError
+    from resolver.core.errors import UserError
     from resolver.observe import compare
 
     public, _, local = report.version.partition("+")
@@ -258,7 +258,7 @@ def export_observations(file: str) -> None:
 
     FILE "-" writes to stdout. An existing FILE is replaced only when gpuresolve wrote it.
     """
-    from resolver.errors import UserError
+    from resolver.core.errors import UserError
     from resolver.observe import store
 
     doc = store.load(observations_file(None))

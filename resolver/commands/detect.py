@@ -25,7 +25,7 @@ class _LazyCatalog:
         if not self.loaded:
             self.loaded = True
             from resolver import catalog as catalog_mod
-            from resolver.errors import UserError
+            from resolver.core.errors import UserError
 
             try:
                 self.catalog = catalog_mod.load()
@@ -96,7 +96,7 @@ def detect(as_json: bool) -> None:
 
 def _outside_window(catalog: Catalog, profile: Any) -> list[str]:
     """A note per GPU the driver sees but does not drive (outside its architecture's window)."""
-    from resolver.versions import driver_key, parse_cc
+    from resolver.core.versions import driver_key, parse_cc
 
     notes: list[str] = []
     if not profile.driver:

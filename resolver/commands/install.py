@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -19,14 +18,14 @@ from resolver.commands.common import (
     request_options,
     target_options,
 )
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.platforms import PYTHON_RE
 from resolver.io.bounded import LOCK_LIMIT, read_text
 
 if TYPE_CHECKING:
     from resolver.install.env import EnvInfo, Tools
     from resolver.install.plan import Plan
 
-_VERSION_RE = re.compile(r"^3\.[0-9]{1,2}t?$")
 _FAIL_TAIL = 12
 
 
@@ -81,7 +80,7 @@ def install(
     from resolver.verify.run import resolve_python
 
     python, pytorch_index = target.python, request.pytorch_index
-    if python and _VERSION_RE.match(python.strip()):
+    if python and PYTHON_RE.match(python.strip()):
         raise UserError(
             f"--python {python}: install takes the interpreter of the environment to install "
             "into (a path such as .venv/bin/python), not a version"
@@ -212,7 +211,7 @@ def _decision_plan(
     return plan_mod.plan_decision(
         sel.packages,
         sel.variant.name,
-        render.index_url(catalog, sel.variant.name, pytorch_index),
+        catalog.index_url(sel.variant.name, pytorch_index),
         env,
         chosen,
     )

@@ -23,7 +23,7 @@ from resolver.commands.common import (
     target_options,
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
-from resolver.errors import UserError, plain_text, shown
+from resolver.core.errors import UserError, plain_text, shown
 from resolver.writers import check as lockcheck
 from resolver.writers import lockfiles
 
@@ -168,7 +168,7 @@ def lock(
     if effective is not None and effective.target is not None:
         machine, profile = effective.target, None
         if lock_inputs.given(ctx, "python") and target.python:
-            from resolver.inputs import python_version
+            from resolver.solve.inputs import python_version
 
             machine = replace(machine, python=python_version(target.python))
     else:

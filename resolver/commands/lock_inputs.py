@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from resolver.commands.common import RequestOptions, TargetOptions
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.io.bounded import open_regular
 from resolver.solve import Target
 from resolver.writers import lockfiles, recorded

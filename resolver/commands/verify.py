@@ -80,7 +80,7 @@ def verify(
     # The probe starts first: torch imports in the child while the rest of gpuresolve loads,
     # the host is detected and the database loads here.
     proc = ProbeProcess(interpreter, want=want, benchmark=benchmark, timeout_s=timeout)
-    from resolver.errors import UserError
+    from resolver.core.errors import UserError
     from resolver.verify import checks, result
 
     catalog, catalog_error = _load_catalog()
@@ -120,7 +120,7 @@ def verify(
 def _curated_builds() -> dict[str, Any] | None:
     """The curated torch.yaml an observation is compared with, read ahead (None: unreadable)."""
     from resolver import catalog as catalog_mod
-    from resolver.errors import UserError
+    from resolver.core.errors import UserError
     from resolver.observe import compare, runtime  # noqa: F401 - imported while torch imports
 
     try:
@@ -142,7 +142,7 @@ def _judge_speed(
     run: ProbeRun, bench: Any, catalog: Catalog | None, results: list[CheckResult]
 ) -> Any:
     """Each measurement as a fraction of the GPU's datasheet peak, and the `speed` check."""
-    from resolver.errors import UserError
+    from resolver.core.errors import UserError
     from resolver.verify import speed
     from resolver.verify.result import SKIP, CheckResult
 
@@ -164,7 +164,7 @@ def _judge_speed(
 def _load_catalog() -> tuple[Catalog | None, str | None]:
     """The database, or why not: verify still checks what needs no database."""
     from resolver import catalog as catalog_mod
-    from resolver.errors import UserError
+    from resolver.core.errors import UserError
 
     try:
         return catalog_mod.load(), None

@@ -10,11 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from resolver.core.platforms import PLATFORMS, PYTHON_RE
+from resolver.core.versions import cc_str, cuda_key
 from resolver.db.evidence import GRADES, Provenance
-from resolver.db.models import PLATFORMS, Catalog, CondaForge, Release, Variant
-from resolver.versions import cc_str, cuda_key
-
-_PYTHON_RE = re.compile(r"^3\.[0-9]+t?$")  # "3.12", "3.13t" (free-threaded)
+from resolver.db.models import Catalog, CondaForge, Release, Variant
 
 
 def check(catalog: Catalog) -> list[str]:
@@ -84,7 +83,7 @@ def check(catalog: Catalog) -> list[str]:
         for plat, pythons in rel.python.items():
             if plat not in PLATFORMS:
                 problems.append(f"{where}: unknown platform {plat!r} in python")
-            bad = [p for p in pythons if not _PYTHON_RE.match(p)]
+            bad = [p for p in pythons if not PYTHON_RE.match(p)]
             if bad:
                 problems.append(f"{where}: not Python versions on {plat}: {', '.join(bad)}")
         names = [v.name for v in rel.variants]
@@ -107,7 +106,7 @@ def _check_conda_forge(catalog: Catalog, cf: CondaForge, prov_ok: Any, problems:
             problems.append(f"{where}: listed twice")
         versions.add(rel.version)
         prov_ok(where, rel.prov)
-        bad = [p for p in rel.python if not _PYTHON_RE.match(p)]
+        bad = [p for p in rel.python if not PYTHON_RE.match(p)]
         if bad:
             problems.append(f"{where}: not Python versions: {', '.join(bad)}")
         for plat, builds in rel.builds.items():

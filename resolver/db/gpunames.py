@@ -8,13 +8,29 @@ model's name, anything else is an unknown GPU rather than a wrong guess.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
-from resolver.errors import UserError
-from resolver.versions import CC, cc_str, parse_cc
+from resolver.core.errors import UserError
+from resolver.core.versions import CC, cc_str, parse_cc
 
-if TYPE_CHECKING:
-    from resolver.db.models import Catalog
+
+class _Gpu(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def cc(self) -> CC: ...
+
+
+class GpuTable(Protocol):
+    """What the lookups read of a Catalog (models.py imports this module, not the reverse)."""
+
+    @property
+    def gpus(self) -> Sequence[_Gpu]: ...
+    @property
+    def architectures(self) -> Mapping[CC, object]: ...
+    def gpu_by_name(self, name: str) -> _Gpu | None: ...
+
 
 _NOISE_WORDS = frozenset({"nvidia", "tesla", "geforce"})
 _WORD_RE = re.compile(r"[a-z0-9]+")
@@ -31,7 +47,7 @@ def name_words(name: str) -> tuple[str, ...]:
     return tuple(w for w in _WORD_RE.findall(name.lower()) if w not in _NOISE_WORDS)
 
 
-def close_names(catalog: Catalog, name: str, n: int = 5) -> list[str]:
+def close_names(catalog: GpuTable, name: str, n: int = 5) -> list[str]:
     """Up to ``n`` database names that look like ``name``, for a "did you mean" hint."""
     import difflib
 
@@ -42,7 +58,7 @@ def close_names(catalog: Catalog, name: str, n: int = 5) -> list[str]:
     return [by_norm[h] for h in hits]
 
 
-def resolve_gpu(catalog: Catalog, spec: str) -> tuple[CC, str | None]:
+def resolve_gpu(catalog: GpuTable, spec: str) -> tuple[CC, str | None]:
     """A --gpu value: "8.6", "sm_86" or a model name -> (CC, model name or None)."""
     text = spec.strip()
     if re.fullmatch(r"(?i)(sm_|compute_)?[0-9]+(\.[0-9])?[af]?", text):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from resolver.errors import DataError, UserError
+from resolver.core.errors import DataError, UserError
 from resolver.io.bounded import open_regular
 
 DATA_ENV = "GPURESOLVE_DATA_DIR"

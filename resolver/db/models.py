@@ -11,12 +11,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from resolver.core.errors import UserError
+from resolver.core.versions import CC, cuda_key, driver_key
 from resolver.db import gpunames
 from resolver.db.evidence import Provenance
-from resolver.errors import UserError
-from resolver.versions import CC, cuda_key, driver_key
-
-PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
 
 
 class DriverWindow(NamedTuple):
@@ -190,7 +188,10 @@ class Catalog:
 
     # --- lookups -----------------------------------------------------------------------------
     # --- lookups -----------------------------------------------------------------------------
-    def index_url(self, variant: str) -> str:
+    def index_url(self, variant: str, mirror: str | None = None) -> str:
+        """The variant's index on the PyTorch index, or on a mirror of it (--pytorch-index)."""
+        if mirror:
+            return mirror.rstrip("/") + "/" + variant
         return self.index_url_template.format(variant=variant)
 
     def release(self, version: str) -> Release | None:
@@ -252,10 +253,3 @@ class Catalog:
             ):
                 best = version
         return best
-
-    # --- consistency -------------------------------------------------------------------------
-    def check(self) -> list[str]:
-        """Cross-record rules of ``db check``; returns the problems (empty when consistent)."""
-        from resolver.db.check import check  # only `db check` and `db update` need the rules
-
-        return check(self)

@@ -12,10 +12,11 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from resolver.core.errors import DataError
+from resolver.core.platforms import PLATFORMS, of_wheel_tag
+from resolver.core.versions import CC, cc_str, parse_cc
 from resolver.db.evidence import Contradiction, Provenance
-from resolver.db.models import PLATFORMS, ArchList, Catalog, Pinned, Release
-from resolver.errors import DataError
-from resolver.versions import CC, cc_str, parse_cc
+from resolver.db.models import ArchList, Catalog, Pinned, Release
 
 FILE = "observations.yaml"
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -23,12 +24,6 @@ _WHEEL_RE = re.compile(
     r"^torch-(?P<version>[0-9]+\.[0-9]+\.[0-9]+)(?:\+(?P<local>[a-z0-9.]+))?"
     r"(?:-[0-9][^-]*)?"  # a build tag: torch-2.10.0-3-cp310-... (a re-upload; pip takes highest)
     r"-[^-]+-[^-]+-(?P<plat>[^-]+)\.whl$"
-)
-_PLAT_TAGS = (
-    ("manylinux", "x86_64", "linux-x86_64"),
-    ("manylinux", "aarch64", "linux-aarch64"),
-    ("win", "amd64", "windows-x86_64"),
-    ("macosx", "arm64", "macos-arm64"),
 )
 
 
@@ -82,8 +77,7 @@ def _parse(entry: dict[str, Any], where: str) -> dict[str, Any]:
     if m is None:
         raise DataError(f"{where}: not a torch wheel file name: {wheel!r}")
     plat = entry.get("platform") or next(
-        (p for start, arch, p in _PLAT_TAGS if m["plat"].startswith(start) and arch in m["plat"]),
-        None,
+        (p for tag in m["plat"].split(".") if (p := of_wheel_tag(tag)) is not None), None
     )
     if plat not in PLATFORMS:
         raise DataError(f"{where}: unknown platform for {wheel!r}")

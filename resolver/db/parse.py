@@ -11,9 +11,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from resolver.core.errors import DataError, UserError
+from resolver.core.platforms import PLATFORMS
+from resolver.core.versions import CC, driver_key, parse_cc
 from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
 from resolver.db.models import (
-    PLATFORMS,
     Architecture,
     ArchList,
     Catalog,
@@ -28,8 +30,6 @@ from resolver.db.models import (
     Toolkit,
     Variant,
 )
-from resolver.errors import DataError, UserError
-from resolver.versions import CC, driver_key, parse_cc
 
 
 class _Reader:

@@ -9,9 +9,6 @@ files and falls back to range reads of the wheel.
 from __future__ import annotations
 
 import hashlib
-import os
-import re
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timezone
@@ -19,21 +16,10 @@ from typing import Any, Protocol
 
 from packaging.version import Version
 
-from resolver import subprocs
+from resolver.core.errors import IndexFormatError
+from resolver.core.platforms import PLATFORMS, PythonVersion, is_free_threaded
+from resolver.core.versions import cuda_key
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
-from resolver.dbupdate.index import (
-    ACCEPT,
-    VARIANT_RE,
-    IndexFormatError,
-    Wheel,
-    cuda_variant,
-    parse_page,
-    parse_wheel,
-    release_key,
-    variant_cuda,
-    variant_links,
-    variants_in_hrefs,
-)
 from resolver.dbupdate.merge import (
     companion_version,
     db_releases,
@@ -48,11 +34,21 @@ from resolver.dbupdate.metadata import (
     remote_metadata,
 )
 from resolver.io.http import Client, FetchError
-from resolver.versions import cuda_key
+from resolver.wheels.simple import (
+    ACCEPT,
+    VARIANT_RE,
+    Wheel,
+    cuda_variant,
+    parse_page,
+    parse_wheel,
+    release_key,
+    variant_cuda,
+    variant_links,
+    variants_in_hrefs,
+)
 
 OLDEST = (2, 0)  # the database starts at torch 2.0
 TORCHAUDIO_LAST = (2, 11)  # torchaudio ends at 2.11: later releases need no pairing
-_PLATFORM_PREFERENCE = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
 
 
 class ProgressBar(Protocol):
@@ -74,41 +70,6 @@ def no_progress(label: str, length: int) -> Iterator[ProgressBar]:
 
 def now_utc() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-# --- pip's configuration ---------------------------------------------------------------------
-
-
-def pip_index_url(environ: Mapping[str, str] | None = None) -> str | None:
-    """The default index pip is configured with (PIP_INDEX_URL, then ``pip config list``).
-
-    None when nothing is configured: gpuresolve names no registry itself.
-    """
-    env = os.environ if environ is None else environ
-    if env.get("PIP_INDEX_URL", "").strip():
-        return env["PIP_INDEX_URL"].split()[0]
-    try:
-        out = subprocs.run(
-            [sys.executable, "-m", "pip", "config", "list"],
-            timeout=30,
-            env={**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-        ).stdout
-    except OSError:
-        return None
-    return pip_config_index(out)
-
-
-def pip_config_index(listing: str) -> str | None:
-    """The index-url from ``pip config list`` output (``install.`` beats ``global.``)."""
-    found: dict[str, str] = {}
-    for line in listing.splitlines():
-        m = re.match(r"^([^.\s]*)\.index-url\s*=\s*(['\"]?)(.*)\2\s*$", line.strip())
-        if m and m.group(3).strip():
-            found[m.group(1)] = m.group(3).split()[0]
-    for section in (":env:", "install", "global"):
-        if section in found:
-            return found[section]
-    return next(iter(found.values()), None)
 
 
 # --- the reader --------------------------------------------------------------------------------
@@ -315,7 +276,7 @@ class _Reader:
             if not mine:
                 continue
             rf.date = _first_upload(mine) or rf.date
-            for plat in _PLATFORM_PREFERENCE:
+            for plat in PLATFORMS:
                 wheel = _pick([w for w in mine if plat in w.platforms], platform=plat)
                 if wheel is not None:
                     todo.append((rf, plat, wheel))
@@ -355,14 +316,12 @@ def _variant_sort(name: str) -> tuple[int, tuple[int, int]]:
 
 
 def _best_python(wheel: Wheel) -> str:
-    from resolver.dbupdate.index import python_key
-
-    gil = [p for p in wheel.pythons if not p.endswith("t")] or list(wheel.pythons)
-    return max(gil, key=python_key)
+    gil = [p for p in wheel.pythons if not is_free_threaded(p)] or list(wheel.pythons)
+    return max(gil, key=PythonVersion.parse)
 
 
 def _wheel_env(wheel: Wheel) -> tuple[str, str]:
-    plat = next(p for p in _PLATFORM_PREFERENCE if p in wheel.platforms)
+    plat = next(p for p in PLATFORMS if p in wheel.platforms)
     return plat, _best_python(wheel)
 
 
@@ -370,9 +329,8 @@ def _pick(
     wheels: list[Wheel], *, linux_only: bool = False, platform: str | None = None
 ) -> Wheel | None:
     """The wheel whose metadata stands for the build: Linux (where pins live), newest CPython."""
-    from resolver.dbupdate.index import python_key
 
-    order = [platform] if platform else list(_PLATFORM_PREFERENCE)
+    order = [platform] if platform else list(PLATFORMS)
     if linux_only:
         order = [p for p in order if p.startswith("linux")]
     for plat in order:
@@ -380,7 +338,11 @@ def _pick(
         if here:
             # a GIL build first (free-threaded wheels may pin differently), then the newest
             return max(
-                here, key=lambda w: (not _best_python(w).endswith("t"), python_key(_best_python(w)))
+                here,
+                key=lambda w: (
+                    not is_free_threaded(_best_python(w)),
+                    PythonVersion.parse(_best_python(w)),
+                ),
             )
     return None
 
@@ -390,4 +352,4 @@ def _first_upload(wheels: Any) -> str | None:
     return times[0][:10] if times else None
 
 
-__all__ = ["FetchError", "collect", "no_progress", "pip_index_url"]
+__all__ = ["FetchError", "collect", "no_progress"]

@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from resolver.catalog import PLATFORMS
+from resolver.core.platforms import PLATFORMS, PythonVersion
+from resolver.core.versions import cuda_key
 from resolver.dbupdate.facts import BuildFacts, IndexFacts, ReleaseFacts
-from resolver.dbupdate.index import python_key, release_key, variant_cuda
-from resolver.versions import cuda_key
+from resolver.wheels.simple import release_key, variant_cuda
 
 _PYTHON_META = ("source", "confirmed", "note")
 
@@ -152,7 +152,7 @@ def _python_map(builds: Iterable[BuildFacts]) -> dict[str, list[str]]:
     for build in builds:
         for plat, versions in build.python.items():
             union.setdefault(plat, set()).update(versions)
-    return {p: sorted(union[p], key=python_key) for p in PLATFORMS if p in union}
+    return {p: sorted(union[p], key=PythonVersion.parse) for p in PLATFORMS if p in union}
 
 
 def _effective_python(series: dict[str, Any], release: dict[str, Any]) -> dict[str, list[str]]:
@@ -169,7 +169,7 @@ def _minor_number(minor: str) -> int:
 
 
 def _span(python: Mapping[str, list[str]]) -> str:
-    versions = sorted({v for vs in python.values() for v in vs}, key=python_key)
+    versions = sorted({v for vs in python.values() for v in vs}, key=PythonVersion.parse)
     return f"{versions[0]}–{versions[-1]}" if versions else "none"
 
 
@@ -364,7 +364,7 @@ class _Merger:
         if not missing:
             return
         for plat in missing:
-            python[plat] = sorted(build.python[plat], key=python_key)
+            python[plat] = sorted(build.python[plat], key=PythonVersion.parse)
         rel["python"] = {
             **{p: python[p] for p in PLATFORMS if p in python},
             "source": [self.key],

@@ -14,11 +14,12 @@ from email.parser import BytesHeaderParser
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from resolver.core.platforms import marker_env
 from resolver.io import ReadError
 from resolver.io.http import Client
 from resolver.io.ranges import Source, open_source
 from resolver.io.zip import RemoteZip
-from resolver.markers import applicable, marker_env
+from resolver.markers import applicable
 
 MAX_METADATA = 8 * 1024 * 1024
 BUDGET = 16 * 1024 * 1024  # bytes one metadata read may take (a torch directory is ~2-3 MB)

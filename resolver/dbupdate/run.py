@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from resolver import catalog
+from resolver.core.errors import IndexFormatError
+from resolver.db.check import check
+from resolver.db.yamlfile import read_yaml
 from resolver.dbupdate import UpdateError
 from resolver.dbupdate.collect import Progress, collect, no_progress
-from resolver.dbupdate.index import IndexFormatError
 from resolver.dbupdate.merge import Summary, merge
 from resolver.io import ReadError
 from resolver.io.http import Client
@@ -27,7 +29,7 @@ class Outcome:
 
 def read_raw(directory: Path) -> dict[str, Any]:
     """The four files as parsed YAML, keyed by file name (DataError when one is broken)."""
-    return {name: catalog._read_yaml(directory / name) for name in catalog.FILES}
+    return {name: read_yaml(directory / name) for name in catalog.FILES}
 
 
 def run_update(
@@ -41,12 +43,13 @@ def run_update(
     dry_run: bool = False,
     read_at: str | None = None,
 ) -> Outcome:
-    """Update ``base`` from the indexes into ``target`` (atomically), or raise UpdateError.
+    """Update ``base`` from the indexes into ``target`` (atomically), or raise UpdateError
+    (the write) or FetchError, IndexFormatError, MetadataError (the read).
 
     Nothing is written when the index has nothing new, on ``dry_run``, or on any error.
     """
     raw = read_raw(base)
-    known_problems = catalog.load(base).check()
+    known_problems = check(catalog.load(base))
     try:
         facts = collect(
             fetcher,

@@ -15,62 +15,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from resolver.core.errors import UserError
+from resolver.db.yamlfile import dump_yaml
 from resolver.dbupdate import UpdateError
-from resolver.errors import UserError
 from resolver.io.atomic import replacement_mode
 
-_STR = "tag:yaml.org,2002:str"
-_SCALARS = (str, int, float, bool, type(None))
 _HEADER = "# Updated by `gpuresolve db update` at {stamp} (schema: SCHEMA.md).\n"
-
-
-class _Dumper(yaml.SafeDumper):
-    """The data files' style: every string value double-quoted (versions stay strings), keys
-    plain, lists of scalars and small mappings of strings in flow style, no anchors."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)  # "key:\n  - item", as the curated files do
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    return dumper.represent_scalar(_STR, value, style='"')
-
-
-def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
-    flow = all(isinstance(v, _SCALARS) for v in value)
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=flow)
-
-
-def _represent_dict(dumper: yaml.SafeDumper, value: dict[Any, Any]) -> yaml.MappingNode:
-    values = list(value.values())
-    flow = not value or (  # {} and min_driver: {linux: "570.26", windows: null}
-        all(v is None or isinstance(v, str) for v in values)
-        and (any(isinstance(v, str) for v in values) or set(value) <= {"linux", "windows"})
-        and len(str(value)) <= 72
-    )
-    pairs = [
-        (
-            dumper.represent_scalar(_STR, k) if isinstance(k, str) else dumper.represent_data(k),
-            dumper.represent_data(v),
-        )
-        for k, v in value.items()
-    ]
-    return yaml.MappingNode("tag:yaml.org,2002:map", pairs, flow_style=flow)
-
-
-_Dumper.add_representer(str, _represent_str)
-_Dumper.add_representer(list, _represent_list)
-_Dumper.add_representer(dict, _represent_dict)
-
-
-def dump_yaml(doc: Any) -> str:
-    """One database file as text (key order kept, no line wrapping)."""
-    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096, indent=2)
 
 
 def leading_comments(path: Path) -> str:
@@ -104,6 +54,7 @@ def write_database(
     ``check()`` finds a problem that ``known_problems`` (the old database's) does not list.
     """
     from resolver import catalog
+    from resolver.db.check import check
 
     target = Path(os.path.abspath(target))
     changed = set(changed)
@@ -130,7 +81,7 @@ def write_database(
                 header = "".join(kept) + _HEADER.format(stamp=stamp)
                 (tmp / name).write_text(header + dump_yaml(raw[name]), encoding="utf-8")
         try:  # exactly as gpuresolve will load it (optional files such as conda_forge.yaml too)
-            problems = catalog.load(tmp).check()
+            problems = check(catalog.load(tmp))
         except UserError as exc:
             raise UpdateError(f"the updated database does not load: {exc}") from None
         new = [p for p in problems if p not in set(known_problems)]
@@ -159,7 +110,7 @@ def _merge_own_observations(tmp: Path, own: str | None) -> None:
     is dropped (the shipped one stands), as the loader would ignore it anyway."""
     if own is None:
         return
-    from resolver.errors import UserError
+    from resolver.core.errors import UserError
     from resolver.observe import store
 
     path = tmp / store.FILE

@@ -6,31 +6,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-_X86 = {"x86_64", "amd64", "x64"}
-_ARM = {"aarch64", "arm64", "armv8l"}
-
-
-def platform_name(system: str, machine: str) -> str:
-    """("Linux", "x86_64") -> "linux-x86_64"; ("Darwin", "arm64") -> "macos-arm64".
-
-    Arm is "aarch64" on Linux (manylinux's name) and "arm64" on macOS and Windows (theirs).
-    """
-    sys_name = {"darwin": "macos", "win32": "windows", "cygwin": "windows"}.get(
-        system.lower(), system.lower()
-    )
-    m = machine.lower()
-    if m in _X86:
-        arch = "x86_64"
-    elif m in _ARM:
-        arch = "aarch64" if sys_name == "linux" else "arm64"
-    else:
-        arch = m
-    return f"{sys_name}-{arch}"
-
-
-def python_tag(major: int, minor: int, gil_disabled: bool = False) -> str:
-    """ "3.13", or "3.13t" for a free-threaded build (its wheels are cp313t, a separate ABI)."""
-    return f"{major}.{minor}{'t' if gil_disabled else ''}"
+from resolver.core.platforms import PythonVersion, platform_name
 
 
 def parse_glibc(text: str | None) -> str | None:
@@ -69,7 +45,9 @@ def probe() -> PlatformInfo:
     return PlatformInfo(
         system=system,
         platform=platform_name(system, _platform.machine()),
-        python=python_tag(v.major, v.minor, bool(sysconfig.get_config_var("Py_GIL_DISABLED"))),
+        python=str(
+            PythonVersion(v.major, v.minor, bool(sysconfig.get_config_var("Py_GIL_DISABLED")))
+        ),
         python_full=f"{v.major}.{v.minor}.{v.micro}",
         glibc=glibc,
     )

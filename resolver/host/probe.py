@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from resolver.errors import escaped
+from resolver.core.errors import escaped
 from resolver.host.profile import GpuInfo
 
 

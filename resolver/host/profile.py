@@ -10,7 +10,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from resolver.errors import shown, unsafe_char
+from resolver.core.errors import shown, unsafe_char
+from resolver.core.platforms import PLATFORMS, PYTHON_RE
 
 # Detection states, named plainly for the user.
 STATE_OK = "ok"  # a driver and at least one usable GPU
@@ -26,7 +27,6 @@ SOURCE_PROCFS = "procfs"  # /proc/driver/nvidia
 SOURCE_SYSFS = "sysfs"  # /sys/module/nvidia, /sys/bus/pci
 SOURCE_NAME_LOOKUP = "name-lookup"  # CC looked up from the GPU's name in the database
 
-_PYTHON_RE = re.compile(r"^3\.[0-9]+t?$")  # "3.12", "3.13t"
 _CC_RE = re.compile(r"^[0-9]+\.[0-9]$")  # "8.6", "12.0"
 
 
@@ -79,13 +79,11 @@ class HostProfile:
         A hand-edited or foreign file raises ``ValueError`` naming the key, never an
         AttributeError deep inside the solver.
         """
-        from resolver.catalog import PLATFORMS  # lazily: the catalog is not needed to probe
-
         doc = _Doc(data, "")
         platform = doc.need("platform")
         if platform not in PLATFORMS:
             raise ValueError(f"platform: expected one of {', '.join(PLATFORMS)}, got {platform!r}")
-        python = doc.need("python", like="3.12", pattern=_PYTHON_RE)
+        python = doc.need("python", like="3.12", pattern=PYTHON_RE)
         gpus = []
         for i, item in enumerate(doc.items("gpus")):
             g = _Doc(item, f"gpus[{i}]")

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from resolver.errors import escaped
+from resolver.core.errors import escaped
 from resolver.host.probe import ProbeResult, gpu, pci_device_hex
 from resolver.host.profile import (
     SOURCE_SMI,

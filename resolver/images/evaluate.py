@@ -14,11 +14,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from resolver.catalog import Catalog, Release, Variant
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.platforms import BY_NAME, is_free_threaded
+from resolver.core.versions import cc_sm, cuda_key, driver_key
 from resolver.images.facts import Fact, ImageFacts, weakest
 from resolver.images.reference import ImageRef
-from resolver.solve import Candidate, Policy, Request, Target, driver_need, solve
-from resolver.versions import cc_sm, cuda_key, driver_key
+from resolver.solve import Candidate, Policy, Request, Target, driver_need, evaluate, solve
 
 FLAVOURS = ("runtime", "devel")
 _OFFICIAL_TAG = re.compile(
@@ -223,7 +224,7 @@ def _platform_reason(judge: Judge, platform: str, what: str) -> str | None:
     """Why a Linux host of another architecture cannot run the image at all, or None."""
     host = judge.target.platform
     if host.startswith("linux-") and host != platform:
-        docker = {"linux-x86_64": "linux/amd64", "linux-aarch64": "linux/arm64"}.get(platform)
+        docker = BY_NAME[platform].docker if platform in BY_NAME else None
         return f"{what} is {docker or platform} only; this host is {host}"
     return None
 
@@ -237,7 +238,7 @@ def _solver_python(rel: Release, platform: str, image_python: str | None) -> str
     have = rel.python.get(platform, ())
     if image_python and image_python in have:
         return image_python
-    plain = [p for p in have if not p.endswith("t")]
+    plain = [p for p in have if not is_free_threaded(p)]
     return plain[len(plain) // 2] if plain else (have[0] if have else "3.11")
 
 
@@ -253,11 +254,7 @@ def _judge_build(judge: Judge, rel: Release, var: Variant) -> Candidate:
         allow_unconfirmed=True,
         cuda_on_gpu_less=True,
     )
-    decision = solve(judge.catalog, target, request)
-    for cand in (decision.selection, *decision.alternatives, *decision.rejected):
-        if cand is not None and cand.release is rel and cand.variant.name == var.name:
-            return cand
-    raise AssertionError("the solver evaluates every build of the platform")
+    return evaluate(judge.catalog, target, request, rel, var)
 
 
 def _verdict(report: Report, judge: Judge, cand: Candidate) -> None:

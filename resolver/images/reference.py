@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 MAX_REFERENCE = 512
 DOCKER_HUB = "docker.io"

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from resolver import subprocs
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 _MARK = "@@gpuresolve-env "
 # Runs in the target interpreter (Python 3.8+ syntax, standard library only, -I: no user site).

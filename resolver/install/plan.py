@@ -16,10 +16,11 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.install.env import EnvInfo, Installed, Tools
 from resolver.readers.pins import (
     FORMAT_CONDA_LOCK,
@@ -65,7 +66,7 @@ class Removal:
 @dataclass(frozen=True)
 class Step:
     argv: tuple[str, ...]
-    purpose: str  # "remove" | "install"
+    purpose: Literal["remove", "install"]
 
     @property
     def command(self) -> str:

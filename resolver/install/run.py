@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver import subprocs
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 TAIL_LINES = 25
 

@@ -5,7 +5,7 @@ Imports only from the core layer below it; every layer above reads and writes th
 
 from __future__ import annotations
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 
 class ReadError(UserError):

@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 KIB = 1024
 MIB = 1024 * KIB

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 MAX_URL = 2048
 _BAD_CHARS = re.compile(r"[\s\x00-\x1f\x7f\"'<>\\^`{|}]")

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from resolver.dbupdate.index import IndexFormatError
-from resolver.errors import UserError
+from resolver.core.errors import IndexFormatError, UserError
 from resolver.io import ReadError
 from resolver.io.http import Client
 from resolver.observe import compare, store
@@ -28,7 +27,7 @@ BUDGET = 64 * 1024 * 1024
 
 @dataclass
 class Confirmation:
-    status: str  # observed-before | confirmed | contradicted | unconfirmed
+    status: Literal["observed-before", "confirmed", "contradicted", "unconfirmed"]
     build: str
     wheel: str | None = None
     bytes_read: int = 0

@@ -6,18 +6,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from resolver.core.platforms import covered
 from resolver.observe.store import today, tool_name
 from resolver.wheels.torchwheel import WheelReport, token_cc
 
 _LOCAL = re.compile(r"^(cpu|cu[0-9]{2,3}|rocm[0-9]{1,2}(\.[0-9]{1,2}){0,2}|xpu)$")
 _ARCH_TOKEN = re.compile(r"^(sm|compute)_[0-9]{2,3}[af]?$")
-_PLATFORMS = {
-    ("Linux", "x86_64"): "linux-x86_64",
-    ("Linux", "aarch64"): "linux-aarch64",
-    ("Windows", "AMD64"): "windows-x86_64",
-    ("Windows", "x86_64"): "windows-x86_64",
-    ("Darwin", "arm64"): "macos-arm64",
-}
 
 
 def wheel_entry(report: WheelReport, read: str | None = None) -> dict[str, Any]:
@@ -60,9 +54,7 @@ def runtime_entry(probe: Mapping[str, Any], seen: str | None = None) -> dict[str
     if not re.match(r"^[0-9]+\.[0-9]+\.[0-9]+$", public):
         return None  # a nightly or a local build: not a release the database names
     markers = probe.get("markers") or {}
-    platform = _PLATFORMS.get(
-        (str(markers.get("platform_system")), str(markers.get("platform_machine")))
-    )
+    platform = covered(str(markers.get("platform_system")), str(markers.get("platform_machine")))
     if platform is None:
         return None
     cuda = torch.get("cuda")

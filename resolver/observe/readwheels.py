@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver.dbupdate.index import IndexFormatError, Wheel, release_key
+from resolver.core.errors import IndexFormatError
 from resolver.io import ReadError
 from resolver.io.http import Client, FetchError
 from resolver.io.ranges import BudgetError
 from resolver.observe import compare, store
 from resolver.observe.entries import wheel_entry
 from resolver.wheels.index import pick_wheel, project_wheels
+from resolver.wheels.simple import Wheel, release_key
 from resolver.wheels.torchwheel import inspect_wheel
 
 MIB = 1024 * 1024

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.observe import compare, store
 from resolver.observe.entries import runtime_entry
 

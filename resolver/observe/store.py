@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from resolver import __version__
-from resolver.dbupdate.write import dump_yaml
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.platforms import PLATFORMS, PYTHON_RE
+from resolver.db.yamlfile import dump_yaml
 from resolver.io.atomic import atomic_write
 from resolver.io.bounded import load_yaml, open_regular, read_optional_text
 
@@ -37,7 +38,6 @@ HEADER = (
     "# --read-wheels, suggest/lock --confirm) and from verified builds (verify). Format:\n"
     "# data/SCHEMA.md, observations.yaml. Written by gpuresolve; edits are kept if valid.\n"
 )
-PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64")
 
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 _GIT = re.compile(r"^[0-9a-f]{7,40}$")
@@ -49,7 +49,6 @@ _VERSION = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,6}){0,4}$")
 _TORCH_VERSION = re.compile(
     r"^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}([a-z0-9.]{0,20})?(\+[a-z0-9.]{1,30})?$"
 )
-_PYTHON = re.compile(r"^3\.[0-9]{1,2}t?$")
 _WHEEL = re.compile(
     r"^torch-[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(\+[a-z0-9.]{1,30})?(-[0-9][A-Za-z0-9_]{0,20})?-[A-Za-z0-9_.]{1,40}-"
     r"[A-Za-z0-9_.]{1,40}-[A-Za-z0-9_.]{1,80}\.whl$"
@@ -156,7 +155,7 @@ WHEEL_KEYS: dict[str, Callable[[Any, str], Any]] = {
 }
 RUNTIME_KEYS: dict[str, Callable[[Any, str], Any]] = {
     "seen": _text(_DATE, "a date YYYY-MM-DD"),
-    "python": _optional(_text(_PYTHON, "a Python version such as 3.12")),
+    "python": _optional(_text(PYTHON_RE, "a Python version such as 3.12")),
     **_COMMON,
 }
 WHEEL_REQUIRED = ("wheel", "sha256", "read", "torch", "variant", "platform")

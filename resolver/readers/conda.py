@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.readers.pins import (
     CONDA_PLATFORMS,
     FORMAT_CONDA_LOCK,

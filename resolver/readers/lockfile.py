@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.io.bounded import LOCK_LIMIT, LOCK_MAX_NODES, load_yaml, read_text
 from resolver.readers import pylock
 from resolver.readers.conda import read_conda_lock, read_environment

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.readers.pins import (
     FORMAT_PYLOCK,
     LockPins,
@@ -116,12 +116,12 @@ def _short(exc: BaseException, limit: int = 200) -> str:
 
 def _marker_envs(platform: str | None, every_platform: bool = False) -> list[dict[str, Any]]:
     """Marker environments of ``platform`` for each Python; none when it is not known."""
-    from resolver.markers import _PLATFORM_VALUES, marker_env
+    from resolver.core.platforms import PLATFORMS, marker_env
 
     platforms: Iterable[str]
     if every_platform:
-        platforms = _PLATFORM_VALUES
-    elif platform in _PLATFORM_VALUES:
+        platforms = PLATFORMS
+    elif platform in PLATFORMS:
         platforms = (platform,)
     else:
         return []

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.io.bounded import LOCK_LIMIT, read_text
 from resolver.readers.pins import Pin, canonical, variant_of_index, variant_of_local
 

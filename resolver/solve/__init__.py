@@ -2,10 +2,11 @@
 
 ``resolver.solve`` is the room's public face: the pure solver (solver.py) exports its names here,
 so callers write ``from resolver.solve import Request, Target, solve``. The hints on a decision
-(what would change it) are hints.py, which solve() calls. ``suggest --explain`` is explain.py,
-imported only by that option.
+(what would change it) are hints.py, whose solve() is decide() plus the hints. ``suggest
+--explain`` is explain.py, imported only by that option.
 """
 
+from resolver.solve.hints import solve
 from resolver.solve.solver import (
     COMPANIONS,
     GPU_KINDS,
@@ -17,12 +18,13 @@ from resolver.solve.solver import (
     Request,
     Target,
     TargetGpu,
+    decide,
     describe_fact,
     driver_need,
+    evaluate,
     gpu_names,
     is_jit,
     kernel_coverage,
-    solve,
     window_reasons,
 )
 
@@ -37,8 +39,10 @@ __all__ = [
     "Request",
     "Target",
     "TargetGpu",
+    "decide",
     "describe_fact",
     "driver_need",
+    "evaluate",
     "gpu_names",
     "is_jit",
     "kernel_coverage",

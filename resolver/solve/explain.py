@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from resolver.catalog import Catalog
+from resolver.core.errors import UserError
 from resolver.db.evidence import Fact, trusted
-from resolver.errors import UserError
 from resolver.solve.solver import REQUEST_KINDS, Candidate, Decision
 
 _BUILD_RE = re.compile(r"^(?:torch\s*==\s*)?([0-9]+\.[0-9]+\.[0-9]+)(?:\+([a-z0-9.]+))?$")

@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from resolver.catalog import Catalog
+from resolver.core.platforms import PythonVersion
+from resolver.core.versions import cuda_key, driver_key
 from resolver.db.evidence import trusted
-from resolver.solve.solver import REQUEST_KINDS, Candidate, Request, Target
-from resolver.versions import cuda_key, driver_key
+from resolver.solve.solver import REQUEST_KINDS, Candidate, Decision, Request, Target, decide
 
 
 def _blocked_only_by(c: Candidate, kinds: set[str]) -> bool:
     return bool(c.reasons) and all(r.kind in kinds for r in c.reasons)
 
 
-def _py_key(version: str) -> tuple[int, int, bool]:
-    major, _, rest = version.partition(".")
-    return int(major), int(rest.rstrip("t") or 0), rest.endswith("t")
+def solve(catalog: Catalog, target: Target, request: Request) -> Decision:
+    """Resolve the best build for the target, with the runners-up, the rejects and hints."""
+    decision = decide(catalog, target, request)
+    selection = decision.selection
+    ok = ([selection] if selection else []) + list(decision.alternatives)
+    hints = build_hints(catalog, target, request, selection, ok, decision.rejected)
+    return replace(decision, hints=hints)
 
 
 def build_hints(
@@ -101,7 +107,7 @@ def build_hints(
     if by_python:
         newest = max(by_python, key=lambda c: c.release.key)
         pys = newest.release.python.get(target.platform, ())
-        if pys and all(_py_key(target.python) < _py_key(p) for p in pys):
+        if pys and all(PythonVersion.parse(target.python) < PythonVersion.parse(p) for p in pys):
             hints.append(
                 f"torch {newest.release.version} needs Python {pys[0]}+ "
                 f"(this target has {target.python})"

@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from resolver.catalog import ArchList, Catalog, Release, Variant
+from resolver.core.versions import CC, cc_sm, cc_str, cuda_key, driver_key
 from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, trusted
-from resolver.versions import CC, cc_sm, cc_str, cuda_key, driver_key
 
 if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given --torch needs them
     from packaging.specifiers import SpecifierSet
@@ -72,15 +72,21 @@ class Request:
         return "any" if self.allow_unconfirmed else self.evidence
 
 
+ReasonKind = Literal[
+    "spec", "python", "cuda", "variant", "companion", "cpu", "nogpu", "arch", "driver",
+    "unknown", "window", "evidence",
+]  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Reason:
-    kind: str  # spec | python | cuda | variant | companion | cpu | nogpu | arch | driver | unknown
+    kind: ReasonKind
     text: str
 
 
 # Reason kinds by who is at fault: the request, or the target's GPU side (kernels, driver).
-REQUEST_KINDS = frozenset({"spec", "cuda", "variant", "companion"})
-GPU_KINDS = frozenset({"arch", "driver", "unknown", "window"})
+REQUEST_KINDS: frozenset[ReasonKind] = frozenset({"spec", "cuda", "variant", "companion"})
+GPU_KINDS: frozenset[ReasonKind] = frozenset({"arch", "driver", "unknown", "window"})
 
 
 @dataclass(frozen=True)
@@ -132,8 +138,9 @@ class Decision:
     cpu_fallback: Candidate | None = None  # shown when a GPU target has no GPU build
 
 
-def solve(catalog: Catalog, target: Target, request: Request) -> Decision:
-    """Resolve the best build for the target, with the runners-up, the rejects and hints."""
+def decide(catalog: Catalog, target: Target, request: Request) -> Decision:
+    """Resolve the best build for the target, with the runners-up and the rejects; hints.solve
+    adds the hints (hints.py reads this module's types, so it calls this one, not the reverse)."""
     cuda_wanted = target.nvidia or bool(target.gpus)
     evaluated = [
         _evaluate(catalog, target, request, rel, var, cuda_wanted)
@@ -182,13 +189,21 @@ def solve(catalog: Catalog, target: Target, request: Request) -> Decision:
             if c.ok
         ]
         cpu_fallback = max(cpu_ok, key=lambda c: c.release.key, default=None)
-    from resolver.solve.hints import build_hints  # it reads this module's types: imported here
-
-    hints = build_hints(catalog, target, request, selection, ok, rejected)
-    return Decision(target, request, selection, tuple(ok[1:]), rejected, hints, cpu_fallback)
+    return Decision(target, request, selection, tuple(ok[1:]), rejected, (), cpu_fallback)
 
 
 # --- one candidate ---------------------------------------------------------------------------
+
+
+def evaluate(
+    catalog: Catalog, target: Target, request: Request, rel: Release, var: Variant
+) -> Candidate:
+    """One build judged on the target, with its reasons, without solving the others.
+
+    resolvelib's provider idea: decide() ranks what this returns for every build, so a caller
+    asking about one build (an image's torch) need not run or search a whole solve.
+    """
+    return _evaluate(catalog, target, request, rel, var, target.nvidia or bool(target.gpus))
 
 
 def _evaluate(

@@ -8,14 +8,11 @@ the report.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError
-from resolver.team.shapes import ShapeGroup, detect_dir_machines, group
-
-if TYPE_CHECKING:
-    from resolver.team.spec import FleetMember
+from resolver.core.errors import UserError
+from resolver.solve.shapes import FleetMember, ShapeGroup, detect_dir_machines, group
 
 KUBERNETES_KEYS = {"kubernetes", "selector", "name"}
 DETECT_DIR_KEYS = {"detect", "name"}
@@ -33,7 +30,6 @@ def expand_entry(
     spec_path: Path, entry: dict[str, Any], key: str, catalog: Catalog, python: str
 ) -> list[FleetMember]:
     """The fleet members of one entry; every problem is one UserError naming the spec and key."""
-    from resolver.team.spec import FleetMember
 
     def fail(sub: str, msg: str) -> UserError:
         return UserError(f"{spec_path}: {key}.{sub}: {msg}")

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 CHUNK_BYTES = 1 << 20  # one read; the window holds about this much beyond the current item
 NEWLINE = b"\n"

@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError, unsafe_char
+from resolver.core.errors import UserError, unsafe_char
+from resolver.core.platforms import by_kubernetes
 from resolver.io.bounded import open_regular
+from resolver.solve.shapes import Shape, ShapeGpu
 from resolver.team.jsonstream import JsonStream
-from resolver.team.shapes import Shape, ShapeGpu
 
 # `kubectl get nodes -o json` is tens of KB a node (status.images): 2 GiB is ~50,000 nodes.
 MAX_NODE_LIST_BYTES = 2 << 30
@@ -74,12 +75,6 @@ _READ = (  # every label a node's shape depends on (with MIG "mixed": also its p
     REPLICAS,
     NVIDIA_PCI,
 )
-
-PLATFORMS = {
-    ("linux", "amd64"): "linux-x86_64",
-    ("linux", "arm64"): "linux-aarch64",
-    ("windows", "amd64"): "windows-x86_64",
-}
 
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")  # a DNS subdomain
 _PRODUCT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")  # GFD's sanitised name, <= 63
@@ -257,7 +252,7 @@ class _Reader:
             raise self.fail(
                 node, "kubernetes.io/os", "missing (and no status.nodeInfo.operatingSystem)"
             )
-        platform = PLATFORMS.get((os_, arch))
+        platform = by_kubernetes(os_, arch)
         if platform is None:
             key, value = (os_key, os_) if os_ not in ("linux", "windows") else (arch_key, arch)
             raise self.fail(

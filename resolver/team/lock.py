@@ -19,10 +19,10 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 
 from resolver.catalog import Catalog
+from resolver.core.versions import driver_key
 from resolver.solve import Decision, Target, TargetGpu, solve
-from resolver.team.fleet import FleetDecision, PlatformChoice, solve_fleet, split_groups
+from resolver.solve.fleet import FleetDecision, PlatformChoice, solve_fleet, split_groups
 from resolver.team.spec import EnvSpec
-from resolver.versions import driver_key
 from resolver.writers import lockfiles, recorded
 from resolver.writers.formats.report import render_report
 
@@ -158,7 +158,7 @@ def lock_team(
             decisions.append(plat_decision)
             lock_input = lockfiles.LockInput(plat_decision)
             if options.needs_conda and options.conda_source == "conda-forge":
-                from resolver.conda import solve_conda_forge
+                from resolver.solve.conda import solve_conda_forge
 
                 conda = solve_conda_forge(catalog, plat_decision.target, spec.request)
                 lock_input = lockfiles.LockInput(plat_decision, conda)

@@ -39,15 +39,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from resolver.catalog import PLATFORMS, Catalog
-from resolver.errors import UserError, unsafe_char
+from resolver.catalog import Catalog
+from resolver.core.errors import UserError, unsafe_char
+from resolver.core.platforms import DEFAULT_PLATFORM, PLATFORMS
 from resolver.io.bounded import SPEC_LIMIT, load_yaml, read_text
 from resolver.solve import Request, Target
-
-if TYPE_CHECKING:
-    from resolver.team.shapes import ShapeGroup
+from resolver.solve.shapes import FleetMember
 
 TOP_KEYS = {
     "name",
@@ -68,14 +67,6 @@ TARGET_KEYS = {"name", "count", "platform", "driver", "gpus", "no_gpu", "detect"
 TARGET_KEYS |= {"kubernetes", "selector"}  # many machines: resolver/team/expand.py
 RESERVED_PIP = {"torch", "torchvision", "torchaudio"}
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the output folder's name: no "/", ".."
-
-
-@dataclass(frozen=True)
-class FleetMember:
-    target: Target
-    count: int = 1
-    source: str = "described"  # or the detect file's path as written in the spec
-    group: ShapeGroup | None = None  # the machines of a `kubernetes:` or `detect: DIR/` shape
 
 
 @dataclass(frozen=True)
@@ -140,7 +131,7 @@ class _Spec:
 
 def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
     """Read and validate a spec; every problem is one UserError naming file and key."""
-    from resolver.inputs import (
+    from resolver.solve.inputs import (
         build_request,
         describe_target,
         load_profile,
@@ -252,7 +243,7 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
             target = replace(target_from_profile(catalog, profile, tname), python=python)
             members.append(FleetMember(target, count, rel))
             continue
-        platform = s.string(t.get("platform", "linux-x86_64"), f"{key}.platform")
+        platform = s.string(t.get("platform", DEFAULT_PLATFORM), f"{key}.platform")
         if platform not in PLATFORMS:
             raise s.fail(f"{key}.platform", f"{platform!r}: one of {', '.join(PLATFORMS)}")
         driver = s.string(t["driver"], f"{key}.driver", version=True) if "driver" in t else None

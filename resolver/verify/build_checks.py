@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resolver.catalog import ArchList, Provenance
+from resolver.core.versions import CC, cc_sm, driver_key, parse_cc
 from resolver.host.profile import HostProfile
 from resolver.solve import driver_need, is_jit, kernel_coverage
 from resolver.verify.context import Context, build_variant, first_line, skipped
 from resolver.verify.package_checks import missing_lib_fix
-from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult
-from resolver.versions import CC, cc_sm, driver_key, parse_cc
+from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult, Status
 
 
 def probe_failed(
@@ -119,7 +119,7 @@ def check_build(ctx: Context) -> CheckResult:
     variant = build_variant(t) or "?"
     gpus = _host_gpu_text(ctx.host)
     if t.get("hip"):
-        status = FAIL if ctx.host_gpu else PASS
+        status: Status = FAIL if ctx.host_gpu else PASS
         fix = "install a CUDA build: `gpuresolve suggest`" if ctx.host_gpu else None
         return CheckResult("build", title, status, f"ROCm build ({variant}); host: {gpus}", fix)
     if not t.get("cuda"):

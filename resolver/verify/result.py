@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal
 
-PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
+Status = Literal["pass", "warn", "fail", "skip"]
+PASS: Final = "pass"
+WARN: Final = "warn"
+FAIL: Final = "fail"
+SKIP: Final = "skip"
 # Every check, in report order: id (a stable key of `verify --json`) -> title. Every id is in
 # every report: SKIP, with its reason, where the check does not apply.
 CHECKS: dict[str, str] = {
@@ -36,7 +40,7 @@ CHECKS: dict[str, str] = {
 class CheckResult:
     id: str  # stable key for --json
     title: str
-    status: str  # pass | warn | fail | skip
+    status: Status
     reason: str
     fix: str | None = None
     details: tuple[str, ...] = ()  # extra lines (library paths, per-GPU coverage)

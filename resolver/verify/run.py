@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver import subprocs
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.verify.probe import STAGE_PREFIX
 
 PROBE_FILE = Path(__file__).with_name("probe.py")

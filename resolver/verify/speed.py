@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import DataError
-from resolver.verify.result import FAIL, PASS, SKIP, WARN, CheckResult
+from resolver.core.errors import DataError
+from resolver.verify.result import FAIL, PASS, SKIP, WARN, CheckResult, Status
 
 FILE = "gpu_peaks.yaml"
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
@@ -80,9 +80,9 @@ def data_file(catalog_origin: str | None = None) -> Path:
 
 
 def load(path: Path | None = None) -> Peaks:
-    from resolver.catalog import _read_yaml
+    from resolver.db.yamlfile import read_yaml
 
-    return from_raw(_read_yaml(path or data_file()))
+    return from_raw(read_yaml(path or data_file()))
 
 
 def from_raw(raw: Any) -> Peaks:
@@ -180,6 +180,7 @@ def judge(annotated: Mapping[str, Any] | None, device_name: str | None) -> Check
         for case, row in judged
     )
     basis = f"datasheet peaks of the {gpu['name']} ({gpu['grade']})"
+    status: Status
     if frac < fail:
         status = FAIL
     elif frac < warn:

@@ -1,7 +1,7 @@
 """Which wheel to read for a build: list a project's wheels on an index, pick one per build.
 
-Index pages are parsed by ``resolver.dbupdate.index`` (PEP 503 HTML and PEP 691 JSON) and
-fetched with its ``Client``; this module only chooses among them.
+Index pages are parsed by ``resolver.wheels.simple`` (PEP 503 HTML and PEP 691 JSON) and
+fetched with its ``Client`` (resolver.io.http); this module only chooses among them.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from collections.abc import Iterable
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from resolver import subprocs
-from resolver.dbupdate.collect import pip_index_url
-from resolver.dbupdate.index import ACCEPT, Wheel, parse_page, parse_wheel, python_key
+from resolver.core.platforms import PythonVersion
+from resolver.host.pipconfig import pip_index_url
 from resolver.io.http import Client
+from resolver.wheels.simple import ACCEPT, Wheel, parse_page, parse_wheel
 
 
 def pip_default_index() -> str | None:
@@ -71,7 +72,9 @@ def pick_wheel(
     ]
     if not fitting:
         return None
-    return min(fitting, key=lambda w: (min(python_key(p) for p in w.pythons), -build_number(w)))
+    return min(
+        fitting, key=lambda w: (min(PythonVersion.parse(p) for p in w.pythons), -build_number(w))
+    )
 
 
 def build_number(wheel: Wheel) -> int:

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from typing import Any
 
+from resolver.core.platforms import PythonVersion, marker_env, of_wheel_tag
 from resolver.io.http import Client
 from resolver.io.ranges import Progress, Source, open_source, url_sha256
 from resolver.io.zip import RemoteZip
-from resolver.markers import applicable, marker_env
+from resolver.markers import applicable
 from resolver.wheels import WheelError
 
 VERSION_MEMBER = "torch/version.py"
@@ -57,7 +58,7 @@ class WheelReport:
     ptx: list[str]
     bytes_read: int
     size: int
-    platform: str | None = None  # linux-x86_64 | linux-aarch64 | windows-x86_64 | macos-arm64
+    platform: str | None = None  # a name of core.platforms.PLATFORMS
     variant: str | None = None  # the local version tag: cu128, cpu, rocm6.4
     cudnn: str | None = None  # pinned by the wheel's metadata (Linux wheels of the index)
     nccl: str | None = None
@@ -110,16 +111,7 @@ def platform_of(filename: str) -> str | None:
     if not m:
         return None
     tags = m.group("plat").split(".")
-    for tag in tags:
-        if tag.startswith(("manylinux", "linux", "musllinux")) and tag.endswith("x86_64"):
-            return "linux-x86_64"
-        if tag.startswith(("manylinux", "linux", "musllinux")) and tag.endswith("aarch64"):
-            return "linux-aarch64"
-        if tag == "win_amd64":
-            return "windows-x86_64"
-        if tag.startswith("macosx") and tag.endswith("arm64"):
-            return "macos-arm64"
-    return None
+    return next((p for tag in tags if (p := of_wheel_tag(tag)) is not None), None)
 
 
 def parse_version_py(text: str) -> dict[str, str | None]:
@@ -208,7 +200,7 @@ def python_of(filename: str) -> str | None:
     tag = re.match(r"^cp([0-9])([0-9]+)(t?)$", m.group("abi")) if m else None
     if tag is None and m:
         tag = re.match(r"^cp([0-9])([0-9]+)(t?)$", m.group("py").split(".")[0])
-    return f"{tag.group(1)}.{tag.group(2)}{tag.group(3)}" if tag else None
+    return str(PythonVersion(int(tag[1]), int(tag[2]), tag[3] == "t")) if tag else None
 
 
 def _metadata_member(wheel: RemoteZip) -> str | None:

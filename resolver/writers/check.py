@@ -13,19 +13,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final, Literal
 
 from packaging.version import InvalidVersion, Version
 
 from resolver.writers import recorded
 from resolver.writers.outputs import diff_files, read_current
 
-CURRENT, MISSING, DRIFT, STALE, COMMENTS = "current", "missing", "drift", "stale", "comments"
+FileStatus = Literal["current", "missing", "drift", "stale", "comments"]
+CURRENT: Final = "current"
+MISSING: Final = "missing"
+DRIFT: Final = "drift"
+STALE: Final = "stale"
+COMMENTS: Final = "comments"
 
 
 @dataclass(frozen=True)
 class FileCheck:
     name: str
-    status: str  # current | missing | drift | stale | comments
+    status: FileStatus
     old_build: str | None = None  # the "build:" line on disk, and the one now
     new_build: str | None = None
     old_database: str | None = None

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from resolver.catalog import Catalog
-from resolver.conda import solve_conda_forge, virtual_packages
 from resolver.solve import Decision, Request, Target, solve
+from resolver.solve.conda import solve_conda_forge, virtual_packages
 from resolver.writers import recorded
 from resolver.writers.closure.conda_solve import CondaRecord
 from resolver.writers.closure.pip_resolve import ResolvedDist
@@ -324,7 +324,6 @@ def render_uv_project(
     existing: str | None,
 ) -> str:
     """pyproject.toml with the torch set of every decision (one per platform, with markers)."""
-    from resolver.render import index_url
     from resolver.writers.formats.uvproject import PlatformSet, render_pyproject
 
     sets: list[PlatformSet] = []
@@ -333,7 +332,7 @@ def render_uv_project(
         if cand is None:
             raise ValueError("no build selected: nothing to lock")
         tagged = any("+" in version for _, version in cand.packages)
-        url = index_url(catalog, cand.variant.name, options.pytorch_index) if tagged else None
+        url = catalog.index_url(cand.variant.name, options.pytorch_index) if tagged else None
         sets.append(
             PlatformSet(decision.target.platform, tuple(cand.packages), cand.variant.name, url)
         )

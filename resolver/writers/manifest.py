@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resolver import __version__
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.writers import outputs
 from resolver.writers import recorded as stamps
 

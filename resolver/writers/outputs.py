@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 from resolver.io.atomic import umask_mode
 
 READ_LIMIT = 16 * 1024 * 1024  # a lock file with hashes for a large closure is a few MB

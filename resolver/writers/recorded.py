@@ -21,17 +21,16 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from resolver.catalog import PLATFORMS
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.platforms import PLATFORMS, PYTHON_RE
+from resolver.core.versions import parse_cc
 from resolver.solve import Target, TargetGpu
-from resolver.versions import parse_cc
 
 KEY = "gpuresolve-inputs:"
 VERSION = 1
 _MARKDOWN = (".md",)
 MAX_LINE = 1024 * 1024  # a recorded line longer than this is not ours (GPUs are counted)
 MAX_GPUS = 100_000  # per target, counted; more is not a machine
-_PY = re.compile(r"^3\.\d{1,2}t?$", re.ASCII)
 _GLIBC = re.compile(r"^2\.\d{1,3}$", re.ASCII)
 _DRIVER = re.compile(r"^\d{1,4}(\.\d{1,4}){0,2}$", re.ASCII)
 _DRIVER_OS = ("linux", "windows")
@@ -153,7 +152,7 @@ def target_from_record(record: Mapping[str, Any], where: str) -> tuple[Target, s
         if target.driver_os not in _DRIVER_OS:
             raise ValueError(target.driver_os)
         glibc = record.get("glibc")
-        if target.platform not in PLATFORMS or not _PY.match(target.python):
+        if target.platform not in PLATFORMS or not PYTHON_RE.match(target.python):
             raise ValueError(target.platform)
         if glibc is not None and not _GLIBC.match(str(glibc)):
             raise ValueError(glibc)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver import subprocs
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 SOLVE_TIMEOUT_S = 600
 INSTALL_HINT = "pip install 'gpuresolve[conda]'"

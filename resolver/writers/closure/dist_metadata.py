@@ -22,10 +22,11 @@ def with_requires(dists: Sequence[ResolvedDist], target: Target) -> list[Resolve
     be read keeps the names uv's annotations gave (specifier "")."""
     from packaging.utils import canonicalize_name
 
+    from resolver.core.platforms import marker_env
     from resolver.dbupdate.metadata import parse_metadata, remote_metadata
     from resolver.io import ReadError
     from resolver.io.http import Client
-    from resolver.markers import applicable, marker_env
+    from resolver.markers import applicable
 
     env = marker_env(target.platform, target.python)
     out: list[ResolvedDist] = []

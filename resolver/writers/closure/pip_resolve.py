@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver import subprocs
-from resolver.conda import DEFAULT_GLIBC, DEFAULT_MACOS
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.platforms import DEFAULT_MACOS, plain_python, uv_platform
 from resolver.solve import Target
+from resolver.writers.closure.wheel_tags import target_tags
 
 PIP_TIMEOUT_S = 900
 
@@ -32,40 +33,6 @@ class ResolvedDist:
     sha256: str
     requires: Mapping[str, str] = field(default_factory=dict)  # name -> specifier ("" any)
     index: str | None = None  # the index it came from (uv's annotation)
-
-
-def pip_platforms(target: Target, glibc: str | None = None) -> list[str]:
-    """pip ``--platform`` tags a wheel for the target may carry, most specific first."""
-    plat = target.platform
-    if plat.startswith("linux"):
-        arch = plat.split("-", 1)[1]
-        major, _, minor = (glibc or DEFAULT_GLIBC).partition(".")
-        if major != "2" or not (minor.isascii() and minor.isdigit()):
-            raise UserError(f"glibc {glibc!r}: expected a version like 2.28")
-        tags = [f"manylinux_2_{m}_{arch}" for m in range(int(minor), 16, -1)]
-        return [*tags, f"manylinux2014_{arch}"]  # pip adds manylinux2010 / manylinux1 itself
-    if plat.startswith("windows"):
-        return ["win_amd64"]
-    if plat.startswith("macos"):
-        return [f"macosx_{DEFAULT_MACOS.split('.')[0]}_0_arm64"]  # pip adds the older macOS
-    raise UserError(f"no pip platform tags for {plat}")
-
-
-def uv_platform(target: Target, glibc: str | None = None) -> str:
-    """uv's ``--python-platform`` for the target: the marker environment and wheel tags in one."""
-    plat = target.platform
-    if plat.startswith("linux"):
-        arch = plat.split("-", 1)[1]
-        major, _, minor = (glibc or DEFAULT_GLIBC).partition(".")
-        if major != "2" or not (minor.isascii() and minor.isdigit()):
-            raise UserError(f"glibc {glibc!r}: expected a version like 2.28")
-        # uv names manylinux_2_17 ... manylinux_2_40; an older or newer glibc takes the bound.
-        return f"{arch}-manylinux_2_{min(max(int(minor), 17), 40)}"
-    if plat == "windows-x86_64":
-        return "x86_64-pc-windows-msvc"
-    if plat == "macos-arm64":
-        return "aarch64-apple-darwin"
-    raise UserError(f"no uv platform for {plat}")
 
 
 def find_uv() -> str:
@@ -98,7 +65,7 @@ def default_index() -> str | None:
     """
     if os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL"):
         return None
-    from resolver.dbupdate.collect import pip_index_url
+    from resolver.host.pipconfig import pip_index_url
 
     return pip_index_url()
 
@@ -113,8 +80,8 @@ def uv_command(
 ) -> list[str]:
     """`uv pip compile` for the target's marker environment and tags (never this machine's)."""
     cmd = [uv, "pip", "compile", str(requirements), "--quiet", "--no-progress", "--no-config"]
-    cmd += ["--python-platform", uv_platform(target, glibc)]
-    cmd += ["--python-version", target.python.rstrip("t"), "--no-python-downloads"]
+    cmd += ["--python-platform", uv_platform(target.platform, glibc)]
+    cmd += ["--python-version", plain_python(target.python), "--no-python-downloads"]
     cmd += ["--generate-hashes", "--only-binary", ":all:", "--no-header", "--format", output_format]
     # pip's meaning of several indexes (the best version of any), which the files are read with.
     cmd += ["--index-strategy", "unsafe-best-match"]
@@ -218,8 +185,6 @@ def parse_uv(
     one whose tags fit the target best), with the index each came from."""
     import tomlkit
     from packaging.utils import canonicalize_name, parse_wheel_filename
-
-    from resolver.writers.closure.wheel_tags import target_tags
 
     try:
         doc = tomlkit.parse(pylock_text).unwrap()

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from resolver.team.fleet import FleetDecision
-from resolver.team.shapes import ShapeGroup, abbreviate
-from resolver.team.whatif import sentence, unlocks
-from resolver.versions import cc_sm
+from resolver.core.versions import cc_sm
+from resolver.solve.fleet import FleetDecision
+from resolver.solve.shapes import ShapeGroup, abbreviate
+from resolver.solve.whatif import sentence, unlocks
 
 
 def _hardware(group: ShapeGroup) -> str:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from resolver import __version__
 from resolver.catalog import Catalog
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.platforms import is_free_threaded
 from resolver.images.facts import ImageFacts
 from resolver.solve import Decision
 from resolver.writers.formats.header import header_lines
@@ -47,7 +48,7 @@ def base_image(facts: ImageFacts | None, decision: Decision) -> tuple[str, str]:
                 f"the official image of torch {sel.release.version} {sel.variant.name} with "
                 f"Python {target.python}: the pins below are already installed in it"
             )
-    if target.python.endswith("t"):
+    if is_free_threaded(target.python):
         raise UserError(
             f"no slim base image for free-threaded Python {target.python}: lock for a "
             "regular Python (--python 3.X)"

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from resolver.catalog import Catalog
-from resolver.conda import conda_forge_pins, python_specs, subdir
 from resolver.solve import Decision
+from resolver.solve.conda import conda_forge_pins, python_specs, subdir
 from resolver.writers.formats.header import header_lines
 from resolver.writers.formats.requirements import index_lines, pins
 
@@ -58,7 +58,7 @@ def conda_env(
     extra_requirements: Sequence[str] = (),
 ) -> CondaEnv:
     """The environment for ``decision``: a PyTorch-index decision for ``source="pip"``, a
-    conda-forge one (``resolver.conda.solve_conda_forge``) for ``source="conda-forge"``."""
+    conda-forge one (``resolver.solve.conda.solve_conda_forge``) for ``source="conda-forge"``."""
     cand = decision.selection
     if cand is None:
         raise ValueError("no build selected: nothing to lock")

@@ -11,23 +11,16 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.platforms import BY_NAME, plain_python
 from resolver.writers.closure.pip_resolve import ResolvedDist
 
 NAME = "pylock.toml"
 
-# platform -> the PEP 508 marker that holds there (``environments``, a fleet's per-package markers)
-PLATFORM_MARKERS = {
-    "linux-x86_64": "sys_platform == 'linux' and platform_machine == 'x86_64'",
-    "linux-aarch64": "sys_platform == 'linux' and platform_machine == 'aarch64'",
-    "windows-x86_64": "sys_platform == 'win32' and platform_machine == 'AMD64'",
-    "macos-arm64": "sys_platform == 'darwin' and platform_machine == 'arm64'",
-}
-
 
 def environment_marker(platform: str, python: str) -> str:
     """The marker of one target: its platform and its Python minor version."""
-    return f"{PLATFORM_MARKERS[platform]} and python_version == '{python.rstrip('t')}'"
+    return f"{BY_NAME[platform].marker} and python_version == '{plain_python(python)}'"
 
 
 def document(
@@ -55,7 +48,7 @@ def fleet_document(
         for dist in closure:
             key = (dist.name, dist.version, dist.url)
             dists.setdefault(key, dist)
-            markers.setdefault(key, []).append(PLATFORM_MARKERS[platform])
+            markers.setdefault(key, []).append(BY_NAME[platform].marker)
     everywhere = len(closures)
     packages: list[dict[str, Any]] = []
     for key in sorted(dists):
@@ -64,7 +57,7 @@ def fleet_document(
         if len(found) < everywhere:
             package["marker"] = " or ".join(f"({m})" for m in found) if len(found) > 1 else found[0]
         packages.append(package)
-    pythons = sorted({python.rstrip("t") for _, python, _ in closures})
+    pythons = sorted({plain_python(python) for _, python, _ in closures})
     return {
         "lock-version": "1.0",
         "environments": [environment_marker(p, py) for p, py, _ in closures],

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
-from resolver.render import describe_build, index_url
+from resolver.core.versions import cc_sm
+from resolver.render import describe_build
 from resolver.solve import Candidate, Decision, Target
-from resolver.team.fleet import FleetDecision
-from resolver.versions import cc_sm
+from resolver.solve.fleet import FleetDecision
 
 if TYPE_CHECKING:
-    from resolver.team.shapes import ShapeGroup
+    from resolver.solve.shapes import ShapeGroup
 
 
 def _target_cell(t: Target) -> str:
@@ -75,7 +75,7 @@ def render_report(
             flag = "" if choice.confirmed else " (weakly evidenced: nothing documented fits)"
             lines.append(
                 f"| {choice.platform} | {describe_build(cand)}{flag} | {choice.evidence} | "
-                f"{index_url(catalog, cand.variant.name, pytorch_index)} | "
+                f"{catalog.index_url(cand.variant.name, pytorch_index)} | "
                 f"{', '.join(choice.members)} |"
             )
         lines.append("")

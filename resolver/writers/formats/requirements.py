@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from resolver.catalog import Catalog
-from resolver.render import index_url
 from resolver.solve import Candidate, Decision
 from resolver.writers.closure.pip_resolve import ResolvedDist
 from resolver.writers.formats.header import header_lines
@@ -24,7 +23,7 @@ def index_lines(
     (``needs_default``), need the default index too, so the PyTorch index is only an extra one;
     a tagged pin still matches nothing but the PyTorch index's build.
     """
-    url = index_url(catalog, cand.variant.name, pytorch_index)
+    url = catalog.index_url(cand.variant.name, pytorch_index)
     tagged = any("+" in version for _, version in cand.packages)
     only = tagged and not needs_default
     return [f"--index-url {url}"] if only else [f"--extra-index-url {url}"]

@@ -20,8 +20,8 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from resolver.errors import UserError
-from resolver.writers.formats.pylock import PLATFORM_MARKERS
+from resolver.core.errors import UserError
+from resolver.core.platforms import BY_NAME
 
 NAME = "pyproject.toml"
 MANAGED = ("torch", "torchvision", "torchaudio")
@@ -40,7 +40,7 @@ class PlatformSet:
 
 
 def _marker(platform: str, several: bool) -> str | None:
-    return PLATFORM_MARKERS[platform] if several else None
+    return BY_NAME[platform].marker if several else None
 
 
 def _managed_name(item: str) -> str | None:

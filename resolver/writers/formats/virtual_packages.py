@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from resolver.catalog import Catalog
-from resolver.conda import DEFAULT_GLIBC, DEFAULT_MACOS
+from resolver.core.platforms import DEFAULT_GLIBC, DEFAULT_MACOS
 from resolver.solve import Decision, Target
 from resolver.writers.formats.header import header_lines
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resolver.catalog import Catalog
-from resolver.errors import UserError
+from resolver.core.errors import UserError
+from resolver.core.versions import CC, cc_sm, driver_key
 from resolver.solve import Target, TargetGpu
-from resolver.versions import CC, cc_sm, driver_key
 
 # A folder of detect files is read whole: bound it (a detect file is a few KB).
 MAX_DETECT_FILES = 100_000
@@ -99,6 +99,16 @@ class ShapeGroup:
         return len(self.nodes)
 
 
+@dataclass(frozen=True)
+class FleetMember:
+    """One target of a team spec, with its machine count (and its machines' shape group)."""
+
+    target: Target
+    count: int = 1
+    source: str = "described"  # or the detect file's path as written in the spec
+    group: ShapeGroup | None = None  # the machines of a `kubernetes:` or `detect: DIR/` shape
+
+
 def group(
     machines: Iterable[tuple[str, Shape]],
     *,
@@ -174,7 +184,7 @@ def abbreviate(names: tuple[str, ...], keep: int = 6) -> str:
 
 def detect_dir_machines(catalog: Catalog, folder: Path) -> list[tuple[str, Shape]]:
     """Each ``*.json`` file of ``folder`` (a `detect --json` output) as (file stem, shape)."""
-    from resolver.inputs import load_profile, target_from_profile
+    from resolver.solve.inputs import load_profile, target_from_profile
 
     files = []
     for i, path in enumerate(sorted(folder.glob("*.json"))):

@@ -11,17 +11,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from resolver.catalog import PLATFORMS, Catalog
-from resolver.errors import UserError, shown
+from resolver.catalog import Catalog
+from resolver.core.errors import UserError, shown
+from resolver.core.platforms import MACOS, PLATFORMS, PYTHON_RE
+from resolver.core.versions import driver_key, parse_cc
 from resolver.host.profile import STATE_OK, HostProfile
 from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
-from resolver.versions import driver_key, parse_cc
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
 _REQ_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*$")
-_PY_RE = re.compile(r"^3\.[0-9]{1,2}t?$")
 _VARIANT_RE = re.compile(r"^(cpu|cu[0-9]{3})$")
 _LONG_NUMBER = re.compile(r"[0-9]{13}")
 
@@ -43,7 +43,7 @@ def normalize_driver(value: str) -> str:
 def python_version(value: str) -> str:
     """ "3.12", "3.13t", or an interpreter path whose version is read (as uv's --python accepts)."""
     v = value.strip()
-    if _PY_RE.match(v):
+    if PYTHON_RE.match(v):
         return v
     if re.match(r"^3\.[0-9]{1,2}\.[0-9]+$", v):
         return ".".join(v.split(".")[:2])
@@ -74,7 +74,7 @@ def python_version(value: str) -> str:
     if done.returncode != 0:
         raise UserError(f"--python {shown(value)}: cannot run that interpreter")
     out = done.stdout.strip()
-    if not _PY_RE.match(out):
+    if not PYTHON_RE.match(out):
         raise UserError(f"--python {shown(value)}: it reported an unexpected version {out[:40]!r}")
     return out
 
@@ -219,7 +219,7 @@ def describe_target(
     resolved = tuple(TargetGpu(*catalog.resolve_gpu(g)) for g in gpus)
     if driver is not None:
         driver = normalize_driver(driver)
-    if plat == "macos-arm64" and (resolved or driver):
+    if plat == MACOS and (resolved or driver):
         raise UserError("macOS has no NVIDIA CUDA builds: drop --gpu/--driver for macos-arm64")
     py = python_version(python) if python else base.python
     if not is_described(

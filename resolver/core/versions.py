@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from resolver.errors import UserError
+from resolver.core.errors import UserError
 
 # Bounded digit runs: NVIDIA's parts have at most 3-5 digits, and int() of a 5,000-digit string
 # raises instead of parsing (Python's int-conversion limit).

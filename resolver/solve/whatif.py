@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from resolver.core.versions import cuda_key, driver_key
 from resolver.solve import Candidate, Decision, Target
-from resolver.team.fleet import FleetDecision
-from resolver.versions import cuda_key, driver_key
+from resolver.solve.fleet import FleetDecision
 
 
 @dataclass(frozen=True)

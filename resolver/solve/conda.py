@@ -10,26 +10,20 @@ from __future__ import annotations
 from dataclasses import replace
 
 from resolver.catalog import ArchList, Catalog, CondaForge, Release, Variant
-from resolver.errors import UserError
-from resolver.readers.pins import CONDA_PLATFORMS
+from resolver.core.errors import UserError
+from resolver.core.platforms import (
+    BY_NAME,
+    DEFAULT_GLIBC,
+    DEFAULT_LINUX,
+    DEFAULT_MACOS,
+    PythonVersion,
+)
 from resolver.solve import Candidate, Decision, Request, Target, solve
-
-# What a target's conda virtual packages say when the target does not tell: conda-lock's own
-# defaults for glibc and the Linux kernel, and a macOS new enough for every conda-forge build.
-DEFAULT_GLIBC = "2.28"
-DEFAULT_LINUX = "5.10"
-DEFAULT_MACOS = "14.0"
-_ARCHSPEC = {
-    "linux-x86_64": "1 x86_64",
-    "linux-aarch64": "1 aarch64",
-    "windows-x86_64": "1 x86_64",
-    "macos-arm64": "1 arm64",
-}
 
 
 def subdir(platform: str) -> str:
     """gpuresolve's platform name -> conda's subdir: "linux-x86_64" -> "linux-64"."""
-    return CONDA_PLATFORMS[platform]
+    return BY_NAME[platform].conda_subdir
 
 
 def _vkey(version: str) -> tuple[int, ...]:
@@ -112,8 +106,9 @@ def conda_forge_pins(cf: CondaForge, cand: Candidate) -> tuple[str, ...]:
 
 def python_specs(python: str) -> list[str]:
     """conda specs for the target's Python: "3.13t" is python 3.13 plus the free-threaded ABI."""
-    if python.endswith("t"):
-        return [f"python={python[:-1]}", "python-freethreading"]
+    py = PythonVersion.parse(python)
+    if py.free_threaded:
+        return [f"python={py.plain}", "python-freethreading"]
     return [f"python={python}"]
 
 
@@ -136,7 +131,7 @@ def virtual_packages(
     elif plat.startswith("macos"):
         out["__unix"] = "0"
         out["__osx"] = DEFAULT_MACOS
-    out["__archspec"] = _ARCHSPEC[plat]
+    out["__archspec"] = BY_NAME[plat].conda_archspec
     if (target.nvidia or target.gpus) and not plat.startswith("macos"):
         have = catalog.driver_max_cuda(target.driver, target.driver_os) if target.driver else None
         if have or cuda:

@@ -17,15 +17,14 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from resolver.core.errors import IndexFormatError
+from resolver.core.platforms import PythonVersion, of_wheel_tag
+
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
 # The build variants gpuresolve reads: CPU and CUDA (ROCm and XPU are listed without GPU logic).
 VARIANT_RE = re.compile(r"^(cpu|cu[0-9]{2,3})$")
 _ANY_VARIANT_RE = re.compile(r"^(cpu|cu[0-9]{2,3}|rocm[0-9]+(\.[0-9]+)*|xpu)$")
-
-
-class IndexFormatError(Exception):
-    """A page that is not a simple-repository page (garbage, an error page served as 200)."""
 
 
 @dataclass(frozen=True)
@@ -190,29 +189,12 @@ def cuda_variant(cuda: str) -> str:
     return f"cu{int(major)}{int(minor)}"
 
 
-def platform_of(tag: Tag) -> str | None:
-    """A wheel platform tag → gpuresolve platform name (None: a platform it does not cover)."""
-    plat = tag.platform
-    if plat.startswith(("manylinux", "linux_")):  # glibc only: no musl build of torch
-        if plat.endswith("_x86_64"):
-            return "linux-x86_64"
-        if plat.endswith("_aarch64"):
-            return "linux-aarch64"
-        return None
-    if plat == "win_amd64":
-        return "windows-x86_64"
-    if plat.startswith("macosx_") and plat.endswith(("_arm64", "_universal2")):
-        return "macos-arm64"
-    return None
-
-
 def python_of(tag: Tag) -> str | None:
     """cp312-cp312 → "3.12"; cp313-cp313t (free-threaded) → "3.13t"; None for non-CPython."""
     m = re.fullmatch(r"cp([0-9])([0-9]+)", tag.interpreter)
     if not m:
         return None
-    version = f"{m.group(1)}.{m.group(2)}"
-    return version + "t" if tag.abi.endswith("t") else version
+    return str(PythonVersion(int(m.group(1)), int(m.group(2)), tag.abi.endswith("t")))
 
 
 def parse_wheel(link: Link) -> Wheel | None:
@@ -223,7 +205,7 @@ def parse_wheel(link: Link) -> Wheel | None:
         name, version, _build, tags = parse_wheel_filename(link.filename)
     except (InvalidWheelFilename, ValueError):
         return None
-    platforms = frozenset(p for t in tags if (p := platform_of(t)) is not None)
+    platforms = frozenset(p for t in tags if (p := of_wheel_tag(t.platform)) is not None)
     pythons = frozenset(p for t in tags if (p := python_of(t)) is not None)
     if not platforms or not pythons:
         return None
@@ -235,13 +217,6 @@ def parse_wheel(link: Link) -> Wheel | None:
         platforms=platforms,
         pythons=pythons,
     )
-
-
-def python_key(version: str) -> tuple[int, int, int]:
-    """Sort key of "3.9" < "3.10" < "3.13" < "3.13t"."""
-    free = version.endswith("t")
-    major, _, minor = version.rstrip("t").partition(".")
-    return int(major), int(minor or 0), int(free)
 
 
 def release_key(version: str) -> tuple[int, ...]:

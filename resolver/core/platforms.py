@@ -1,0 +1,219 @@
+"""The platforms gpuresolve covers and the Python versions it targets: every spelling in one place.
+
+A ``Platform`` ("linux-x86_64") yields what each consumer calls it: PEP 508 marker values, the
+wheel platform tags that map to it, conda's subdir and archspec, Docker's and Kubernetes' names.
+A ``PythonVersion`` ("3.12", free-threaded "3.13t") yields its ABI tag and marker values. No
+other module spells a platform or parses a "t" suffix.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from resolver.core.errors import UserError
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str  # gpuresolve's name: "linux-x86_64"
+    platform_system: str  # PEP 508 marker values ...
+    sys_platform: str
+    os_name: str
+    platform_machine: str
+    conda_subdir: str  # "linux-64"
+    conda_archspec: str  # conda's __archspec virtual package: "1 x86_64"
+    docker: str | None  # an image's platform: "linux/amd64" (None: no Linux container)
+    kubernetes: tuple[str, str] | None  # node labels kubernetes.io/os, kubernetes.io/arch
+
+    @property
+    def marker(self) -> str:
+        """The PEP 508 marker that holds on this platform (pylock ``environments``)."""
+        return (
+            f"sys_platform == '{self.sys_platform}' and "
+            f"platform_machine == '{self.platform_machine}'"
+        )
+
+
+_ALL = (
+    Platform(
+        "linux-x86_64", "Linux", "linux", "posix", "x86_64", "linux-64", "1 x86_64",
+        "linux/amd64", ("linux", "amd64"),
+    ),
+    Platform(
+        "linux-aarch64", "Linux", "linux", "posix", "aarch64", "linux-aarch64", "1 aarch64",
+        "linux/arm64", ("linux", "arm64"),
+    ),
+    Platform(
+        "windows-x86_64", "Windows", "win32", "nt", "AMD64", "win-64", "1 x86_64",
+        None, ("windows", "amd64"),
+    ),
+    Platform(
+        "macos-arm64", "Darwin", "darwin", "posix", "arm64", "osx-arm64", "1 arm64",
+        None, None,
+    ),
+)  # fmt: skip
+BY_NAME: dict[str, Platform] = {p.name: p for p in _ALL}
+PLATFORMS: tuple[str, ...] = tuple(BY_NAME)  # the names, in the database's order
+DEFAULT_PLATFORM = "linux-x86_64"
+# What a target's system is taken to be when it does not tell: conda-lock's own defaults for
+# glibc and the Linux kernel, and a macOS new enough for every conda-forge build.
+DEFAULT_GLIBC = "2.28"
+DEFAULT_LINUX = "5.10"
+DEFAULT_MACOS = "14.0"
+MACOS = "macos-arm64"  # the one macOS platform: CPU builds only, no NVIDIA CUDA
+
+_X86 = {"x86_64", "amd64", "x64"}
+_ARM = {"aarch64", "arm64", "armv8l"}
+
+
+def platform_name(system: str, machine: str) -> str:
+    """("Linux", "x86_64") -> "linux-x86_64"; ("Darwin", "arm64") -> "macos-arm64".
+
+    Arm is "aarch64" on Linux (manylinux's name) and "arm64" on macOS and Windows (theirs).
+    The name may be one gpuresolve does not cover ("freebsd-x86_64"): see ``PLATFORMS``.
+    """
+    sys_name = {"darwin": "macos", "win32": "windows", "cygwin": "windows"}.get(
+        system.lower(), system.lower()
+    )
+    m = machine.lower()
+    if m in _X86:
+        arch = "x86_64"
+    elif m in _ARM:
+        arch = "aarch64" if sys_name == "linux" else "arm64"
+    else:
+        arch = m
+    return f"{sys_name}-{arch}"
+
+
+def covered(system: str, machine: str) -> str | None:
+    """``platform_name`` where gpuresolve covers it, else None."""
+    name = platform_name(system, machine)
+    return name if name in BY_NAME else None
+
+
+def by_kubernetes(os: str, arch: str) -> str | None:
+    """A node's kubernetes.io/os and kubernetes.io/arch labels -> platform name (or None)."""
+    return next((p.name for p in _ALL if p.kubernetes == (os, arch)), None)
+
+
+def of_wheel_tag(tag: str) -> str | None:
+    """A wheel platform tag -> platform name; None for a platform gpuresolve does not cover.
+
+    glibc Linux only (``manylinux*``, ``linux_*``): a musllinux wheel does not run on the glibc
+    systems the database describes, and torch ships none. A macOS ``universal2`` wheel carries
+    arm64 code, so it counts for macos-arm64.
+    """
+    if tag.startswith(("manylinux", "linux_")):
+        if tag.endswith("_x86_64"):
+            return "linux-x86_64"
+        if tag.endswith("_aarch64"):
+            return "linux-aarch64"
+        return None
+    if tag == "win_amd64":
+        return "windows-x86_64"
+    if tag.startswith("macosx_") and tag.endswith(("_arm64", "_universal2")):
+        return MACOS
+    return None
+
+
+def _glibc_minor(glibc: str | None) -> int:
+    major, _, minor = (glibc or DEFAULT_GLIBC).partition(".")
+    if major != "2" or not (minor.isascii() and minor.isdigit()):
+        raise UserError(f"glibc {glibc!r}: expected a version like 2.28")
+    return int(minor)
+
+
+def pip_platforms(platform: str, glibc: str | None = None) -> list[str]:
+    """pip ``--platform`` tags a wheel for the platform may carry, most specific first."""
+    if platform.startswith("linux"):
+        arch = platform.split("-", 1)[1]
+        tags = [f"manylinux_2_{m}_{arch}" for m in range(_glibc_minor(glibc), 16, -1)]
+        return [*tags, f"manylinux2014_{arch}"]  # pip adds manylinux2010 / manylinux1 itself
+    if platform.startswith("windows"):
+        return ["win_amd64"]
+    if platform.startswith("macos"):
+        return [f"macosx_{DEFAULT_MACOS.split('.')[0]}_0_arm64"]  # pip adds the older macOS
+    raise UserError(f"no pip platform tags for {platform}")
+
+
+def uv_platform(platform: str, glibc: str | None = None) -> str:
+    """uv's ``--python-platform``: the marker environment and wheel tags in one."""
+    if platform.startswith("linux"):
+        arch = platform.split("-", 1)[1]
+        # uv names manylinux_2_17 ... manylinux_2_40; an older or newer glibc takes the bound.
+        return f"{arch}-manylinux_2_{min(max(_glibc_minor(glibc), 17), 40)}"
+    if platform == "windows-x86_64":
+        return "x86_64-pc-windows-msvc"
+    if platform == MACOS:
+        return "aarch64-apple-darwin"
+    raise UserError(f"no uv platform for {platform}")
+
+
+# A target's Python as users and files write it: "3.12", "3.13t" (free-threaded).
+PYTHON_RE = re.compile(r"^3\.[0-9]{1,2}t?$")
+
+
+@dataclass(frozen=True, order=True)
+class PythonVersion:
+    """A CPython minor version; ``free_threaded`` is the separate "t" ABI (PEP 703)."""
+
+    major: int
+    minor: int
+    free_threaded: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> PythonVersion:
+        """ "3.12" or "3.13t" (a patch level is ignored: "3.12.4"); ValueError otherwise."""
+        free = text.endswith("t")
+        parts = (text[:-1] if free else text).split(".")
+        if len(parts) < 2 or not all(p.isascii() and p.isdigit() for p in parts[:2]):
+            raise ValueError(f"not a Python version: {text!r}")
+        return cls(int(parts[0]), int(parts[1]), free)
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}{'t' if self.free_threaded else ''}"
+
+    @property
+    def plain(self) -> str:
+        """The marker ``python_version``: "3.13" for "3.13t" too."""
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def interpreter(self) -> str:
+        """The wheel interpreter tag: "cp313"."""
+        return f"cp{self.major}{self.minor}"
+
+    @property
+    def abi(self) -> str:
+        """The wheel ABI tag: "cp313", or "cp313t" for the free-threaded build."""
+        return self.interpreter + ("t" if self.free_threaded else "")
+
+
+def plain_python(text: str) -> str:
+    """ "3.13t" -> "3.13": the version markers and installers see (the ABI aside)."""
+    return PythonVersion.parse(text).plain
+
+
+def is_free_threaded(text: str) -> bool:
+    return PythonVersion.parse(text).free_threaded
+
+
+def marker_env(platform: str, python: str) -> dict[str, str]:
+    """Marker values of a CPython ``python`` ("3.12", "3.13t") on ``platform``."""
+    p = BY_NAME[platform]
+    py = plain_python(python)
+    return {
+        "implementation_name": "cpython",
+        "implementation_version": f"{py}.0",
+        "os_name": p.os_name,
+        "platform_machine": p.platform_machine,
+        "platform_python_implementation": "CPython",
+        "platform_release": "",
+        "platform_system": p.platform_system,
+        "platform_version": "",
+        "python_full_version": f"{py}.0",
+        "python_version": py,
+        "sys_platform": p.sys_platform,
+        "extra": "",
+    }

@@ -1,0 +1,330 @@
+"""The import contract of ARCHITECTURE.md: layers, no cycles, no module over 600 lines.
+
+The graph counts every import at any depth (inside functions and TYPE_CHECKING blocks too): a
+cycle kept alive by a lazy import is still a cycle in the design. Each module belongs to the
+layer of its longest prefix in LAYERS; a module no prefix covers fails the test, so a new
+folder or top-level module must be placed on purpose.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+
+from resolver.core.errors import (
+    EXIT_INTERNAL,
+    DataError,
+    GpuresolveError,
+    IndexFormatError,
+    UserError,
+    exit_code,
+)
+from resolver.dbupdate.metadata import MetadataError
+from resolver.io.http import FetchError
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "resolver"
+MAX_LINES = 600
+
+CORE, IO, DATA, DECISION, EFFECTS, COMMANDS = range(6)
+LAYERS: dict[str, int] = {
+    "resolver": CORE,  # the package's __init__: the version string only
+    "resolver.core": CORE,  # errors, versions, platforms
+    "resolver.subprocs": IO,  # child processes in their own group, killed with us
+    "resolver.io": IO,  # HTTP, remote zip, bounded readers, atomic writes
+    "resolver.db": DATA,
+    "resolver.catalog": DATA,  # the database's facade
+    "resolver.host": DATA,  # probes of this machine
+    "resolver.wheels": DATA,  # probes of a wheel's bytes, index pages
+    "resolver.markers": DATA,
+    "resolver.solve": DECISION,  # solver, hints, explain, inputs, conda adapter, fleet
+    "resolver.images": DECISION,
+    "resolver.writers": EFFECTS,
+    "resolver.readers": EFFECTS,
+    "resolver.install": EFFECTS,
+    "resolver.verify": EFFECTS,
+    "resolver.observe": EFFECTS,
+    "resolver.dbupdate": EFFECTS,
+    "resolver.team": EFFECTS,
+    "resolver.render": EFFECTS,
+    "resolver.dbshow": EFFECTS,
+    "resolver.commands": COMMANDS,
+    "resolver.cli": COMMANDS,
+    "resolver.__main__": COMMANDS,
+}
+
+# The probe runs inside the user's interpreter (any Python, no gpuresolve installed).
+STANDALONE = {"resolver.verify.probe"}
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports_of(source: str, mod: str, is_pkg: bool, known: set[str]) -> set[str]:
+    """The modules of ``known`` that ``source`` imports, at any depth, relative imports resolved."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            names = [prefix, *(f"{prefix}.{a.name}" for a in node.names)]
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name and name != mod:
+                out.add(name)
+    return out
+
+
+def import_graph(
+    root: Path = ROOT, package: str = PACKAGE
+) -> tuple[dict[str, set[str]], dict[str, int]]:
+    """module -> the modules it imports; and module -> its line count."""
+    files = {module_name(f, root): f for f in sorted((root / package).rglob("*.py"))}
+    known = set(files)
+    graph: dict[str, set[str]] = {}
+    lines: dict[str, int] = {}
+    for mod, path in files.items():
+        text = path.read_text(encoding="utf-8")
+        deps = imports_of(text, mod, path.name == "__init__.py", known)
+        if path.name == "__init__.py":  # a package importing its own children is no cycle
+            deps = {d for d in deps if not d.startswith(mod + ".")}
+        graph[mod] = deps
+        lines[mod] = len(text.splitlines())
+    return graph, lines
+
+
+def cycles(graph: Mapping[str, Iterable[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one node (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[frozenset[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = set()
+                while True:
+                    top = stack.pop()
+                    on.discard(top)
+                    comp.add(top)
+                    if top == node:
+                        break
+                if len(comp) > 1:
+                    out.append(frozenset(comp))
+    return out
+
+
+def package_of(mod: str) -> str:
+    """The first-level part of ``resolver`` a module is in: resolver.db.models -> resolver.db."""
+    return ".".join(mod.split(".")[:2])
+
+
+def package_graph(graph: Mapping[str, Iterable[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for mod, deps in graph.items():
+        src = package_of(mod)
+        out.setdefault(src, set()).update(d for d in map(package_of, deps) if d != src)
+    return out
+
+
+def layer_of(mod: str, layers: Mapping[str, int] = LAYERS) -> int | None:
+    parts = mod.split(".")
+    for end in range(len(parts), 0, -1):
+        hit = layers.get(".".join(parts[:end]))
+        if hit is not None:
+            return hit
+    return None
+
+
+def violations(
+    graph: Mapping[str, Iterable[str]],
+    lines: Mapping[str, int],
+    layers: Mapping[str, int] = LAYERS,
+    allowed_cycles: Iterable[frozenset[str]] = (),
+) -> list[str]:
+    """Every breach of the contract, one line each (empty: the house stands)."""
+    allowed = set(allowed_cycles)
+    out: list[str] = []
+    for mod in sorted(graph):
+        if layer_of(mod, layers) is None:
+            out.append(f"{mod}: in no layer (add its folder to LAYERS)")
+    for mod, deps in sorted(graph.items()):
+        here = layer_of(mod, layers)
+        for dep in sorted(deps):
+            there = layer_of(dep, layers)
+            if here is not None and there is not None and there > here:
+                out.append(f"{mod} (layer {here}) imports {dep} (layer {there}): upward")
+    for comp in cycles(graph) + cycles(package_graph(graph)):
+        if comp not in allowed:
+            out.append("cycle: " + " <-> ".join(sorted(comp)))
+    out.extend(
+        f"{mod}: {n} lines (over {MAX_LINES}: split it by job)"
+        for mod, n in sorted(lines.items())
+        if n > MAX_LINES
+    )
+    return out
+
+
+# --- the package -------------------------------------------------------------------------------
+
+
+def test_the_package_keeps_the_contract() -> None:
+    graph, lines = import_graph()
+    assert violations(graph, lines) == []
+
+
+def test_the_verify_probe_imports_nothing_of_gpuresolve() -> None:
+    graph, _ = import_graph()
+    for mod in STANDALONE:
+        assert graph[mod] == set(), mod
+        text = (ROOT / (mod.replace(".", "/") + ".py")).read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{mod}: a relative import"
+                names = [node.module or ""]
+            assert not [n for n in names if n == PACKAGE or n.startswith(PACKAGE + ".")], mod
+
+
+# --- the checker itself, on synthetic graphs ---------------------------------------------------
+
+
+def _layers() -> dict[str, int]:
+    return {"resolver.core": CORE, "resolver.db": DATA, "resolver.solve": DECISION}
+
+
+def test_checker_accepts_a_clean_graph() -> None:
+    graph = {
+        "resolver.core.errors": set(),
+        "resolver.db.models": {"resolver.core.errors"},
+        "resolver.solve.solver": {"resolver.db.models", "resolver.core.errors"},
+    }
+    assert violations(graph, dict.fromkeys(graph, 10), _layers()) == []
+
+
+def test_checker_finds_an_upward_import() -> None:
+    graph = {"resolver.db.models": {"resolver.solve.solver"}, "resolver.solve.solver": set()}
+    found = violations(graph, {}, _layers())
+    assert found == ["resolver.db.models (layer 2) imports resolver.solve.solver (layer 3): upward"]
+
+
+def test_checker_finds_a_module_cycle_and_its_package_cycle() -> None:
+    graph = {
+        "resolver.solve.solver": {"resolver.solve.hints"},
+        "resolver.solve.hints": {"resolver.solve.solver"},
+        "resolver.db.a": {"resolver.core.b"},
+        "resolver.core.b": set(),
+    }
+    assert violations(graph, {}, _layers()) == [
+        "cycle: resolver.solve.hints <-> resolver.solve.solver"
+    ]
+    # across packages of one layer, a cycle is also a package cycle
+    same = {"resolver.db": DATA, "resolver.host": DATA}
+    graph = {"resolver.db.x": {"resolver.host.y"}, "resolver.host.y": {"resolver.db.z"}}
+    graph["resolver.db.z"] = set()
+    assert violations(graph, {}, same) == ["cycle: resolver.db <-> resolver.host"]
+
+
+def test_checker_finds_an_unplaced_module_and_a_long_one() -> None:
+    graph = {"resolver.newthing": set(), "resolver.db.models": set()}
+    found = violations(graph, {"resolver.db.models": MAX_LINES + 1}, _layers())
+    assert found == [
+        "resolver.newthing: in no layer (add its folder to LAYERS)",
+        f"resolver.db.models: {MAX_LINES + 1} lines (over {MAX_LINES}: split it by job)",
+    ]
+
+
+def test_lazy_and_type_checking_imports_count(tmp_path: Path) -> None:
+    pkg = tmp_path / "resolver"
+    (pkg / "db").mkdir(parents=True)
+    (pkg / "solve").mkdir()
+    for init in (pkg, pkg / "db", pkg / "solve"):
+        (init / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "db" / "models.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from resolver.solve.solver import X\n",
+        encoding="utf-8",
+    )
+    (pkg / "solve" / "solver.py").write_text(
+        "def f():\n    from ..db import models\n    return models\n", encoding="utf-8"
+    )
+    graph, _ = import_graph(tmp_path)
+    assert graph["resolver.db.models"] == {"resolver.solve.solver"}
+    assert graph["resolver.solve.solver"] == {"resolver.db", "resolver.db.models"}
+    found = violations(graph, {}, {"resolver": CORE, **_layers()})
+    assert "cycle: resolver.db.models <-> resolver.solve.solver" in found
+    assert any("upward" in line for line in found)
+
+
+# --- one exit code per error concept -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (UserError("bad --gpu"), 2),
+        (DataError("torch.yaml: bad"), 2),
+        (FetchError("https://mirror.example/simple/torch/", "HTTP 503"), 2),
+        (IndexFormatError("not an index page"), 2),
+        (MetadataError("not a zip file"), 2),
+        (GpuresolveError("a concept with no exit code of its own"), EXIT_INTERNAL),
+    ],
+)
+def test_every_error_concept_has_its_exit_code(error: GpuresolveError, code: int) -> None:
+    assert exit_code(error) == code
+
+
+def test_an_unconverted_fetch_error_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FetchError that no call site converted reaches the CLI as bad input, not exit 70."""
+    from resolver import cli
+    from resolver.commands import detect
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise FetchError("https://mirror.example/x", "HTTP 404", 404)
+
+    monkeypatch.setattr(detect.detect, "callback", fail)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["detect"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["gpuresolve: error: https://mirror.example/x: HTTP 404"]
