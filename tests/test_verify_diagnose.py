@@ -336,3 +336,16 @@ def test_sampler_without_nvml_says_why() -> None:
 
     state = gpustate.Sampler(sample=True, module=Broken()).finish()
     assert state["nvml"] == "OSError: NVML Shared Library Not Found" and state["gpus"] is None
+
+
+def test_readme_shows_the_recorded_lines() -> None:
+    """The README's diagnosed runs are the recorded ones, line for line."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    recorded_lines = {
+        ln for f in DIAG.glob("*.txt") for ln in f.read_text(encoding="utf-8").splitlines()
+    }
+    section = readme[readme.index("#### `verify --benchmark`") : readme.index("**`state`**")]
+    shown = [ln for ln in section.splitlines() if ln[:6] in ("PASS  ", "WARN  ", "FAIL  ")]
+    shown += [ln for ln in section.splitlines() if ln.startswith("  conv2d 3x3")]
+    assert len(shown) >= 7
+    assert [ln for ln in shown if ln not in recorded_lines] == []
