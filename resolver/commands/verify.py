@@ -38,6 +38,12 @@ _LABEL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
 )
 @click.option("--benchmark", is_flag=True, help="Also time conv2d (cuDNN on/off) and TF32 matmul.")
 @click.option(
+    "--nccl",
+    is_flag=True,
+    help="Run NCCL across the GPUs (automatic with two or more visible): exact all-reduce and "
+    "all-gather, bus bandwidth judged against the links.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="Print the report as JSON (a stable contract)."
 )
 @click.option(
@@ -57,6 +63,7 @@ def verify(
     python: str | None,
     lock_file: str | None,
     benchmark: bool,
+    nccl: bool,
     as_json: bool,
     timeout: float,
     no_record: bool,
@@ -105,6 +112,9 @@ def verify(
         catalog_error=catalog_error,
         stderr_tail=run.stderr_tail,
     )
+    nccl_doc = (
+        _nccl_check(interpreter, run, results, timeout) if nccl or _visible(run) > 1 else None
+    )
     bench = (run.data or {}).get("benchmark") if benchmark else None
     recorded = None if no_record else _record(run.data, curated)
     if benchmark:
@@ -116,12 +126,37 @@ def verify(
         )
         data["observation"] = recorded.to_json() if recorded else None
         data["state"] = diagnose.state_json(run.data, state)
+        data["nccl_check"] = nccl_doc
         emit_json(data)
     else:
         click.echo(report_text(interpreter, run, results, bench, benchmark, state))
         for line in recorded.lines if recorded else ():
             click.echo(f"note: {line}", err=True)
     sys.exit(1 if status == result.FAIL else 0)
+
+
+def _visible(run: ProbeRun) -> int:
+    cuda = (run.data or {}).get("cuda") or {}
+    return int(cuda.get("device_count") or 0) if cuda.get("available") else 0
+
+
+def _nccl_check(
+    interpreter: str, run: ProbeRun, results: list[CheckResult], timeout: float
+) -> dict[str, Any]:
+    """One NCCL worker per visible GPU (after the probe: both use the GPUs), judged."""
+    from resolver.host import topology
+    from resolver.verify import nccl_check, nccl_run
+
+    visible = _visible(run)
+    topo = topology.collect() if visible > 1 else None
+    ran = (
+        nccl_run.run_nccl(interpreter, visible, timeout_s=min(timeout, nccl_run.DEFAULT_TIMEOUT_S))
+        if visible > 1
+        else None
+    )
+    check, doc = nccl_check.judge(ran, topo, run.data, visible)
+    results.append(check)
+    return doc
 
 
 def _curated_builds() -> dict[str, Any] | None:

@@ -51,7 +51,7 @@ def _gib(mib: Any) -> str:
     return f"{mib / 1024:.1f} GiB" if isinstance(mib, (int, float)) else "? GiB"
 
 
-def _bus_key(bus: Any) -> tuple[int, int, int] | None:
+def bus_key(bus: Any) -> tuple[int, int, int] | None:
     """ "00000000:18:00.0" (NVML) or "0000:18:00" (the probe) -> (domain, bus, device)."""
     m = re.match(r"^([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)", str(bus or ""))
     return (int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16)) if m else None
@@ -64,8 +64,8 @@ def gpu_state(
     its snapshot before the probe and its busy samples during the benchmark."""
     before = (state or {}).get("gpus") or []
     devices = ((probe or {}).get("cuda") or {}).get("devices") or []
-    bus = next((_bus_key(d.get("pci_bus_id")) for d in devices if d.get("index") == device), None)
-    snap = next((g for g in before if bus and _bus_key(g.get("pci_bus_id")) == bus), None)
+    bus = next((bus_key(d.get("pci_bus_id")) for d in devices if d.get("index") == device), None)
+    snap = next((g for g in before if bus and bus_key(g.get("pci_bus_id")) == bus), None)
     if snap is None and len(before) == 1 and len(devices) <= 1:
         snap = before[0]
     if snap is None:
