@@ -224,3 +224,35 @@ def test_verify_nccl_on_the_recorded_one_gpu_probe_is_one_skip_line(
     assert report["checks"][-1]["id"] == "multigpu"
     _, out, _ = run_cli(capsys, "verify", "--python", python, "--json")
     assert json.loads(out)["nccl_check"] is None  # one GPU and not asked: no check at all
+
+
+ONE_GPU = Path(__file__).parent / "fixtures" / "verify" / "h100_nccl_one_gpu"
+
+
+def test_recorded_one_gpu_h100_skips_and_its_topology_reads_pcie() -> None:
+    """Real: `verify --nccl` and NVML's topology on the one-GPU H100 (no NVLink there)."""
+    text = (ONE_GPU / "verify_nccl_one_gpu.txt").read_text(encoding="utf-8")
+    assert "SKIP  NCCL across GPUs  one GPU visible: nothing to run NCCL across" in text
+    report = json.loads((ONE_GPU / "verify_nccl_one_gpu.json").read_text(encoding="utf-8"))
+    assert report["nccl_check"]["visible_gpus"] == 1
+    topo = json.loads((ONE_GPU / "topology_one_gpu.json").read_text(encoding="utf-8"))
+    assert topo["gpus"][0]["nvlinks"] == [] and topo["pairs"] == []
+    peak, basis = topology.link_peak_gbps(topo, [0])
+    assert peak == pytest.approx(3.938 * 16) and basis.startswith("PCIe gen5 x16")
+
+
+def test_recorded_one_process_smoke_run_has_the_shape_the_check_reads() -> None:
+    """Real, but one process on one GPU: it proves the worker runs on NCCL and answers what
+    the check reads; it measures no link (bus bandwidth is 0 by definition at n = 1)."""
+    doc = json.loads((ONE_GPU / "nccl_smoke_world1.json").read_text(encoding="utf-8"))
+    assert doc["failure"] is None and not doc["timed_out"]
+    (rank,) = doc["ranks"]
+    result = rank["result"]
+    assert rank["stage"] == "done" and result["all_reduce_ok"] and result["all_gather_ok"]
+    assert result["libraries"][0].endswith("nvidia/nccl/lib/libnccl.so.2")
+    for row in result["bandwidth"]:
+        assert set(row) == {"op", "bytes", "us", "algbw", "busbw"} and row["busbw"] == 0.0
+    run = NcclRun(world=2, timeout_s=60)  # the same answer as two ranks' would read (synthetic)
+    run.ranks = [Rank(rank=i, data=result, stage="done") for i in range(2)]
+    check, _ = nccl_check.judge(run, synthetic_topology(), PROBE, 2)
+    assert check.status == FAIL and "all-reduce bus bandwidth 0.0 GB/s" in check.reason

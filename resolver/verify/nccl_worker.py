@@ -92,13 +92,18 @@ def run(result: dict[str, Any], argv: list[str]) -> None:
     result["torch"] = str(torch.__version__)
     stage(result, "init")
     torch.cuda.set_device(rank)
-    dist.init_process_group(
-        "nccl",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=world,
-        timeout=datetime.timedelta(seconds=timeout_s),
-    )
+    kwargs: dict[str, Any] = {
+        "init_method": f"tcp://127.0.0.1:{port}",
+        "rank": rank,
+        "world_size": world,
+        "timeout": datetime.timedelta(seconds=timeout_s),
+        "device_id": torch.device("cuda", rank),  # binds the communicator to this rank's GPU
+    }
+    try:
+        dist.init_process_group("nccl", **kwargs)
+    except TypeError:  # torch before 2.3 has no device_id
+        del kwargs["device_id"]
+        dist.init_process_group("nccl", **kwargs)
     v = torch.cuda.nccl.version()
     result["nccl_version"] = ".".join(str(x) for x in v[:3]) if isinstance(v, tuple) else str(v)
 
