@@ -349,3 +349,13 @@ def test_readme_shows_the_recorded_lines() -> None:
     shown += [ln for ln in section.splitlines() if ln.startswith("  conv2d 3x3")]
     assert len(shown) >= 7
     assert [ln for ln in shown if ln not in recorded_lines] == []
+
+
+def test_synthetic_env_values_are_printed_clean(shipped: Catalog) -> None:
+    """An environment variable read back from the probe never prints a control character."""
+    report, state = slow_healthy(shipped)
+    state["during_benchmark"]["gpus"][0]["clock_event_reasons"] = []
+    report["probe"]["env"]["LD_PRELOAD"] = "/x/lib\x1b[2J\u202e.so"
+    res, _ = replay(report, shipped)
+    assert res["speed"].reason.startswith("LD_PRELOAD=/x/lib?[2J?.so is set")
+    assert diagnose.shown("a" * 500).endswith("...") and len(diagnose.shown("a" * 500)) == 200

@@ -292,7 +292,9 @@ def report_text(
     for r in results:
         lines.append(f"{_LABEL[r.status]}  {r.title.ljust(width)}  {r.reason}")
         pad = " " * (6 + width + 2)
-        for d in r.details if r.status != "pass" or r.id in ("libraries", "compute") else ():
+        for d in (
+            r.details if r.status != "pass" or r.id in ("libraries", "compute", "multigpu") else ()
+        ):
             lines.append(f"{pad}{d}")
         if r.fix and r.status in ("fail", "warn"):
             lines.append(f"{pad}fix: {r.fix}")

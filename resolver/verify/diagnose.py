@@ -47,6 +47,13 @@ class Cause:
         return self.cases is ALL or case in self.cases
 
 
+def shown(value: Any, limit: int = 200) -> str:
+    """A value read back from the probe (an environment variable), safe to print: printable
+    ASCII, bounded."""
+    text = re.sub(r"[^\x20-\x7e]", "?", str(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _gib(mib: Any) -> str:
     return f"{mib / 1024:.1f} GiB" if isinstance(mib, (int, float)) else "? GiB"
 
@@ -143,7 +150,8 @@ def speed_causes(
         out.append(
             Cause(
                 ALL,
-                f"LD_PRELOAD={env['LD_PRELOAD']} is set: its libraries come before the wheel's",
+                f"LD_PRELOAD={shown(env['LD_PRELOAD'])} is set: its libraries come before "
+                "the wheel's",
                 "unset LD_PRELOAD",
             )
         )
@@ -151,8 +159,8 @@ def speed_causes(
         out.append(
             Cause(
                 ALL,
-                f"CUDA_LAUNCH_BLOCKING={env['CUDA_LAUNCH_BLOCKING']} is set: every kernel launch "
-                "waits for the GPU",
+                f"CUDA_LAUNCH_BLOCKING={shown(env['CUDA_LAUNCH_BLOCKING'])} is set: every kernel "
+                "launch waits for the GPU",
                 "unset CUDA_LAUNCH_BLOCKING (a debugging switch)",
             )
         )
@@ -160,7 +168,7 @@ def speed_causes(
         out.append(
             Cause(
                 MATMUL,
-                f"CUBLAS_WORKSPACE_CONFIG={env['CUBLAS_WORKSPACE_CONFIG']} limits cuBLAS's "
+                f"CUBLAS_WORKSPACE_CONFIG={shown(env['CUBLAS_WORKSPACE_CONFIG'])} limits cuBLAS's "
                 "workspace (set for deterministic runs)",
                 "unset CUBLAS_WORKSPACE_CONFIG unless determinism is needed",
             )
@@ -303,7 +311,7 @@ def cuda_visible_cause(env: Mapping[str, Any], host_gpus: Sequence[str]) -> str 
     if not first:
         return f"CUDA_VISIBLE_DEVICES is set to an empty value: torch sees no GPU{has}"
     if re.fullmatch(r"-?\d+", first) and host_gpus and not 0 <= int(first) < len(host_gpus):
-        return f"CUDA_VISIBLE_DEVICES={value} names no GPU of this host{has}"
+        return f"CUDA_VISIBLE_DEVICES={shown(value)} names no GPU of this host{has}"
     return None
 
 

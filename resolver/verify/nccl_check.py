@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resolver.host.topology import link_peak_gbps
-from resolver.verify.diagnose import bus_key
+from resolver.verify.diagnose import bus_key, shown
 from resolver.verify.nccl_run import NcclRun
 from resolver.verify.result import FAIL, PASS, SKIP, WARN, CheckResult
 
@@ -55,7 +55,7 @@ def causes(
     ):
         value = env.get(var)
         if value and (var not in ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE") or value != "0"):
-            out.append(f"{var}={value} is set: {what}")
+            out.append(f"{var}={shown(value)} is set: {what}")
     chosen = set(indices)
     for pair in topology.get("pairs") or []:
         a, b = pair.get("gpus") or [None, None]
@@ -79,9 +79,11 @@ def causes(
     for path in libs:
         real = os.path.realpath(path)
         if real_roots and not any(real.startswith(r.rstrip("/") + "/") for r in real_roots):
-            out.append(f"libnccl from outside the environment: {path}")
+            out.append(f"libnccl from outside the environment: {shown(path)}")
     if env.get("NCCL_IB_DISABLE"):
-        out.append(f"NCCL_IB_DISABLE={env['NCCL_IB_DISABLE']} is set (no effect inside one host)")
+        out.append(
+            f"NCCL_IB_DISABLE={shown(env['NCCL_IB_DISABLE'])} is set (no effect inside one host)"
+        )
     return out
 
 
