@@ -36,7 +36,12 @@ _LABEL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
     help="requirements.txt, environment.yml, conda-lock.yml or pylock.toml the environment "
     "must match.",
 )
-@click.option("--benchmark", is_flag=True, help="Also time conv2d (cuDNN on/off) and TF32 matmul.")
+@click.option(
+    "--benchmark",
+    is_flag=True,
+    help="Also time matmuls and a cuDNN convolution, judged against the datasheet peak, naming "
+    "the cause it sees when slow.",
+)
 @click.option(
     "--nccl",
     is_flag=True,
