@@ -36,7 +36,18 @@ _LABEL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
     help="requirements.txt, environment.yml, conda-lock.yml or pylock.toml the environment "
     "must match.",
 )
-@click.option("--benchmark", is_flag=True, help="Also time conv2d (cuDNN on/off) and TF32 matmul.")
+@click.option(
+    "--benchmark",
+    is_flag=True,
+    help="Also time matmuls and a cuDNN convolution, judged against the datasheet peak, naming "
+    "the cause it sees when slow.",
+)
+@click.option(
+    "--nccl",
+    is_flag=True,
+    help="Run NCCL across the GPUs (automatic with two or more visible): exact all-reduce and "
+    "all-gather, bus bandwidth judged against the links.",
+)
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the report as JSON (a stable contract)."
 )
@@ -57,6 +68,7 @@ def verify(
     python: str | None,
     lock_file: str | None,
     benchmark: bool,
+    nccl: bool,
     as_json: bool,
     timeout: float,
     no_record: bool,
@@ -80,13 +92,19 @@ def verify(
     # The probe starts first: torch imports in the child while the rest of gpuresolve loads,
     # the host is detected and the database loads here.
     proc = ProbeProcess(interpreter, want=want, benchmark=benchmark, timeout_s=timeout)
+    from resolver.host.gpustate import Sampler
+
+    # NVML beside the probe, in a thread: the GPU's state before the probe uses it (and with
+    # --benchmark, samples while it measures), never on the plain run's critical path.
+    sampler = Sampler(sample=benchmark, exclude_pids=(proc.proc.pid,))
     from resolver.core.errors import UserError
-    from resolver.verify import checks, result
+    from resolver.verify import checks, diagnose, result
 
     catalog, catalog_error = _load_catalog()
     host = _detect(catalog)
     curated = None if no_record else _curated_builds()  # still while torch imports
     run = proc.finish()
+    state = sampler.finish()
     if not run.started and not run.signal and not run.timed_out:
         last = run.stderr_tail[-1][:200] if run.stderr_tail else f"exit status {run.returncode}"
         raise UserError(f"cannot run the probe with {interpreter} (Python 3.9+ needed): {last}")
@@ -99,22 +117,51 @@ def verify(
         catalog_error=catalog_error,
         stderr_tail=run.stderr_tail,
     )
+    nccl_doc = (
+        _nccl_check(interpreter, run, results, timeout) if nccl or _visible(run) > 1 else None
+    )
     bench = (run.data or {}).get("benchmark") if benchmark else None
     recorded = None if no_record else _record(run.data, curated)
     if benchmark:
-        bench = _judge_speed(run, bench, catalog, results)
+        bench = _judge_speed(run, bench, catalog, results, state)
     status = result.overall(results)
     if as_json:
         data = report_json(
             interpreter, run, results, host, catalog, lock_file, bench, time.monotonic() - t0
         )
         data["observation"] = recorded.to_json() if recorded else None
+        data["state"] = diagnose.state_json(run.data, state)
+        data["nccl_check"] = nccl_doc
         emit_json(data)
     else:
-        click.echo(report_text(interpreter, run, results, bench, benchmark))
+        click.echo(report_text(interpreter, run, results, bench, benchmark, state))
         for line in recorded.lines if recorded else ():
             click.echo(f"note: {line}", err=True)
     sys.exit(1 if status == result.FAIL else 0)
+
+
+def _visible(run: ProbeRun) -> int:
+    cuda = (run.data or {}).get("cuda") or {}
+    return int(cuda.get("device_count") or 0) if cuda.get("available") else 0
+
+
+def _nccl_check(
+    interpreter: str, run: ProbeRun, results: list[CheckResult], timeout: float
+) -> dict[str, Any]:
+    """One NCCL worker per visible GPU (after the probe: both use the GPUs), judged."""
+    from resolver.host import topology
+    from resolver.verify import nccl_check, nccl_run
+
+    visible = _visible(run)
+    topo = topology.collect() if visible > 1 else None
+    ran = (
+        nccl_run.run_nccl(interpreter, visible, timeout_s=min(timeout, nccl_run.DEFAULT_TIMEOUT_S))
+        if visible > 1
+        else None
+    )
+    check, doc = nccl_check.judge(ran, topo, run.data, visible)
+    results.append(check)
+    return doc
 
 
 def _curated_builds() -> dict[str, Any] | None:
@@ -139,9 +186,14 @@ def _record(probe: dict[str, Any] | None, curated: dict[str, Any] | None) -> Rec
 
 
 def _judge_speed(
-    run: ProbeRun, bench: Any, catalog: Catalog | None, results: list[CheckResult]
+    run: ProbeRun,
+    bench: Any,
+    catalog: Catalog | None,
+    results: list[CheckResult],
+    state: dict[str, Any] | None = None,
 ) -> Any:
-    """Each measurement as a fraction of the GPU's datasheet peak, and the `speed` check."""
+    """Each measurement as a fraction of the GPU's datasheet peak, and the `speed` check with
+    the causes it could observe."""
     from resolver.core.errors import UserError
     from resolver.verify import speed
     from resolver.verify.result import SKIP, CheckResult
@@ -149,15 +201,13 @@ def _judge_speed(
     if not isinstance(bench, dict) or bench.get("error"):
         results.append(speed.judge(bench, None))
         return bench
-    devices = ((run.data or {}).get("cuda") or {}).get("devices") or []
-    name = next((d.get("name") for d in devices if d.get("index") == bench.get("device")), None)
     try:
         peaks = speed.load(speed.data_file(catalog.origin if catalog else None))
     except UserError as exc:  # a damaged peaks file: measured, not judged
         results.append(CheckResult("speed", "GPU speed", SKIP, str(exc)))
         return bench
-    annotated = speed.annotate(bench, name, peaks)
-    results.append(speed.judge(annotated, name))
+    annotated, check = speed.judge_run(run.data, bench, peaks, results, state)
+    results.append(check)
     return annotated
 
 
@@ -233,6 +283,7 @@ def report_text(
     results: list[CheckResult],
     bench: Any,
     bench_asked: bool,
+    state: dict[str, Any] | None = None,
 ) -> str:
     from resolver.verify import result
 
@@ -246,12 +297,15 @@ def report_text(
     for r in results:
         lines.append(f"{_LABEL[r.status]}  {r.title.ljust(width)}  {r.reason}")
         pad = " " * (6 + width + 2)
-        for d in r.details if r.status != "pass" or r.id in ("libraries", "compute") else ():
+        for d in (
+            r.details if r.status != "pass" or r.id in ("libraries", "compute", "multigpu") else ()
+        ):
             lines.append(f"{pad}{d}")
         if r.fix and r.status in ("fail", "warn"):
             lines.append(f"{pad}fix: {r.fix}")
     if bench_asked:
         lines.extend(benchmark_lines(run, bench))
+        lines.extend(state_lines(run, bench, state))
     s = result.summary(results)
     lines.append(
         f"result: {result.overall(results).upper()}: {s['pass']} passed, {s['warn']} warning(s), "
@@ -276,6 +330,8 @@ def benchmark_lines(run: ProbeRun, bench: Any) -> list[str]:
         ("matmul_tf32", "matmul, TF32", None),
         ("matmul_fp32", "matmul, FP32", ("matmul_tf32", "TF32")),
         ("matmul_bf16", "matmul, BF16", None),
+        ("conv2d_bf16", "conv2d 3x3, BF16", None),
+        ("conv2d_tf32", "conv2d 3x3, TF32", None),
     )
     for key, label, versus in rows:
         r = bench.get(key)
@@ -291,12 +347,46 @@ def benchmark_lines(run: ProbeRun, bench: Any) -> list[str]:
         out.append(line)
     if shapes:
         out.append(f"  (conv2d {shapes.get('conv2d')}; matmul {shapes.get('matmul')})")
+        if shapes.get("conv2d_judged"):
+            out.append(
+                f"  (conv2d 3x3 {shapes['conv2d_judged']}, this interpreter's cuDNN switches)"
+            )
     gpu = bench.get("peak_gpu")
     if gpu:
         t = bench.get("thresholds") or {}
         out.append(
             f"  of peak: the {gpu['name']} datasheet's dense peak ({gpu['grade']}; "
-            f"{', '.join(gpu['source'])}); a matmul below {t.get('warn', 0):.0%} warns, below "
-            f"{t.get('fail', 0):.0%} fails; (conv2d) is shown, not judged"
+            f"{', '.join(gpu['source'])}); a case below {t.get('warn', 0):.0%} warns, below "
+            f"{t.get('fail', 0):.0%} fails; (in brackets): shown, not judged"
         )
     return out
+
+
+def state_lines(run: ProbeRun, bench: Any, state: dict[str, Any] | None) -> list[str]:
+    """One line of the benchmarked GPU's state as NVML read it (all of it is in --json)."""
+    from resolver.verify import diagnose
+
+    if not state or not isinstance(bench, dict):
+        return []
+    if not state.get("gpus"):
+        return [f"  GPU state: not read ({state.get('nvml') or 'no NVML'})"]
+    snap, busy = diagnose.gpu_state(state, run.data, bench.get("device"))
+    if snap is None:
+        return ["  GPU state: NVML does not name the benchmarked GPU"]
+    clocks, power, pcie = snap.get("clocks") or {}, snap.get("power") or {}, snap.get("pcie") or {}
+    busy = busy or {}
+    parts = [
+        f"SM {busy.get('sm_mhz_min', '?')}-{busy.get('sm_mhz_max', '?')} of "
+        f"{clocks.get('sm_max_mhz', '?')} MHz while busy"
+        if busy
+        else f"SM max {clocks.get('sm_max_mhz', '?')} MHz",
+        f"power limit {power.get('limit_w', '?')} W (default {power.get('default_limit_w', '?')})",
+        f"PCIe gen{pcie.get('gen', '?')} x{pcie.get('width', '?')} "
+        f"(max gen{pcie.get('max_gen', '?')} x{pcie.get('max_width', '?')})",
+    ]
+    reasons = [r for r in busy.get("clock_event_reasons") or [] if r != "GPU idle"]
+    if reasons:
+        parts.append("clock events: " + ", ".join(reasons))
+    procs = diagnose.other_processes(snap, busy)
+    parts.append(f"other processes: {len(procs)}")
+    return ["  GPU state: " + "; ".join(parts)]

@@ -15,6 +15,7 @@ from resolver.core.versions import CC, cc_sm, driver_key, parse_cc
 from resolver.host.profile import HostProfile
 from resolver.solve import driver_need, is_jit, kernel_coverage
 from resolver.verify.context import Context, build_variant, first_line, skipped
+from resolver.verify.diagnose import cuda_visible_cause
 from resolver.verify.package_checks import missing_lib_fix
 from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult, Status
 
@@ -249,9 +250,12 @@ def check_cuda_available(ctx: Context) -> CheckResult:
     said = [str((cuda.get("error") or {}).get("message") or ""), *(cuda.get("warnings") or [])]
     why = next((first_line(s) for s in said if s.strip()), "")
     reason = "False" + (f": {why}" if why else " although the host has an NVIDIA GPU")
-    visible = (ctx.probe.get("env") or {}).get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and not visible.strip(","):
-        fix = f"CUDA_VISIBLE_DEVICES is {visible!r}: unset it or name a GPU"
+    env = ctx.probe.get("env") or {}
+    names = [g.name or f"GPU {g.index}" for g in (ctx.host.gpus if ctx.host else [])]
+    cause = cuda_visible_cause(env, names)
+    if cause:  # the cause first, torch's own words after it
+        reason = f"False: {cause}" + (f"; torch: {why}" if why else "")
+        fix = f"CUDA_VISIBLE_DEVICES is {env.get('CUDA_VISIBLE_DEVICES')!r}: unset it or name a GPU"
     elif "too old" in why.lower() or "driver" in why.lower():
         fix = "the driver cannot run this build: upgrade the driver or `gpuresolve suggest`"
     else:

@@ -62,11 +62,22 @@ def check_gpu_compute(ctx: Context) -> CheckResult:
             tuple(lines),
         )
     if not cudnn_used:
+        cudnn = ctx.probe.get("cudnn") or {}
+        err = first_line(str((cudnn.get("error") or {}).get("message") or ""))
+        why = (
+            f"torch could not load cuDNN ({err})"
+            if err
+            else "this torch build has no cuDNN"
+            if cudnn.get("compiled") is False
+            else "torch.backends.cudnn.is_available() is False"
+            if cudnn.get("available") is False
+            else "slow fallback kernels"
+        )
         return CheckResult(
             "compute",
             title,
             FAIL,
-            "results are right, but cuDNN did not run the convolution (slow fallback kernels)",
+            f"results are right, but cuDNN did not run the convolution: {why}",
             "see the cuDNN and library checks above",
             tuple(lines),
         )

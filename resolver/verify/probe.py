@@ -299,6 +299,54 @@ def bench_time(torch: Any, fn: Callable[[], Any], seconds: float) -> float:
     return (time.perf_counter() - t) / n
 
 
+def switches(torch: Any) -> dict[str, Any]:
+    """torch's own speed switches as this interpreter set them (a sitecustomize may have)."""
+    reads: dict[str, Callable[[], Any]] = {
+        "matmul_allow_tf32": lambda: torch.backends.cuda.matmul.allow_tf32,
+        "float32_matmul_precision": lambda: torch.get_float32_matmul_precision(),
+        "cudnn_enabled": lambda: torch.backends.cudnn.enabled,
+        "cudnn_benchmark": lambda: torch.backends.cudnn.benchmark,
+        "cudnn_deterministic": lambda: torch.backends.cudnn.deterministic,
+        "cudnn_allow_tf32": lambda: torch.backends.cudnn.allow_tf32,
+        "deterministic_algorithms": lambda: torch.are_deterministic_algorithms_enabled(),
+    }
+    out: dict[str, Any] = {}
+    for key, read in reads.items():
+        try:
+            value = read()
+            out[key] = value if isinstance(value, (bool, str)) else str(value)
+        except Exception:
+            out[key] = None
+    return out
+
+
+def conv_bench(torch: Any, seconds: float) -> dict[str, Any]:
+    """A ResNet-50 stage-3 3x3 convolution, big enough to be bound by arithmetic, in bf16 and
+    TF32, channels_last, under this interpreter's own cuDNN switches (so a slow path is seen)."""
+    dev = torch.device("cuda", 0)
+    n, c, hw = 256, 256, 14
+    flop = 2.0 * n * c * c * hw * hw * 9
+    out: dict[str, Any] = {}
+    for label, dtype in (("conv2d_bf16", torch.bfloat16), ("conv2d_tf32", torch.float32)):
+        if dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+            continue
+        x = torch.randn(n, c, hw, hw, device=dev, dtype=dtype)
+        w = torch.randn(c, c, 3, 3, device=dev, dtype=dtype)
+        x = x.to(memory_format=torch.channels_last)
+        w = w.to(memory_format=torch.channels_last)
+
+        def conv(x: Any = x, w: Any = w) -> Any:
+            return torch.nn.functional.conv2d(x, w, padding=1)
+
+        s = bench_time(torch, conv, seconds)
+        out[label] = {
+            "ms": s * 1e3,
+            "tflops": flop / s / 1e12,
+            "backend": conv_backend(torch, x, w),
+        }
+    return out
+
+
 def benchmark(torch: Any, seconds: float = 1.0) -> dict[str, Any]:
     """conv2d with cuDNN on and off; a float32 matmul with TF32 on and off (on GPU 0)."""
     dev = torch.device("cuda", 0)
@@ -331,11 +379,21 @@ def benchmark(torch: Any, seconds: float = 1.0) -> dict[str, Any]:
             ah, bh = a.bfloat16(), b.bfloat16()
             s = bench_time(torch, lambda: ah @ bh, seconds)
             out["matmul_bf16"] = {"ms": s * 1e3, "tflops": 2.0 * n**3 / s / 1e12}
+        out.update(conv_bench(torch, seconds))
     out["shapes"] = {
         "conv2d": "32x64x56x56 * 64x64x3x3 fp32",
+        "conv2d_judged": "256x256x14x14 * 256x256x3x3 channels_last (bf16, fp32 as TF32)",
         "matmul": f"{n}x{n}x{n} fp32 (bf16 for matmul_bf16)",
     }
     return out
+
+
+def pci_bus(p: Any) -> str | None:
+    """ "0000:18:00" from the device properties, to match the GPU with NVML's record."""
+    try:
+        return f"{int(p.pci_domain_id):04x}:{int(p.pci_bus_id):02x}:{int(p.pci_device_id):02x}"
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def cudnn_version_text(v: int) -> str:
@@ -369,6 +427,7 @@ def probe_torch(result: dict[str, Any], bench: bool) -> None:
     flags = getattr(torch._C, "_cuda_getArchFlags", None)
     arch = flags() if flags is not None else None
     info["arch_list"] = str(arch).split() if arch else []
+    info["switches"] = switches(torch)
 
     stage(result, "cuda-init")
     cuda: dict[str, Any] = {"available": False, "devices": []}
@@ -389,6 +448,7 @@ def probe_torch(result: dict[str, Any], bench: bool) -> None:
                             "cc": f"{p.major}.{p.minor}",
                             "memory_mib": int(p.total_memory) // (1024 * 1024),
                             "multiprocessors": int(p.multi_processor_count),
+                            "pci_bus_id": pci_bus(p),
                         }
                     )
         except Exception as exc:
@@ -473,6 +533,10 @@ def run(result: dict[str, Any], argv: list[str]) -> None:
             "CUDA_VISIBLE_DEVICES",
             "CUDA_HOME",
             "NVIDIA_TF32_OVERRIDE",
+            "CUDA_LAUNCH_BLOCKING",
+            "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+            "CUBLAS_WORKSPACE_CONFIG",
+            "CUDA_DEVICE_ORDER",
             "VIRTUAL_ENV",
             "CONDA_PREFIX",
         )

@@ -7,12 +7,14 @@ graded); a GPU the file does not name is measured but not judged.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import DataError
+from resolver.verify import diagnose
+from resolver.verify.diagnose import Cause
 from resolver.verify.result import FAIL, PASS, SKIP, WARN, CheckResult, Status
 
 FILE = "gpu_peaks.yaml"
@@ -23,6 +25,9 @@ CASES = {
     "matmul_tf32": ("tf32", True),
     "matmul_fp32": ("fp32", True),
     "matmul_bf16": ("bf16", True),
+    # ResNet-50 stage-3 3x3 convolution under the interpreter's own cuDNN switches: arithmetic-bound
+    "conv2d_bf16": ("bf16", True),
+    "conv2d_tf32": ("tf32", True),
     "conv2d_cudnn": ("tf32", False),  # cuDNN may use TF32 for float32 convolutions (torch default)
     "conv2d_no_cudnn": ("fp32", False),
 }
@@ -147,8 +152,17 @@ def annotate(bench: Mapping[str, Any], device_name: str | None, peaks: Peaks) ->
     return out
 
 
-def judge(annotated: Mapping[str, Any] | None, device_name: str | None) -> CheckResult:
-    """The `speed` check: PASS, WARN or FAIL by the slowest judged matmul; SKIP without peaks."""
+def judge(
+    annotated: Mapping[str, Any] | None,
+    device_name: str | None,
+    causes: Sequence[Cause] = (),
+    generic: Sequence[str] = CAUSES,
+) -> CheckResult:
+    """The `speed` check: PASS, WARN or FAIL by the slowest judged case; SKIP without peaks.
+
+    A slow verdict's first line names the first observed cause (``diagnose.speed_causes``) that
+    explains its slowest case, with the figure; the ``generic`` list is only for no such cause.
+    """
     title = "GPU speed"
     if not annotated or annotated.get("error"):
         why = (annotated or {}).get("error", {}).get("message") if annotated else None
@@ -191,16 +205,47 @@ def judge(annotated: Mapping[str, Any] | None, device_name: str | None) -> Check
     if mig and status == FAIL:  # a slice has part of the SMs: slower than the whole GPU by design
         status = WARN
         basis += f"; {device_name} is a MIG slice, the peak is the whole GPU's"
-    reason = (
-        f"slowest matmul {worst_case} at {frac:.0%} of peak"
-        + (
-            f" (below {fail:.0%})"
-            if status == FAIL
-            else f" (below {warn:.0%})"
-            if status == WARN
-            else ""
-        )
-        + f"; {basis}"
+    below = (
+        f" (below {fail:.0%})"
+        if status == FAIL
+        else f" (below {warn:.0%})"
+        if status == WARN
+        else ""
     )
-    fix = None if status == PASS else "check: " + "; ".join(CAUSES)
+    figure = f"{worst_case} at {frac:.0%} of peak{below}"
+    reason = f"slowest case {figure}; {basis}"
+    fix = None
+    if status != PASS:
+        seen = [c for c in causes if c.explains(worst_case)]
+        if seen:
+            tflops = float(worst["tflops"])
+            versus = ""
+            if worst_case == "matmul_tf32" and isinstance(annotated.get("matmul_fp32"), dict):
+                versus = f", no faster than FP32's {annotated['matmul_fp32']['tflops']:.1f}"
+            reason = (
+                f"{seen[0].text} ({worst_case} {tflops:.1f} TFLOP/s, {frac:.0%} of the "
+                f"{worst['peak_tflops']:g} peak{versus})"
+            )
+            fix = seen[0].fix
+            details = (*(f"also seen: {c.text}" for c in seen[1:]), *details, f"basis: {basis}")
+        else:
+            fix = "no cause seen; check: " + "; ".join(generic) if generic else None
+            fix = fix or "no cause seen: switches, libraries, clocks and processes look normal"
     return CheckResult("speed", title, status, reason, fix, details)
+
+
+def judge_run(
+    probe: Mapping[str, Any] | None,
+    bench: Mapping[str, Any],
+    peaks: Peaks,
+    results: Sequence[CheckResult] = (),
+    state: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], CheckResult]:
+    """A probe's benchmark annotated with peaks, and its `speed` check with the causes seen in
+    the probe, the other checks' ``results`` and the GPU ``state`` (`verify --json`'s)."""
+    devices = ((probe or {}).get("cuda") or {}).get("devices") or []
+    name = next((d.get("name") for d in devices if d.get("index") == bench.get("device")), None)
+    annotated = annotate(bench, name, peaks)
+    causes = diagnose.speed_causes(annotated, probe, state, results)
+    generic = diagnose.generic_causes(CAUSES, state, results)
+    return annotated, judge(annotated, name, causes, generic)
