@@ -276,11 +276,9 @@ def _evaluate(
                 ptx_text = " ".join(cc_sm(c) for c in arch.ptx) or "none"
                 facts.append(Fact("ptx", ptx.grade, ptx.source, f"PTX {ptx_text}"))
         min_driver, why = _driver_need(catalog, target, request, var, needs_jit)
-        tk = catalog.toolkits.get(var.cuda or "")
-        if tk is not None:
-            driver_facts.append(
-                Fact("driver floor", tk.prov.grade, tk.prov.source, f"CUDA {var.cuda} drivers")
-            )
+        floor = _floor_fact(catalog, target, var.cuda or "", min_driver)
+        if floor is not None:
+            driver_facts.append(floor)
         if min_driver is None:
             reasons.append(
                 Reason(
@@ -299,7 +297,9 @@ def _evaluate(
         for reason, fact in window_reasons(catalog, target):
             reasons.append(reason)
             driver_facts.append(fact)
-    evidence, worst = facts_grade(facts)
+        if not any(r.kind == "window" for r in reasons):
+            driver_facts.extend(window_facts(catalog, target))
+    evidence, worst = facts_grade((*facts, *driver_facts))
     doubt = describe_fact(worst) if worst is not None and evidence not in DOCUMENTED else None
     if request.level == "observed" and evidence != "observed" and worst is not None:
         reasons.append(
@@ -333,9 +333,10 @@ def _build_facts(rel: Release, var: Variant, target: Target, request: Request) -
     ]
     py = rel.python_prov or rel.prov
     facts.append(Fact("python", py.grade, py.source, f"Python tags on {target.platform}"))
+    # Companions, cuDNN and NCCL describe the build (the wheel pins them): shown, never deciding.
     for name, _spec in request.companions:
         cprov = rel.companion_prov.get(name, rel.prov)
-        facts.append(Fact(name, cprov.grade, cprov.source, f"the {name} pairing"))
+        facts.append(Fact(name, cprov.grade, cprov.source, f"the {name} pairing", False))
     for label, pinned in (("cudnn", var.cudnn), ("nccl", var.nccl)):
         if pinned is not None and pinned.version is not None:
             facts.append(
@@ -344,9 +345,23 @@ def _build_facts(rel: Release, var: Variant, target: Target, request: Request) -
                     pinned.prov.grade,
                     pinned.prov.source,
                     f"{'cuDNN' if label == 'cudnn' else 'NCCL'} {pinned.version}",
+                    False,
                 )
             )
     return facts
+
+
+def _floor_fact(catalog: Catalog, target: Target, cuda: str, need: str | None) -> Fact | None:
+    """The graded record the build's driver floor comes from: the major's minor-version
+    compatibility floor, or the toolkit's own minimum where that is what applies (strict policy,
+    PTX JIT, or a toolkit that shipped below its major's floor)."""
+    tk = catalog.toolkits.get(cuda)
+    mvc = catalog.compat_floors.get(cuda_key(cuda)[0]) if cuda else None
+    if mvc is not None and need is not None and mvc.min_driver.get(target.driver_os) == need:
+        return Fact("driver floor", mvc.prov.grade, mvc.prov.source, f"CUDA {cuda} drivers")
+    if tk is not None:
+        return Fact("driver floor", tk.prov.grade, tk.prov.source, f"CUDA {cuda} drivers")
+    return None
 
 
 def describe_fact(fact: Fact) -> str:
@@ -388,6 +403,45 @@ def window_reasons(catalog: Catalog, target: Target) -> list[tuple[Reason, Fact]
                 )
             )
     return out
+
+
+def window_facts(catalog: Catalog, target: Target) -> list[Fact]:
+    """The driver-window edges checked for a build whose driver is inside every GPU's window.
+
+    The last edge decides. A first edge the driver has reached only describes: it is the branch
+    of the first toolkit that targets the CC, whose driver NVIDIA's tables list; what may be
+    inferred is only that older branches do not drive it, and those are turned away.
+    """
+    if target.driver is None:
+        return []
+    out: list[Fact] = []
+    seen: set[str] = set()
+    for gpu in target.gpus:
+        arch = catalog.architectures.get(gpu.cc)
+        win = arch.drivers if arch is not None else None
+        if win is None or arch is None or arch.name in seen:
+            continue
+        seen.add(arch.name)
+        decides = win.last is not None
+        if win.last is None and win.first is None:
+            continue
+        out.append(
+            Fact(
+                "driver window",
+                win.prov.grade,
+                win.prov.source,
+                f"{arch.name} drivers: {_window_text(win.first, win.last)}",
+                decides,
+            )
+        )
+    return out
+
+
+def _window_text(first: int | None, last: int | None) -> str:
+    parts = ([f"first in R{first}"] if first is not None else []) + (
+        [f"R{last} the last branch"] if last is not None else []
+    )
+    return ", ".join(parts)
 
 
 def kernel_coverage(catalog: Catalog, arch: ArchList, cc: CC) -> str | None:
