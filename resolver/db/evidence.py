@@ -126,7 +126,7 @@ def facts_grade(facts: Iterable[Fact]) -> tuple[str, Fact | None]:
     return (deciding_grade(worst) if worst else "observed"), worst
 
 
-DRIVER_FACTS = frozenset({"driver floor", "driver window"})
+DRIVER_FACTS = frozenset({"driver floor", "driver window", "driver branch"})
 
 
 def deciding_grade(fact: Fact) -> str:

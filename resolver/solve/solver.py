@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
-from resolver.catalog import ArchList, Catalog, Release, Variant
-from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, trusted
+from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Release, Variant
+from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, rank, trusted
 from resolver.versions import CC, cc_sm, cc_str, cuda_key, driver_key
 
 if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given --torch needs them
@@ -52,6 +52,7 @@ class Target:
     nvidia: bool = False  # an NVIDIA GPU is there (even when its CC is unknown)
     name: str | None = None  # a label for fleets and reports
     unknown_gpus: tuple[str, ...] = ()  # GPUs seen whose compute capability nobody knows
+    driver_branch: str | None = None  # the branch NVML reported ("580"), where it was read
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,11 @@ def _evaluate(
         if paired is None:
             reasons.append(Reason("companion", f"no {name} release pairs with torch {rel.version}"))
         elif spec is not None and not spec.contains(paired, prereleases=True):
-            reasons.append(Reason("companion", f"{name} {paired} (paired) does not match {spec}"))
+            pulled = [v for v in rel.yanked.get(name, ()) if spec.contains(v, prereleases=True)]
+            gone = f"; {', '.join(pulled)} is yanked on the Package Index" if pulled else ""
+            reasons.append(
+                Reason("companion", f"{name} {paired} (paired) does not match {spec}{gone}")
+            )
         else:
             untagged = name in rel.companion_untagged
             packages.append((name, paired if untagged else _local(paired, var, target.platform)))
@@ -369,39 +374,70 @@ def describe_fact(fact: Fact) -> str:
 
 
 def window_reasons(catalog: Catalog, target: Target) -> list[tuple[Reason, Fact]]:
-    """GPUs the target's driver does not drive at all (outside their architecture's window)."""
+    """GPUs the target's driver does not drive at all (outside their architecture's window).
+
+    The driver's branch decides, never its number: a Windows 581.57 driver is R580 (Windows
+    numbers run above the branch's name). A Windows number the table does not place, where the
+    answer depends on it, is turned away with the branch that is known to work named.
+    """
     out: list[tuple[Reason, Fact]] = []
     if target.driver is None:
         return out
-    major = driver_key(target.driver)[0]
+    branch = catalog.driver_branch(target.driver, target.driver_os, target.driver_branch)
+    shown = f"driver {target.driver} ({branch.text})"
     for gpu in target.gpus:
         arch = catalog.architectures.get(gpu.cc)
         win = arch.drivers if arch is not None else None
         if win is None or arch is None:
             continue
-        fact = Fact("driver window", win.prov.grade, win.prov.source, f"{arch.name} drivers")
-        if win.last is not None and major > win.last:
-            out.append(
-                (
-                    Reason(
-                        "window",
-                        f"{gpu.label}: driver {target.driver} no longer supports {arch.name} "
-                        f"GPUs; R{win.last} is the last branch that does",
-                    ),
-                    fact,
-                )
+        prov = win.prov
+        fact = Fact("driver window", prov.grade, prov.source, f"{arch.name} drivers")
+        if branch.record is not None and rank(branch.record.prov.grade) > rank(prov.grade):
+            rec = branch.record.prov
+            fact = Fact(
+                "driver window", rec.grade, rec.source, f"Windows {target.driver} is R{branch.lo}"
             )
-        elif win.first is not None and major < win.first:
-            out.append(
-                (
-                    Reason(
-                        "window",
-                        f"{gpu.label}: driver {target.driver} predates {arch.name} GPUs; "
-                        f"they need R{win.first} or newer",
-                    ),
-                    fact,
-                )
+        cut, last = win.cut, win.last
+        keep = f"R{last} is the last branch that does" if last is not None else ""
+        text: str | None = None
+        if cut is not None and branch.lo >= cut:
+            text = (
+                f"{gpu.label}: {shown} no longer supports {arch.name} GPUs (dropped in R{cut}); "
+                + keep
             )
+        elif cut is not None and branch.hi >= cut:
+            text = (
+                f"{gpu.label}: which branch Windows driver {target.driver} belongs to is unknown "
+                f"({branch.text}), so whether it still drives {arch.name} GPUs (dropped in "
+                f"R{cut}) is unknown; " + keep
+            )
+        elif win.first is not None and branch.hi < win.first:
+            text = (
+                f"{gpu.label}: {shown} predates {arch.name} GPUs; they need R{win.first} or newer"
+            )
+        elif win.first is not None and branch.lo < win.first:
+            text = (
+                f"{gpu.label}: which branch Windows driver {target.driver} belongs to is unknown "
+                f"({branch.text}), so whether it drives {arch.name} GPUs is unknown; they need "
+                f"R{win.first} or newer"
+            )
+        if text is not None:
+            out.append((Reason("window", text.rstrip("; ")), fact))
+    return out
+
+
+def gpu_windows(
+    catalog: Catalog, target: Target
+) -> list[tuple[TargetGpu, Architecture, DriverWindow]]:
+    """Each architecture of the target's GPUs that has a driver window, once, with a GPU of it."""
+    out: list[tuple[TargetGpu, Architecture, DriverWindow]] = []
+    seen: set[str] = set()
+    for gpu in target.gpus:
+        arch = catalog.architectures.get(gpu.cc)
+        if arch is None or arch.drivers is None or arch.name in seen:
+            continue
+        seen.add(arch.name)
+        out.append((gpu, arch, arch.drivers))
     return out
 
 
@@ -414,32 +450,37 @@ def window_facts(catalog: Catalog, target: Target) -> list[Fact]:
     """
     if target.driver is None:
         return []
+    branch = catalog.driver_branch(target.driver, target.driver_os, target.driver_branch)
     out: list[Fact] = []
-    seen: set[str] = set()
-    for gpu in target.gpus:
-        arch = catalog.architectures.get(gpu.cc)
-        win = arch.drivers if arch is not None else None
-        if win is None or arch is None or arch.name in seen:
-            continue
-        seen.add(arch.name)
-        decides = win.last is not None
-        if win.last is None and win.first is None:
+    for _gpu, arch, win in gpu_windows(catalog, target):
+        if win.cut is None and win.first is None:
             continue
         out.append(
             Fact(
                 "driver window",
                 win.prov.grade,
                 win.prov.source,
-                f"{arch.name} drivers: {_window_text(win.first, win.last)}",
-                decides,
+                f"{arch.name} drivers: {_window_text(win.first, win.cut)}",
+                win.cut is not None,
             )
         )
+        if win.cut is not None and branch.record is not None:
+            rec = branch.record
+            out.append(
+                Fact(
+                    "driver branch",
+                    rec.prov.grade,
+                    rec.prov.source,
+                    f"Windows driver {target.driver} is R{rec.branch} "
+                    f"(Windows {rec.first}-{rec.last})",
+                )
+            )
     return out
 
 
-def _window_text(first: int | None, last: int | None) -> str:
+def _window_text(first: int | None, cut: int | None) -> str:
     parts = ([f"first in R{first}"] if first is not None else []) + (
-        [f"R{last} the last branch"] if last is not None else []
+        [f"dropped in R{cut}"] if cut is not None else []
     )
     return ", ".join(parts)
 
