@@ -14,43 +14,75 @@ UNCONFIRMED_MARK = "?"  # its architecture list (or the variant) is not document
 UNKNOWN_MARK = "!"  # its architecture list is unknown: never used for a described GPU
 
 
-def _provenances(cat: Catalog) -> tuple[list[Provenance], int]:
-    """Every graded fact once (shared records counted once), and the unknown arch lists."""
-    provs: list[Provenance] = []
-    provs += [t.prov for t in cat.toolkits.values()]
-    provs += [f.prov for f in cat.compat_floors.values()]
+def _provenances(cat: Catalog) -> tuple[list[tuple[str, Provenance]], int]:
+    """Every graded fact once (shared records counted once) with its kind, and the unknown arch
+    lists. Kinds that decide whether a build runs come first (see README "How gpuresolve
+    decides"); cuDNN, NCCL and companions only describe a build."""
+    provs: list[tuple[str, Provenance]] = []
+    provs += [("driver floor", t.prov) for t in cat.toolkits.values()]
+    provs += [("driver floor", f.prov) for f in cat.compat_floors.values()]
+    provs += [("windows branch", w.prov) for w in cat.windows_branches]
     for a in cat.architectures.values():
-        provs.append(a.prov)
+        provs.append(("architecture", a.prov))
         if a.drivers is not None:
-            provs.append(a.drivers.prov)
-    provs += [g.prov for g in cat.gpus]
+            provs.append(("driver window", a.drivers.prov))
+    provs += [("gpu model", g.prov) for g in cat.gpus]
     seen_python: set[int] = set()
     for r in cat.releases:
-        provs.append(r.prov)
-        provs += list(r.companion_prov.values())
+        provs.append(("release", r.prov))
+        provs += [("companion", p) for p in r.companion_prov.values()]
         if r.python_prov is not None and id(r.python_prov) not in seen_python:
             seen_python.add(id(r.python_prov))
-            provs.append(r.python_prov)
+            provs.append(("python", r.python_prov))
     unknown = 0
     for var in _unique_variants(cat):
-        provs.append(var.prov)
-        for pin in (var.cudnn, var.nccl):
+        provs.append(("build", var.prov))
+        for label, pin in (("cudnn", var.cudnn), ("nccl", var.nccl)):
             if pin is not None and pin.version is not None:
-                provs.append(pin.prov)
+                provs.append((label, pin.prov))
         for arch in var.platforms.values():
             if arch is not None:
-                provs.append(arch.prov)
+                provs.append(("sass", arch.prov))
                 if arch.ptx_prov is not None:
-                    provs.append(arch.ptx_prov)
+                    provs.append(("ptx", arch.ptx_prov))
             elif var.kind == "cuda":
                 unknown += 1
     return provs, unknown
 
 
+FACT_KINDS = (
+    "release",
+    "build",
+    "python",
+    "sass",
+    "ptx",
+    "driver floor",
+    "driver window",
+    "windows branch",
+    "cudnn",
+    "nccl",
+    "companion",
+    "architecture",
+    "gpu model",
+)
+DESCRIBING = frozenset({"cudnn", "nccl", "companion"})  # pinned by the wheel: never decide
+
+
 def grade_counts(cat: Catalog) -> dict[str, int]:
     """How many facts stand at each evidence grade, strongest first."""
     provs, _ = _provenances(cat)
-    return {g: sum(1 for p in provs if p.grade == g) for g in GRADES}
+    return {g: sum(1 for _k, p in provs if p.grade == g) for g in GRADES}
+
+
+def grade_counts_by_kind(cat: Catalog) -> dict[str, dict[str, int]]:
+    """Per kind of fact (release, build, sass, cudnn, ...): how many facts at each grade."""
+    provs, _ = _provenances(cat)
+    out: dict[str, dict[str, int]] = {}
+    for kind in FACT_KINDS:
+        grades = [p.grade for k, p in provs if k == kind]
+        if grades:
+            out[kind] = {g: grades.count(g) for g in GRADES}
+    return out
 
 
 def fact_counts(cat: Catalog) -> dict[str, int]:
@@ -64,10 +96,10 @@ def fact_counts(cat: Catalog) -> dict[str, int]:
         "gpus": len(cat.gpus),
         "sources": len(cat.sources),
         "facts": len(provs),
-        "sourced": sum(1 for p in provs if p.source),
-        "unconfirmed": sum(1 for p in provs if not p.confirmed),
+        "sourced": sum(1 for _k, p in provs if p.source),
+        "unconfirmed": sum(1 for _k, p in provs if not p.confirmed),
         "unknown_arch": unknown,
-        "contradictions": sum(len(p.contradicts) for p in provs),
+        "contradictions": sum(len(p.contradicts) for _k, p in provs),
     }
 
 
@@ -143,6 +175,15 @@ def show_text(cat: Catalog) -> str:
     lines.append("evidence grades (strongest first; the solver trusts the first three by default):")
     width = max(len(g) for g in GRADES)
     lines += [f"  {g.ljust(width)}  {grades[g]:5d}  {GRADE_TEXT[g]}" for g in GRADES]
+    by_kind = grade_counts_by_kind(cat)
+    kw = max(len(k) for k in by_kind)
+    lines.append("grades per kind of fact (* describes a build, never decides whether it runs):")
+    lines.append("  " + " " * (kw + 1) + "  ".join(g[:6].rjust(6) for g in GRADES))
+    lines += [
+        f"  {(k + ('*' if k in DESCRIBING else ' ')).ljust(kw + 1)}"
+        + "  ".join(f"{n[g]:6d}" for g in GRADES)
+        for k, n in by_kind.items()
+    ]
     return "\n".join(lines)
 
 
@@ -187,6 +228,10 @@ def show_json(cat: Catalog) -> dict[str, Any]:
         "counts": fact_counts(cat),
         "grades": [
             {"grade": g, "meaning": GRADE_TEXT[g], "facts": n} for g, n in grade_counts(cat).items()
+        ],
+        "grades_by_kind": [
+            {"kind": k, "decides": k not in DESCRIBING, "grades": n}
+            for k, n in grade_counts_by_kind(cat).items()
         ],
         "releases": [
             {

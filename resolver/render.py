@@ -53,23 +53,42 @@ def candidate_json(
 
 
 def evidence_detail(cand: Candidate) -> list[dict[str, Any]]:
-    """fact -> grade -> source keys, for the build's own facts and, apart, its driver facts."""
+    """fact -> grade -> source keys, and whether it decides (sets `evidence`) or only describes."""
     return [
-        {"fact": f.name, "grade": f.grade, "source": list(f.source), "what": f.what}
+        {
+            "fact": f.name,
+            "grade": f.grade,
+            "source": list(f.source),
+            "what": f.what,
+            "decides": f.decides,
+        }
         for f in (*cand.facts, *cand.driver_facts)
     ]
 
 
 def evidence_line(cand: Candidate) -> str | None:
-    """'evidence: official (SASS ... from ...)' when the build is not fully observed."""
+    """'evidence: official (SASS ... from ...)' when a deciding fact is not observed."""
     if cand.evidence == "observed":
         return None
-    from resolver.db.evidence import GRADE_TEXT
+    from resolver.db.evidence import GRADE_TEXT, deciding_grade
 
-    weak = [f for f in cand.facts if f.grade == cand.evidence]
+    weak = [
+        f
+        for f in (*cand.facts, *cand.driver_facts)
+        if f.decides and deciding_grade(f) == cand.evidence
+    ]
     what = ", ".join(f.what.split(" for ")[0] if f.name == "sass" else f.what for f in weak)
     tail = "; no wheel read yet" if any(f.name in ("sass", "ptx") for f in weak) else ""
     return f"evidence: {cand.evidence} ({what}: {GRADE_TEXT.get(cand.evidence, '')}){tail}"
+
+
+def described_line(cand: Candidate) -> str | None:
+    """The grades of what only describes the build (cuDNN, NCCL, companions) where not observed:
+    shown beside the evidence, never a reason to rank lower."""
+    weak = [f for f in cand.facts if not f.decides and f.grade != "observed"]
+    if not weak:
+        return None
+    return "described by (does not decide): " + ", ".join(f"{f.what} {f.grade}" for f in weak)
 
 
 def decision_json(
@@ -144,9 +163,7 @@ def decision_text(
         lines.append(f"install: {describe_build(sel)}")
         lines.append(f"  {pip_command(catalog, sel, pytorch_index)}")
         lines.append(f"why: {why_text(decision, sel)}")
-        ev = evidence_line(sel)
-        if ev:
-            lines.append(ev)
+        lines.extend(line for line in (evidence_line(sel), described_line(sel)) if line)
         lines.extend(f"warning: {w}" for w in sel.warnings)
         if decision.alternatives:
             lines.append(f"runner-up: {describe_build(decision.alternatives[0])}")

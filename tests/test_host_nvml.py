@@ -137,11 +137,13 @@ class FakeNvml:
     NVML_ERROR_NOT_SUPPORTED = 3
     NVML_ERROR_DRIVER_NOT_LOADED = 9
     NVML_ERROR_LIBRARY_NOT_FOUND = 12
+    NVML_ERROR_FUNCTION_NOT_FOUND = 13
     NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
 
     def __init__(self, init_error: int | None = None, mig_error: int | None = None) -> None:
         self.init_error = init_error
         self.mig_error = mig_error
+        self.branch_error: int | None = None
         self.shutdown = 0
 
     def nvmlInit(self) -> None:
@@ -156,6 +158,11 @@ class FakeNvml:
 
     def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
         return 13000
+
+    def nvmlSystemGetDriverBranch(self) -> SimpleNamespace:
+        if self.branch_error is not None:
+            raise FakeNvmlError(self.branch_error)
+        return SimpleNamespace(version=1, branch=b"580")
 
     def nvmlDeviceGetCount(self) -> int:
         return 1
@@ -190,6 +197,7 @@ def test_collect_then_parse_h200() -> None:
     assert data["devices"][0]["pci_bus_id"] == "00000000:00:06.0"
     r = nvml.parse(data)
     assert r.driver_cuda == "13.0"
+    assert r.driver_branch == "580" and r.sources["driver_branch"] == "nvml"
     assert r.gpus is not None
     g = r.gpus[0]
     assert (g.name, g.cc, g.memory_mib, g.pci_device_id, g.mig) == (
@@ -275,3 +283,30 @@ def test_detect_with_a_fake_module(tmp_path: Path) -> None:
         "procfs": "not run: nvml answered",
     }
     assert profile.gpus[0].mig == "enabled"
+
+
+def test_driver_branch_before_r560_is_recorded_as_missing() -> None:
+    fake = FakeNvml()
+    fake.branch_error = 13  # NVML_ERROR_FUNCTION_NOT_FOUND: the driver predates R560
+    data = nvml.collect(fake)
+    assert data["errors"]["driver_branch"] == "NVML_ERROR_FUNCTION_NOT_FOUND"
+    r = nvml.parse(data)
+    assert r.state == STATE_OK and r.driver_branch is None and "driver_branch" not in r.sources
+
+
+@pytest.mark.parametrize(
+    ("text", "branch"),
+    [
+        ("580", "580"),
+        ("r580_00", "580"),
+        ("R595", "595"),
+        ("580\x00", None),
+        ("58", None),
+        ("580; rm", None),
+        ("٥٨٠", None),
+        (None, None),
+        ("5" * 40, None),
+    ],
+)
+def test_branch_text_is_validated(text: str | None, branch: str | None) -> None:
+    assert nvml.branch_str(text) == branch

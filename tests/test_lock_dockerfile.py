@@ -27,7 +27,8 @@ def lock(capsys: pytest.CaptureFixture[str], out: Path, *args: str) -> tuple[int
 def test_official_base_when_the_image_holds_the_build(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _ = lock(capsys, tmp_path, *A100, "--python", "3.11")
+    # from torch 2.10 the official images are Ubuntu 24.04 with its Python 3.12 (PR #169873)
+    code, _ = lock(capsys, tmp_path, *A100, "--python", "3.12")
     assert code == 0
     req = (tmp_path / "requirements.txt").read_text(encoding="utf-8")
     text = (tmp_path / "Dockerfile").read_text(encoding="utf-8")
@@ -35,6 +36,7 @@ def test_official_base_when_the_image_holds_the_build(
     version, variant = pin.removeprefix("torch==").split("+")
     cuda = f"{variant[2:-1]}.{variant[-1]}"
     assert f"FROM pytorch/pytorch:{version}-cuda{cuda}-cudnn9-runtime\n" in text
+    assert "(Python 3.12 on ubuntu:24.04)" in text
     assert "--index-url https://download.pytorch.org/whl/" + variant in req
     assert "COPY requirements.txt /opt/gpuresolve/requirements.txt\n" in text
     assert "RUN python -m pip install --no-cache-dir -r /opt/gpuresolve/requirements.txt\n" in text
@@ -48,13 +50,13 @@ def test_official_base_when_the_image_holds_the_build(
 
 def test_slim_python_base_otherwise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mirror = "https://mirror.example/pytorch/whl"
-    code, _ = lock(capsys, tmp_path, *A100, "--python", "3.12", "--pytorch-index", mirror)
+    code, _ = lock(capsys, tmp_path, *A100, "--python", "3.11", "--pytorch-index", mirror)
     assert code == 0
     text = (tmp_path / "Dockerfile").read_text(encoding="utf-8")
-    assert "FROM python:3.12-slim\n" in text
+    assert "FROM python:3.11-slim\n" in text  # the 2.10+ official images hold Python 3.12
     assert mirror in (tmp_path / "requirements.txt").read_text(encoding="utf-8")
     code, out = lock(
-        capsys, tmp_path, *A100, "--python", "3.12", "--pytorch-index", mirror, "--check"
+        capsys, tmp_path, *A100, "--python", "3.11", "--pytorch-index", mirror, "--check"
     )
     assert code == 0, out  # deterministic: the same inputs, the same bytes
 

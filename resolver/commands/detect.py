@@ -54,6 +54,18 @@ def detect(as_json: bool) -> None:
             profile.driver_cuda = catalog.driver_max_cuda(profile.driver, profile.driver_os)
         if profile.driver_cuda:
             profile.sources.setdefault("driver_cuda", "database")
+    if profile.driver and not profile.driver_branch:
+        catalog = db.get()
+        branch = catalog.driver_branch(profile.driver, profile.driver_os) if catalog else None
+        if branch is not None and branch.exact is not None:
+            profile.driver_branch = str(branch.exact)
+            profile.sources.setdefault("driver_branch", "database")
+        elif branch is not None:
+            profile.messages.append(
+                f"the branch of Windows driver {profile.driver} is not in the database's table "
+                f"of Windows driver numbers ({branch.text}): Windows numbers run above the "
+                "branch's name (581.57 is R580)"
+            )
     ignored: list[str] = []
     if profile.gpus and profile.driver:
         catalog = db.get()
@@ -74,7 +86,12 @@ def detect(as_json: bool) -> None:
     if profile.driver:
         cuda = f", supports CUDA <= {profile.driver_cuda}" if profile.driver_cuda else ""
         origin = src.get("driver", "?")
-        click.echo(f"driver: {profile.driver}{cuda} [{origin}]")
+        named = (
+            f", branch R{profile.driver_branch} [{src.get('driver_branch', '?')}]"
+            if profile.driver_branch
+            else ""
+        )
+        click.echo(f"driver: {profile.driver}{named}{cuda} [{origin}]")
     else:
         click.echo("driver: none")
     state = "gpu-outside-driver-window" if ignored else profile.state
@@ -95,13 +112,14 @@ def detect(as_json: bool) -> None:
 
 
 def _outside_window(catalog: Catalog, profile: Any) -> list[str]:
-    """A note per GPU the driver sees but does not drive (outside its architecture's window)."""
-    from resolver.core.versions import driver_key, parse_cc
+    """A note per GPU the driver sees but does not drive (outside its architecture's window),
+    judged by the driver's branch (NVML's, else the database's), never by its number alone."""
+    from resolver.core.versions import parse_cc
 
     notes: list[str] = []
     if not profile.driver:
         return notes
-    major = driver_key(profile.driver)[0]
+    branch = catalog.driver_branch(profile.driver, profile.driver_os, profile.driver_branch)
     for gpu in profile.gpus:
         if not gpu.cc:
             continue
@@ -110,15 +128,16 @@ def _outside_window(catalog: Catalog, profile: Any) -> list[str]:
             continue
         win = arch.drivers
         label = f"GPU {gpu.index} ({gpu.name or gpu.cc})"
-        if win.last is not None and major > win.last:
+        if win.cut is not None and branch.lo >= win.cut:
+            last = f"; R{win.last} is the last branch that does" if win.last else ""
+            install = f" (install an R{win.last}-branch driver)" if win.last else ""
             notes.append(
-                f"driver {profile.driver} no longer supports {arch.name} GPUs: {label} gets no "
-                f"CUDA device; R{win.last} is the last branch that does (install an "
-                f"R{win.last}-branch driver)"
+                f"driver {profile.driver} ({branch.text}) no longer supports {arch.name} GPUs "
+                f"(dropped in R{win.cut}): {label} gets no CUDA device{last}{install}"
             )
-        elif win.first is not None and major < win.first:
+        elif win.first is not None and branch.hi < win.first:
             notes.append(
-                f"driver {profile.driver} predates {arch.name} GPUs: {label} needs "
-                f"R{win.first} or newer"
+                f"driver {profile.driver} ({branch.text}) predates {arch.name} GPUs: {label} "
+                f"needs R{win.first} or newer"
             )
     return notes

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from resolver.core.platforms import PLATFORMS, PYTHON_RE
-from resolver.core.versions import cc_str, cuda_key
+from resolver.core.versions import cc_str, cuda_key, driver_key
 from resolver.db.evidence import GRADES, Provenance
 from resolver.db.models import Catalog, CondaForge, Release, Variant
 
@@ -51,6 +51,19 @@ def check(catalog: Catalog) -> list[str]:
         prov_ok(f"cuda.yaml toolkit {v}", tk.prov)
     for m, fl in catalog.compat_floors.items():
         prov_ok(f"cuda.yaml minor_version_compat {m}", fl.prov)
+    previous = None
+    for wb in catalog.windows_branches:
+        prov_ok(f"cuda.yaml windows_driver_branches R{wb.branch}", wb.prov)
+        if previous is not None and driver_key(wb.first) <= driver_key(previous.last):
+            problems.append(
+                f"cuda.yaml windows_driver_branches R{wb.branch}: Windows numbers from {wb.first} "
+                f"overlap R{previous.branch}'s (up to {previous.last})"
+            )
+        if driver_key(wb.first)[0] < wb.branch:
+            problems.append(
+                f"cuda.yaml windows_driver_branches R{wb.branch}: {wb.first} is below the branch"
+            )
+        previous = wb
     for arch in catalog.architectures.values():
         prov_ok(f"gpus.yaml architecture {cc_str(arch.cc)}", arch.prov)
         if arch.drivers is not None:

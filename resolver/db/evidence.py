@@ -101,19 +101,40 @@ class Fact(NamedTuple):
     A NamedTuple, not a dataclass: the solver makes a few per candidate, for every build.
     """
 
-    name: str  # "existence", "sass", "ptx", "cudnn", "nccl", "python", "torchvision", ...
+    name: str  # "release", "build", "python", "sass", "ptx", "driver floor", "cudnn", ...
     grade: str
     source: tuple[str, ...]
     what: str  # a short human text: "SASS sm_50 ... sm_90 for linux-x86_64"
+    # Whether the fact decides if the build runs (wheel for the platform and Python, kernels,
+    # driver floor, driver window) or only describes it (cuDNN, NCCL, companions, pinned by the
+    # wheel): only deciding facts set a build's evidence grade.
+    decides: bool = True
 
 
 def facts_grade(facts: Iterable[Fact]) -> tuple[str, Fact | None]:
-    """The weakest grade among the facts, and the fact that sets it."""
+    """The weakest grade among the deciding facts, and the fact that sets it.
+
+    Facts that only describe a build (cuDNN, NCCL, companions) never lower it: they come with
+    the wheel and do not decide whether it runs (torch_matrix notes, "Which facts decide").
+    """
     worst: Fact | None = None
     for f in facts:
-        if worst is None or rank(f.grade) > rank(worst.grade):
+        if not f.decides:
+            continue
+        if worst is None or rank(deciding_grade(f)) > rank(deciding_grade(worst)):
             worst = f
-    return (worst.grade if worst else "observed"), worst
+    return (deciding_grade(worst) if worst else "observed"), worst
+
+
+DRIVER_FACTS = frozenset({"driver floor", "driver window", "driver branch"})
+
+
+def deciding_grade(fact: Fact) -> str:
+    """A driver fact stated by NVIDIA's own documents is as strong as a driver fact can be (no
+    wheel prints it): it lowers a build's grade only when it rests on a copy or an inference."""
+    if fact.name in DRIVER_FACTS and fact.grade in DOCUMENTED:
+        return "observed"
+    return fact.grade
 
 
 def describe_grade(fact: Fact) -> str:

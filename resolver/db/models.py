@@ -18,11 +18,46 @@ from resolver.db.evidence import Provenance
 
 
 class DriverWindow(NamedTuple):
-    """Which driver branches drive GPUs of an architecture at all (major numbers, inclusive)."""
+    """Which driver branches drive GPUs of an architecture at all: from `first` (inclusive) up
+    to `dropped` (the first branch that ignores them); `last` names the last one that does."""
 
     first: int | None  # None: no edge known
-    last: int | None  # None: still supported
+    last: int | None  # the last branch that drives it; None: still supported (or not named)
     prov: Provenance
+    dropped: int | None = None  # None: derived from `last` (older databases), or still supported
+
+    @property
+    def cut(self) -> int | None:
+        """The lowest branch that no longer drives the architecture."""
+        if self.dropped is not None:
+            return self.dropped
+        return self.last + 1 if self.last is not None else None
+
+
+class WindowsBranch(NamedTuple):
+    """The Windows driver numbers seen for one branch (581.57 is an R580 driver, not "R581")."""
+
+    branch: int
+    first: str  # lowest Windows number seen for the branch
+    last: str  # highest seen
+    prov: Provenance
+
+
+class Branch(NamedTuple):
+    """What is known of a driver's branch: exactly (lo == hi) or bounds, and how it was read."""
+
+    lo: int
+    hi: int
+    how: str  # "linux", "nvml", "windows table", "windows bounds"
+    record: WindowsBranch | None = None
+
+    @property
+    def exact(self) -> int | None:
+        return self.lo if self.lo == self.hi else None
+
+    @property
+    def text(self) -> str:
+        return f"R{self.lo}" if self.lo == self.hi else f"R{self.lo}..R{self.hi} (not certain)"
 
 
 @dataclass(frozen=True)
@@ -115,6 +150,8 @@ class Release:
     )  # where not the release's
     companion_untagged: frozenset[str] = frozenset()  # py3-none wheels: no +cuXYZ tag
     python_prov: Provenance | None = None  # the Python tags' own sources (None: the release's)
+    # companion versions made for this release but yanked on the Package Index (never paired)
+    yanked: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @cached_property
     def key(self) -> tuple[int, ...]:
@@ -179,6 +216,7 @@ class Catalog:
     origin: str = "<memory>"
     updated: str | None = None
     conda_forge: CondaForge | None = None  # conda_forge.yaml, where the database has one
+    windows_branches: tuple[WindowsBranch, ...] = ()  # cuda.yaml windows_driver_branches
     _name_index: dict[tuple[str, ...], GpuModel] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -220,6 +258,23 @@ class Catalog:
     def resolve_gpu(self, spec: str) -> tuple[CC, str | None]:
         """A --gpu value: "8.6", "sm_86" or a model name -> (CC, model name or None)."""
         return gpunames.resolve_gpu(self, spec)
+
+    def driver_branch(self, driver: str, driver_os: str, nvml: str | None = None) -> Branch:
+        """The branch of a driver version: on Linux its major number; on Windows the table of
+        numbers per branch, else bounds (a Windows number is at or above its branch's name, and
+        numbers grow with the branch); NVML's own answer (R560+) wins where it was read."""
+        if nvml is not None and nvml.isascii() and nvml.isdigit() and len(nvml) <= 4:
+            return Branch(int(nvml), int(nvml), "nvml")
+        key = driver_key(driver)
+        if driver_os != "windows":
+            return Branch(key[0], key[0], "linux")
+        lo = 0
+        for rec in self.windows_branches:
+            if driver_key(rec.first) <= key <= driver_key(rec.last):
+                return Branch(rec.branch, rec.branch, "windows table", rec)
+            if driver_key(rec.first) <= key:
+                lo = max(lo, rec.branch)
+        return Branch(min(lo, key[0]), key[0], "windows bounds")
 
     def toolkit_min_driver(self, cuda: str, driver_os: str) -> str | None:
         tk = self.toolkits.get(cuda)

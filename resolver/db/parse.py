@@ -29,6 +29,7 @@ from resolver.db.models import (
     Release,
     Toolkit,
     Variant,
+    WindowsBranch,
 )
 
 
@@ -213,6 +214,7 @@ def _records(
         origin=origin,
         updated=str(torch_doc.data["updated"]) if torch_doc.data.get("updated") else None,
         conda_forge=conda_forge,
+        windows_branches=_windows_branches(cuda_doc),
     )
 
 
@@ -325,18 +327,49 @@ def _python_prov(r: _Reader, value: Any) -> Provenance | None:
 
 
 def _window(r: _Reader) -> DriverWindow | None:
-    """An architecture's `drivers: {first, last, source}`: the branches that drive it."""
+    """An architecture's `drivers: {first, dropped, last, source}`: the branches that drive it
+    (first in R570; dropped in R590, R580 the last)."""
     value = r.data.get("drivers")
     if value is None:
         return None
     w = _Reader(r.file, f"{r.where} drivers", value)
     edges: list[int | None] = []
-    for key in ("first", "last"):
+    for key in ("first", "last", "dropped"):
         edge = w.text(key, optional=True)
         if edge is not None and not re.fullmatch(r"[0-9]{2,4}", edge):
             raise w.fail(f"{key!r} must be a driver branch (its major number), got {edge!r}")
         edges.append(int(edge) if edge is not None else None)
-    return DriverWindow(edges[0], edges[1], w.prov())
+    first, last, dropped = edges
+    if dropped is not None and last is not None and last >= dropped:
+        raise w.fail(f"'last' ({last}) must be below 'dropped' ({dropped})")
+    return DriverWindow(first, last, w.prov(), dropped)
+
+
+def _windows_branches(doc: _Reader) -> tuple[WindowsBranch, ...]:
+    """cuda.yaml `windows_driver_branches`: the Windows numbers seen per branch, sourced."""
+    out: list[WindowsBranch] = []
+    for i, item in enumerate(doc.list("windows_driver_branches")):
+        r = _Reader("cuda.yaml", f"windows_driver_branches[{i}]", item)
+        branch = r.req("branch")
+        if not re.fullmatch(r"[0-9]{2,4}", branch):
+            raise r.fail(f"'branch' must be a branch's major number, got {branch!r}")
+        nums = r.data.get("windows")
+        if not isinstance(nums, dict):
+            raise r.fail("'windows' must map first/last to the Windows numbers seen")
+        edges: list[str] = []
+        for v in (nums.get("first"), nums.get("last")):
+            if not isinstance(v, str):
+                raise r.fail("'windows' must give first and last as quoted driver versions")
+            try:
+                driver_key(v)
+            except UserError:
+                raise r.fail(f"not a driver version: {v!r}") from None
+            edges.append(v)
+        first, last = edges
+        if driver_key(first) > driver_key(last):
+            raise r.fail(f"windows.first {first} is above windows.last {last}")
+        out.append(WindowsBranch(int(branch), first, last, r.prov()))
+    return tuple(sorted(out, key=lambda w: w.branch))
 
 
 def _pinned(r: _Reader, key: str) -> Pinned | None:
@@ -428,7 +461,27 @@ def _series(r: _Reader) -> Iterable[Release]:
             prov=rr.prov(),
             companion_prov=comp_prov,
             companion_untagged=untagged,
+            yanked=_yanked(rr),
         )
+
+
+def _yanked(r: _Reader) -> dict[str, tuple[str, ...]]:
+    """A release's `yanked: {torchvision: ["0.15.0"], ...}`: companions pulled from the index."""
+    value = r.data.get("yanked")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise r.fail("'yanked' must map torchvision/torchaudio to a list of versions")
+    out: dict[str, tuple[str, ...]] = {}
+    for name, versions in value.items():
+        if name not in ("torchvision", "torchaudio"):
+            raise r.fail(f"yanked: {name!r} is not torchvision or torchaudio")
+        if not isinstance(versions, list) or not all(
+            isinstance(v, str) and re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", v) for v in versions
+        ):
+            raise r.fail(f"yanked.{name} must be a list of quoted versions like '0.15.0'")
+        out[name] = tuple(versions)
+    return out
 
 
 def _companion(r: _Reader, key: str, provs: dict[str, Provenance]) -> str | None:

@@ -29,9 +29,9 @@ _METADATA_RE = re.compile(r"^[^/]+\.dist-info/METADATA$")
 # Requires-Dist names of the pins gpuresolve records ("nvidia-cudnn-cu12", "nvidia-cudnn-cu13",
 # or the suffix-less names CUDA 13 builds use).
 _PIN_NAMES = {
-    "cuda_runtime": re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$"),
-    "cudnn": re.compile(r"^nvidia-cudnn(-cu\d+)?$"),
-    "nccl": re.compile(r"^nvidia-nccl(-cu\d+)?$"),
+    "cuda_runtime": re.compile(r"^nvidia-cuda-runtime(-cu[0-9]+)?$"),
+    "cudnn": re.compile(r"^nvidia-cudnn(-cu[0-9]+)?$"),
+    "nccl": re.compile(r"^nvidia-nccl(-cu[0-9]+)?$"),
     "torch": re.compile(r"^torch$"),
 }
 

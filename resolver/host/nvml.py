@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -68,6 +69,9 @@ def collect(module: Any = None, *, preload: Sequence[str] = ()) -> dict[str, Any
         raw["cuda_driver_version"] = call(
             "cuda_driver_version", lambda: module.nvmlSystemGetCudaDriverVersion_v2(), errors
         )
+        # R560+ drivers name their branch; older ones answer FUNCTION_NOT_FOUND (recorded).
+        branch = call("driver_branch", lambda: module.nvmlSystemGetDriverBranch(), errors)
+        raw["driver_branch"] = _text(getattr(branch, "branch", None))
         count = call("device_count", lambda: module.nvmlDeviceGetCount(), errors)
         raw["device_count"] = count
         raw["devices"] = [_collect_device(module, i, call) for i in range(count or 0)]
@@ -148,6 +152,21 @@ def cuda_version_str(value: int | None) -> str | None:
     return f"{value // 1000}.{(value % 1000) // 10}"
 
 
+_BRANCH_RE = re.compile(r"^[rR]?([0-9]{3,4})(?:[._][0-9]{1,4})*$")
+
+
+def branch_str(value: Any) -> str | None:
+    """NVML's branch text ("580", "r580_00"; the exact Windows form is unverified) -> "580".
+
+    Anything else (a foreign or garbled answer) is dropped: the branch is then derived from the
+    driver version by the database, as on drivers before R560.
+    """
+    if not isinstance(value, str) or len(value) > 32 or not value.isascii():
+        return None
+    m = _BRANCH_RE.match(value.strip())
+    return m[1] if m else None
+
+
 def parse(raw: Mapping[str, Any]) -> ProbeResult:
     """Turn what `collect` recorded into facts and a detection state."""
     result = ProbeResult(source=SOURCE_NVML)
@@ -170,6 +189,9 @@ def parse(raw: Mapping[str, Any]) -> ProbeResult:
     if result.driver:
         result.sources["driver"] = SOURCE_NVML
     result.driver_cuda = cuda_version_str(raw.get("cuda_driver_version"))
+    result.driver_branch = branch_str(raw.get("driver_branch"))
+    if result.driver_branch:
+        result.sources["driver_branch"] = SOURCE_NVML
     if result.driver_cuda:
         result.sources["driver_cuda"] = SOURCE_NVML
     if "device_count" in errors:

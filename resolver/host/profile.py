@@ -28,6 +28,7 @@ SOURCE_SYSFS = "sysfs"  # /sys/module/nvidia, /sys/bus/pci
 SOURCE_NAME_LOOKUP = "name-lookup"  # CC looked up from the GPU's name in the database
 
 _CC_RE = re.compile(r"^[0-9]+\.[0-9]$")  # "8.6", "12.0"
+_BRANCH_RE = re.compile(r"^[0-9]{3,4}$")  # "580"
 
 
 @dataclass
@@ -54,6 +55,8 @@ class HostProfile:
     wsl: bool = False  # WSL2: Linux userland on a Windows driver (Windows driver floors apply)
     driver: str | None = None  # "580.159.04"
     driver_cuda: str | None = None  # highest CUDA the driver supports, "13.0"
+    driver_branch: str | None = None  # "580": NVML's answer, else the database's (a Windows
+    # number is not its branch: 581.57 is R580); None where neither can tell
     state: str = STATE_NO_DRIVER
     gpus: list[GpuInfo] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)  # fact -> probe, for host-level facts
@@ -116,6 +119,7 @@ class HostProfile:
             wsl=wsl,
             driver=doc.text("driver", like="580.65.06"),
             driver_cuda=doc.text("driver_cuda"),
+            driver_branch=doc.text("driver_branch", like="580", pattern=_BRANCH_RE),
             state=doc.text("state") or STATE_NO_DRIVER,
             gpus=gpus,
             sources=doc.strings("sources"),

@@ -298,7 +298,7 @@ def official_report(judge: Judge, ref: ImageRef) -> Report:
     rel, var, flavour = _official_build(judge, ref.tag)
     report = Report(str(ref), _official_contents(judge, rel, var), None, judge.target)
     report.evidence = _official_evidence(judge, rel, var)
-    report.flavour_note = judge.facts.official.flavours.get(flavour)
+    report.flavour_note = _flavour_note(judge, rel.version, flavour)
     if ref.digest:
         report.notes.append("the digest was not checked: the answer is for the tag")
     _verdict(report, judge, _judge_build(judge, rel, var))
@@ -397,7 +397,7 @@ def best_report(judge: Judge) -> Report:
     var = next(v for v in rel.variants if v.name == sug.contents.variant)
     report = Report(sug.image, sug.contents, True, judge.target, suggestion=sug)
     report.evidence = _official_evidence(judge, rel, var)
-    report.flavour_note = judge.facts.official.flavours.get("devel" if judge.devel else "runtime")
+    report.flavour_note = _flavour_note(judge, rel.version, "devel" if judge.devel else "runtime")
     _verdict(report, judge, _judge_build(judge, rel, var))
     return report
 
@@ -501,3 +501,10 @@ def report_for(judge: Judge, ref: ImageRef | None) -> Report:
         return ngc_report(judge, ref)
     known: Sequence[str] = (*facts.official.names, facts.ngc.repository)
     raise UserError(f"unknown image {name!r}: gpuresolve knows {', '.join(known)}")
+
+
+def _flavour_note(judge: Judge, version: str, flavour: str) -> str | None:
+    """What the flavour holds for this release: the era's account, else the general one."""
+    era = judge.facts.official.era(version)
+    own = era.flavour_note(flavour) if era is not None else None
+    return own or judge.facts.official.flavours.get(flavour)

@@ -44,6 +44,13 @@ class Era:
     install: Fact  # wheel | conda | unknown
     python: Fact
     note: str | None
+    base: Fact | None = None  # the OS base of the images ("ubuntu:24.04"), where known
+    devel: Fact | None = None  # what the devel flavour is built on, where it differs by era
+
+    def flavour_note(self, flavour: str) -> str | None:
+        """The era's own account of a flavour (the devel base changed in 2.10), if it has one."""
+        fact = self.devel if flavour == "devel" else None
+        return fact.note if fact is not None and fact.note else None
 
 
 @dataclass(frozen=True)
@@ -152,6 +159,8 @@ def from_raw(raw: Any, origin: str = "<memory>") -> ImageFacts:
                 fact(em.get("install"), f"{where} install"),
                 fact(em.get("python"), f"{where} python"),
                 em.get("note"),
+                fact(em["base"], f"{where} base") if em.get("base") is not None else None,
+                fact(em["devel"], f"{where} devel") if em.get("devel") is not None else None,
             )
         )
     if not eras:

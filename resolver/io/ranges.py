@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 CHUNK = 256 * 1024
 DEFAULT_BUDGET = 64 * 1024 * 1024  # bytes one inspection may read unless told otherwise
-_CONTENT_RANGE = re.compile(r"^bytes\s+(\d+)-(\d+)/(\d+|\*)$")
+_CONTENT_RANGE = re.compile(r"^bytes\s+([0-9]+)-([0-9]+)/([0-9]+|\*)$")
 
 Progress = Callable[[int], None]  # called with the source's bytes_read so far
 
@@ -219,7 +219,7 @@ class HttpSource(Source):
     def _read_whole(self, resp: requests.Response) -> None:
         """The server ignored ``Range``: stream the whole body once into a temporary file."""
         declared = resp.headers.get("Content-Length")
-        total = int(declared) if declared and declared.isdigit() else None
+        total = int(declared) if declared and declared.isascii() and declared.isdigit() else None
         if total is not None and total > self.budget - self.bytes_read:
             resp.close()
             raise BudgetError(

@@ -26,9 +26,9 @@ CONDA_PLATFORMS = {
     "windows-x86_64": "win-64",
     "macos-arm64": "osx-arm64",
 }
-_VARIANT_RE = re.compile(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)*|xpu)$")
-_INDEX_VARIANT_RE = re.compile(r"/whl/(?:(?:nightly|test)/)?(cpu|cu\d{3}|rocm[\d.]+|xpu)/?$")
-_CONDA_BUILD_CUDA_RE = re.compile(r"(?:^|_)cuda(\d+)(?:\.(\d+))?(?:_|$)")
+_VARIANT_RE = re.compile(r"^(cpu|cu[0-9]{3}|rocm[0-9]+(\.[0-9]+)*|xpu)$")
+_INDEX_VARIANT_RE = re.compile(r"/whl/(?:(?:nightly|test)/)?(cpu|cu[0-9]{3}|rocm[0-9.]+|xpu)/?$")
+_CONDA_BUILD_CUDA_RE = re.compile(r"(?:^|_)cuda([0-9]+)(?:\.([0-9]+))?(?:_|$)")
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,8 @@ def _one(cand: Candidate, ranked: list[Candidate], decision: Decision, level: st
 
 
 def _fact(f: Fact) -> str:
-    return f"{f.name}: {f.what} [{f.grade}: {', '.join(f.source) or 'no source'}]"
+    tail = "" if f.decides else " (describes the build; does not decide)"
+    return f"{f.name}: {f.what} [{f.grade}: {', '.join(f.source) or 'no source'}]{tail}"
 
 
 def _why_first(top: Candidate, cand: Candidate, level: str) -> str:

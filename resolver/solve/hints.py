@@ -16,7 +16,15 @@ from resolver.catalog import Catalog
 from resolver.core.platforms import PythonVersion
 from resolver.core.versions import cuda_key, driver_key
 from resolver.db.evidence import trusted
-from resolver.solve.solver import REQUEST_KINDS, Candidate, Decision, Request, Target, decide
+from resolver.solve.solver import (
+    REQUEST_KINDS,
+    Candidate,
+    Decision,
+    Request,
+    Target,
+    decide,
+    gpu_windows,
+)
 
 
 def _blocked_only_by(c: Candidate, kinds: set[str]) -> bool:
@@ -101,8 +109,35 @@ def build_hints(
         unknown = sorted(
             c.variant.name for c in cands if any(r.kind == "unknown" for r in c.reasons)
         )
-        tail = f" (the architectures of {', '.join(unknown)} are unknown)" if unknown else ""
-        hints.append(f"torch {cands[0].release.version} builds have {'; '.join(gpus)}{tail}")
+        version = cands[0].release.version
+        if unknown:  # name the builds known to lack the kernels, apart from the unknown ones
+            known = sorted(
+                c.variant.name for c in cands if any(r.kind == "arch" for r in c.reasons)
+            )
+            hints.append(
+                f"torch {version}: its {', '.join(known)} build{'s' if len(known) > 1 else ''} "
+                f"{'have' if len(known) > 1 else 'has'} {'; '.join(gpus)}, and which GPUs its "
+                f"{', '.join(unknown)} build{'s' if len(unknown) > 1 else ''} support is unknown"
+            )
+        else:
+            hints.append(f"torch {version} builds have {'; '.join(gpus)}")
+    # A newer release whose builds are held back only by unknown architecture lists: reading the
+    # wheel (a stronger fact) may unlock it. Named when nothing newer is known to lack the kernels.
+    unknown_only = [
+        key
+        for key, cands in by_release.items()
+        if key not in ok_releases
+        and all(_blocked_only_by(c, {"unknown"}) for c in cands)
+        and (not dropped_in or key > max(dropped_in))
+    ]
+    if unknown_only:
+        cands = by_release[max(unknown_only)]
+        builds = ", ".join(sorted(c.variant.name for c in cands))
+        hints.append(
+            f"torch {cands[0].release.version} may run too: which GPUs its {builds} "
+            f"build{'s' if len(cands) > 1 else ''} support on {target.platform} is unknown "
+            "(gpuresolve db update --read-wheels reads the wheels)"
+        )
     by_python = [c for c in newer if _blocked_only_by(c, {"python"})]
     if by_python:
         newest = max(by_python, key=lambda c: c.release.key)
@@ -133,15 +168,20 @@ def build_hints(
     window = sorted({r.text for c in rejected for r in c.reasons if r.kind == "window"})
     if selection is None and window:  # the driver itself is the blocker: say so first
         for text in reversed(window):
-            m = re.search(r"supports (.+) GPUs; R(\d+) is the last", text)
-            n = re.search(r"predates (.+) GPUs; they need R(\d+)", text)
+            m = re.search(
+                r"(?:supports|drives) (.+) GPUs \(dropped in R[0-9]+\).*R([0-9]+) is the last", text
+            )
+            n = re.search(r"(?:predates|drives) (.+) GPUs.*they need R([0-9]+)", text)
             if m:
                 hints.insert(
                     0,
-                    f"install an R{m[2]}-branch driver: later branches ignore {m[1]} GPUs",
+                    f"install an R{m[2]}-branch driver{_windows_numbers(catalog, target, m[2])}: "
+                    f"later branches ignore {m[1]} GPUs",
                 )
             elif n:
                 hints.insert(0, f"install an R{n[2]} (or newer) driver: {n[1]} GPUs need it")
+    if selection is not None and target.driver is not None:
+        hints.extend(_last_branch_hints(catalog, target))
     if allow != "any":
         weaker = [
             c
@@ -176,3 +216,25 @@ def build_hints(
             "builds do not run on it; use NVIDIA's PyTorch wheels for its JetPack release"
         )
     return tuple(hints)
+
+
+def _windows_numbers(catalog: Catalog, target: Target, branch: str) -> str:
+    """' (Windows 580.88-582.66)': how a branch's drivers are numbered on Windows, where known."""
+    if target.driver_os != "windows":
+        return ""
+    rec = next((w for w in catalog.windows_branches if str(w.branch) == branch), None)
+    return f" (Windows {rec.first}-{rec.last})" if rec is not None else ""
+
+
+def _last_branch_hints(catalog: Catalog, target: Target) -> list[str]:
+    """A GPU on the last branch that drives it: upgrading the driver past it loses the GPU."""
+    assert target.driver is not None
+    branch = catalog.driver_branch(target.driver, target.driver_os, target.driver_branch)
+    out: list[str] = []
+    for gpu, arch, win in gpu_windows(catalog, target):
+        if win.last is not None and branch.exact == win.last:
+            out.append(
+                f"R{win.last} is the last driver branch for {gpu.label} ({arch.name}): do not "
+                f"upgrade the driver past it (R{win.cut} and later ignore {arch.name} GPUs)"
+            )
+    return out

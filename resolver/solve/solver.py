@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
-from resolver.catalog import ArchList, Catalog, Release, Variant
+from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Release, Variant
 from resolver.core.versions import CC, cc_sm, cc_str, cuda_key, driver_key
-from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, trusted
+from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, rank, trusted
 
 if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given --torch needs them
     from packaging.specifiers import SpecifierSet
@@ -52,6 +52,7 @@ class Target:
     nvidia: bool = False  # an NVIDIA GPU is there (even when its CC is unknown)
     name: str | None = None  # a label for fleets and reports
     unknown_gpus: tuple[str, ...] = ()  # GPUs seen whose compute capability nobody knows
+    driver_branch: str | None = None  # the branch NVML reported ("580"), where it was read
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,11 @@ def _evaluate(
         if paired is None:
             reasons.append(Reason("companion", f"no {name} release pairs with torch {rel.version}"))
         elif spec is not None and not spec.contains(paired, prereleases=True):
-            reasons.append(Reason("companion", f"{name} {paired} (paired) does not match {spec}"))
+            pulled = [v for v in rel.yanked.get(name, ()) if spec.contains(v, prereleases=True)]
+            gone = f"; {', '.join(pulled)} is yanked on the Package Index" if pulled else ""
+            reasons.append(
+                Reason("companion", f"{name} {paired} (paired) does not match {spec}{gone}")
+            )
         else:
             untagged = name in rel.companion_untagged
             packages.append((name, paired if untagged else _local(paired, var, target.platform)))
@@ -291,11 +296,9 @@ def _evaluate(
                 ptx_text = " ".join(cc_sm(c) for c in arch.ptx) or "none"
                 facts.append(Fact("ptx", ptx.grade, ptx.source, f"PTX {ptx_text}"))
         min_driver, why = _driver_need(catalog, target, request, var, needs_jit)
-        tk = catalog.toolkits.get(var.cuda or "")
-        if tk is not None:
-            driver_facts.append(
-                Fact("driver floor", tk.prov.grade, tk.prov.source, f"CUDA {var.cuda} drivers")
-            )
+        floor = _floor_fact(catalog, target, var.cuda or "", min_driver)
+        if floor is not None:
+            driver_facts.append(floor)
         if min_driver is None:
             reasons.append(
                 Reason(
@@ -314,7 +317,9 @@ def _evaluate(
         for reason, fact in window_reasons(catalog, target):
             reasons.append(reason)
             driver_facts.append(fact)
-    evidence, worst = facts_grade(facts)
+        if not any(r.kind == "window" for r in reasons):
+            driver_facts.extend(window_facts(catalog, target))
+    evidence, worst = facts_grade((*facts, *driver_facts))
     doubt = describe_fact(worst) if worst is not None and evidence not in DOCUMENTED else None
     if request.level == "observed" and evidence != "observed" and worst is not None:
         reasons.append(
@@ -348,9 +353,10 @@ def _build_facts(rel: Release, var: Variant, target: Target, request: Request) -
     ]
     py = rel.python_prov or rel.prov
     facts.append(Fact("python", py.grade, py.source, f"Python tags on {target.platform}"))
+    # Companions, cuDNN and NCCL describe the build (the wheel pins them): shown, never deciding.
     for name, _spec in request.companions:
         cprov = rel.companion_prov.get(name, rel.prov)
-        facts.append(Fact(name, cprov.grade, cprov.source, f"the {name} pairing"))
+        facts.append(Fact(name, cprov.grade, cprov.source, f"the {name} pairing", False))
     for label, pinned in (("cudnn", var.cudnn), ("nccl", var.nccl)):
         if pinned is not None and pinned.version is not None:
             facts.append(
@@ -359,9 +365,23 @@ def _build_facts(rel: Release, var: Variant, target: Target, request: Request) -
                     pinned.prov.grade,
                     pinned.prov.source,
                     f"{'cuDNN' if label == 'cudnn' else 'NCCL'} {pinned.version}",
+                    False,
                 )
             )
     return facts
+
+
+def _floor_fact(catalog: Catalog, target: Target, cuda: str, need: str | None) -> Fact | None:
+    """The graded record the build's driver floor comes from: the major's minor-version
+    compatibility floor, or the toolkit's own minimum where that is what applies (strict policy,
+    PTX JIT, or a toolkit that shipped below its major's floor)."""
+    tk = catalog.toolkits.get(cuda)
+    mvc = catalog.compat_floors.get(cuda_key(cuda)[0]) if cuda else None
+    if mvc is not None and need is not None and mvc.min_driver.get(target.driver_os) == need:
+        return Fact("driver floor", mvc.prov.grade, mvc.prov.source, f"CUDA {cuda} drivers")
+    if tk is not None:
+        return Fact("driver floor", tk.prov.grade, tk.prov.source, f"CUDA {cuda} drivers")
+    return None
 
 
 def describe_fact(fact: Fact) -> str:
@@ -369,40 +389,115 @@ def describe_fact(fact: Fact) -> str:
 
 
 def window_reasons(catalog: Catalog, target: Target) -> list[tuple[Reason, Fact]]:
-    """GPUs the target's driver does not drive at all (outside their architecture's window)."""
+    """GPUs the target's driver does not drive at all (outside their architecture's window).
+
+    The driver's branch decides, never its number: a Windows 581.57 driver is R580 (Windows
+    numbers run above the branch's name). A Windows number the table does not place, where the
+    answer depends on it, is turned away with the branch that is known to work named.
+    """
     out: list[tuple[Reason, Fact]] = []
     if target.driver is None:
         return out
-    major = driver_key(target.driver)[0]
+    branch = catalog.driver_branch(target.driver, target.driver_os, target.driver_branch)
+    shown = f"driver {target.driver} ({branch.text})"
     for gpu in target.gpus:
         arch = catalog.architectures.get(gpu.cc)
         win = arch.drivers if arch is not None else None
         if win is None or arch is None:
             continue
-        fact = Fact("driver window", win.prov.grade, win.prov.source, f"{arch.name} drivers")
-        if win.last is not None and major > win.last:
-            out.append(
-                (
-                    Reason(
-                        "window",
-                        f"{gpu.label}: driver {target.driver} no longer supports {arch.name} "
-                        f"GPUs; R{win.last} is the last branch that does",
-                    ),
-                    fact,
-                )
+        prov = win.prov
+        fact = Fact("driver window", prov.grade, prov.source, f"{arch.name} drivers")
+        if branch.record is not None and rank(branch.record.prov.grade) > rank(prov.grade):
+            rec = branch.record.prov
+            fact = Fact(
+                "driver window", rec.grade, rec.source, f"Windows {target.driver} is R{branch.lo}"
             )
-        elif win.first is not None and major < win.first:
+        cut, last = win.cut, win.last
+        keep = f"R{last} is the last branch that does" if last is not None else ""
+        text: str | None = None
+        if cut is not None and branch.lo >= cut:
+            text = (
+                f"{gpu.label}: {shown} no longer supports {arch.name} GPUs (dropped in R{cut}); "
+                + keep
+            )
+        elif cut is not None and branch.hi >= cut:
+            text = (
+                f"{gpu.label}: which branch Windows driver {target.driver} belongs to is unknown "
+                f"({branch.text}), so whether it still drives {arch.name} GPUs (dropped in "
+                f"R{cut}) is unknown; " + keep
+            )
+        elif win.first is not None and branch.hi < win.first:
+            text = (
+                f"{gpu.label}: {shown} predates {arch.name} GPUs; they need R{win.first} or newer"
+            )
+        elif win.first is not None and branch.lo < win.first:
+            text = (
+                f"{gpu.label}: which branch Windows driver {target.driver} belongs to is unknown "
+                f"({branch.text}), so whether it drives {arch.name} GPUs is unknown; they need "
+                f"R{win.first} or newer"
+            )
+        if text is not None:
+            out.append((Reason("window", text.rstrip("; ")), fact))
+    return out
+
+
+def gpu_windows(
+    catalog: Catalog, target: Target
+) -> list[tuple[TargetGpu, Architecture, DriverWindow]]:
+    """Each architecture of the target's GPUs that has a driver window, once, with a GPU of it."""
+    out: list[tuple[TargetGpu, Architecture, DriverWindow]] = []
+    seen: set[str] = set()
+    for gpu in target.gpus:
+        arch = catalog.architectures.get(gpu.cc)
+        if arch is None or arch.drivers is None or arch.name in seen:
+            continue
+        seen.add(arch.name)
+        out.append((gpu, arch, arch.drivers))
+    return out
+
+
+def window_facts(catalog: Catalog, target: Target) -> list[Fact]:
+    """The driver-window edges checked for a build whose driver is inside every GPU's window.
+
+    The last edge decides. A first edge the driver has reached only describes: it is the branch
+    of the first toolkit that targets the CC, whose driver NVIDIA's tables list; what may be
+    inferred is only that older branches do not drive it, and those are turned away.
+    """
+    if target.driver is None:
+        return []
+    branch = catalog.driver_branch(target.driver, target.driver_os, target.driver_branch)
+    out: list[Fact] = []
+    for _gpu, arch, win in gpu_windows(catalog, target):
+        if win.cut is None and win.first is None:
+            continue
+        out.append(
+            Fact(
+                "driver window",
+                win.prov.grade,
+                win.prov.source,
+                f"{arch.name} drivers: {_window_text(win.first, win.cut)}",
+                win.cut is not None,
+            )
+        )
+        if win.cut is not None and branch.record is not None:
+            rec = branch.record
             out.append(
-                (
-                    Reason(
-                        "window",
-                        f"{gpu.label}: driver {target.driver} predates {arch.name} GPUs; "
-                        f"they need R{win.first} or newer",
-                    ),
-                    fact,
+                Fact(
+                    "driver branch",
+                    rec.prov.grade,
+                    rec.prov.source,
+                    f"Windows driver {target.driver} is R{rec.branch} "
+                    f"(Windows {rec.first}-{rec.last})",
                 )
             )
     return out
+
+
+def _window_text(first: int | None, cut: int | None) -> str:
+    parts = ([f"first in R{first}"] if first is not None else []) + (
+        [f"dropped in R{cut}"] if cut is not None else []
+    )
+    return ", ".join(parts)
 
 
 def kernel_coverage(catalog: Catalog, arch: ArchList, cc: CC) -> str | None:

@@ -76,7 +76,7 @@ def check_import(ctx: Context) -> CheckResult:
             "torch is not installed in this environment",
             "install the build for this machine: `gpuresolve suggest` prints the pip command",
         )
-    missing = re.search(r"(lib[\w.+-]+?\.so(?:\.\d+)*): cannot open shared object file", message)
+    missing = re.search(r"(lib[\w.+-]+?\.so(?:\.[0-9]+)*): cannot open shared object file", message)
     if missing:
         lib = missing.group(1)
         return CheckResult(

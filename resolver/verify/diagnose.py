@@ -310,7 +310,7 @@ def cuda_visible_cause(env: Mapping[str, Any], host_gpus: Sequence[str]) -> str 
     first = str(value).split(",")[0].strip()
     if not first:
         return f"CUDA_VISIBLE_DEVICES is set to an empty value: torch sees no GPU{has}"
-    if re.fullmatch(r"-?\d+", first) and host_gpus and not 0 <= int(first) < len(host_gpus):
+    if re.fullmatch(r"-?[0-9]+", first) and host_gpus and not 0 <= int(first) < len(host_gpus):
         return f"CUDA_VISIBLE_DEVICES={shown(value)} names no GPU of this host{has}"
     return None
 

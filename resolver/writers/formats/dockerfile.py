@@ -44,9 +44,10 @@ def base_image(facts: ImageFacts | None, decision: Decision) -> tuple[str, str]:
             and era.python.value == target.python
         ):
             image = official_tag(facts, sel.release, sel.variant, "runtime")
+            base = f" on {era.base.value}" if era.base is not None and era.base.value else ""
             return image, (
-                f"the official image of torch {sel.release.version} {sel.variant.name} with "
-                f"Python {target.python}: the pins below are already installed in it"
+                f"the official image of torch {sel.release.version} {sel.variant.name} "
+                f"(Python {target.python}{base}): the pins below are already installed in it"
             )
     if is_free_threaded(target.python):
         raise UserError(
