@@ -6,7 +6,8 @@ The PCI ID database (pci.ids, https://pci-ids.ucw.cz/, packaged by Debian as `pc
 CHIPS below (NVIDIA states CCs per product; which chip a product uses comes from pci.ids). Each
 chip's CC is checked against the curated records of data/gpus.yaml: a chip whose product NVIDIA
 lists (an `official` record) is graded `official`, else the grade of its best record, else
-`inferred`; a chip none of whose records agree stops the run.
+`inferred`; a chip that two or more records contradict and none confirms stops the run
+(a single contradicting record is reported: the curated record wins at lookup).
 
 Run from the repository root whenever pci.ids has a new version (gpuresolve never imports this):
 
@@ -206,9 +207,10 @@ def _grade_chips(
     votes: dict[str, list[tuple[str, str]]] = defaultdict(list)  # chip -> (cc, grade) per record
     for key, (_, chips, _) in names.items():
         record = shipped.name_index.get(key)
-        if record is None or len(chips) != 1:
-            continue
-        votes[next(iter(chips))].append((cc_str(record.cc), record.prov.grade))
+        if record is None or len({CHIPS[c] for c in chips}) != 1:
+            continue  # a name of chips of different CCs ("GTX 750 Ti") anchors none of them
+        for chip in chips:
+            votes[chip].append((cc_str(record.cc), record.prov.grade))
     grades: dict[str, str] = {}
     for chip, cc in sorted(CHIPS.items()):
         agree = [g for c, g in votes[chip] if c == cc]
