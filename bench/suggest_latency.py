@@ -1,7 +1,8 @@
 """Median wall time of `gpuresolve suggest --json` for a described target, each in a fresh process.
 
 Budget (issue 2): under 150 ms on a 2-core machine; the bare interpreter takes about 35 ms.
-Usage: python3 bench/suggest_latency.py [--runs N]
+Usage: python3 bench/suggest_latency.py [--runs N] [--gpu NAME]
+(--gpu "NVIDIA GeForce RTX 5090 D" times a name only the generated name table knows.)
 """
 
 from __future__ import annotations
@@ -42,11 +43,14 @@ def timed(cmd: list[str], runs: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=21)
-    runs = parser.parse_args().runs
+    parser.add_argument("--gpu", default=ARGS[ARGS.index("--gpu") + 1])
+    opts = parser.parse_args()
+    runs = opts.runs
+    args = [opts.gpu if a == ARGS[ARGS.index("--gpu") + 1] else a for a in ARGS]
     # The console script beside this interpreter (a version manager's shim on PATH would add its
     # own start-up); else the module.
     script = Path(sys.executable).with_name("gpuresolve")
-    cmd = [str(script), *ARGS] if script.is_file() else [sys.executable, "-m", "resolver", *ARGS]
+    cmd = [str(script), *args] if script.is_file() else [sys.executable, "-m", "resolver", *args]
     if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
         print("note: PYTHONDONTWRITEBYTECODE was set; unset here, as an installed wheel has .pyc")
     timed(cmd, 2)  # warm the page cache

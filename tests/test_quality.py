@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = ["resolver", "tests", "bench"]
+PATHS = ["resolver", "tests", "bench", "tools"]
 
 
 def _run(*cmd: str) -> subprocess.CompletedProcess[str]:

@@ -239,18 +239,23 @@ class Catalog:
         arch = self.architectures.get(cc)
         return bool(arch and arch.tegra)
 
+    @property
+    def name_index(self) -> Mapping[tuple[str, ...], GpuModel]:
+        """The curated records by the words of each name and alias."""
+        return self._name_index
+
     def gpu_by_name(self, name: str) -> GpuModel | None:
-        """Longest database name whose words begin the query's ("Tesla V100-SXM2-32GB")."""
-        words = gpunames.name_words(name)
-        for end in range(len(words), 0, -1):
-            hit = self._name_index.get(words[:end])
-            if hit is not None:
-                return hit
-        return None
+        """Longest known name whose words begin the query's ("Tesla V100-SXM2-32GB").
+
+        A curated record, else an entry of the generated name table (pci.ids); None when the
+        name is unknown or pci.ids uses it for chips of different CCs.
+        """
+        return _as_model(gpunames.find(self, name))
 
     def gpu_by_pci_id(self, device_id: str) -> GpuModel | None:
         wanted = device_id.lower()
-        return next((g for g in self.gpus if wanted in g.pci_ids), None)
+        curated = next((g for g in self.gpus if wanted in g.pci_ids), None)
+        return curated or _as_model(gpunames.find_pci_id(self, wanted))
 
     def close_gpu_names(self, name: str, n: int = 5) -> list[str]:
         return gpunames.close_names(self, name, n)
@@ -308,3 +313,13 @@ class Catalog:
             ):
                 best = version
         return best
+
+
+def _as_model(hit: gpunames.NameMatch | None) -> GpuModel | None:
+    """The record of a name match: the curated one, or one made from a name-table entry."""
+    if hit is None or len(hit.ccs) != 1:
+        return None
+    if isinstance(hit.model, GpuModel):  # a curated record (the lookups see it as a protocol)
+        return hit.model
+    prov = Provenance((gpunames.TABLE_SOURCE,), hit.grade, None, hit.grade)
+    return GpuModel(hit.name, hit.ccs[0], hit.kind, hit.devices, (), prov)
