@@ -162,7 +162,7 @@ class FakeNvml:
     def nvmlSystemGetDriverBranch(self) -> SimpleNamespace:
         if self.branch_error is not None:
             raise FakeNvmlError(self.branch_error)
-        return SimpleNamespace(version=1, branch=b"580")
+        return SimpleNamespace(version=1, branch=b"r582_49")  # the device machine's real answer
 
     def nvmlDeviceGetCount(self) -> int:
         return 1
@@ -197,7 +197,7 @@ def test_collect_then_parse_h200() -> None:
     assert data["devices"][0]["pci_bus_id"] == "00000000:00:06.0"
     r = nvml.parse(data)
     assert r.driver_cuda == "13.0"
-    assert r.driver_branch == "580" and r.sources["driver_branch"] == "nvml"
+    assert r.driver_build_branch == "r582_49" and r.sources["driver_build_branch"] == "nvml"
     assert r.gpus is not None
     g = r.gpus[0]
     assert (g.name, g.cc, g.memory_mib, g.pci_device_id, g.mig) == (
@@ -291,15 +291,20 @@ def test_driver_branch_before_r560_is_recorded_as_missing() -> None:
     data = nvml.collect(fake)
     assert data["errors"]["driver_branch"] == "NVML_ERROR_FUNCTION_NOT_FOUND"
     r = nvml.parse(data)
-    assert r.state == STATE_OK and r.driver_branch is None and "driver_branch" not in r.sources
+    assert (
+        r.state == STATE_OK
+        and r.driver_build_branch is None
+        and "driver_build_branch" not in r.sources
+    )
 
 
 @pytest.mark.parametrize(
     ("text", "branch"),
     [
         ("580", "580"),
-        ("r580_00", "580"),
-        ("R595", "595"),
+        ("r580_00", "r580_00"),
+        ("r582_49", "r582_49"),  # Linux 580.159.04's real answer: a build branch, kept as read
+        ("R595", "R595"),
         ("580\x00", None),
         ("58", None),
         ("580; rm", None),

@@ -119,7 +119,6 @@ def test_branch_of_a_driver_number(shipped: catalog_mod.Catalog) -> None:
     assert shipped.driver_branch("590.48.01", "linux").exact == 590
     b = shipped.driver_branch("590.10", "windows")  # between the table's rows: bounds only
     assert b.exact is None and (b.lo, b.hi) == (580, 590)
-    assert shipped.driver_branch("999.1", "windows", "580").exact == 580  # NVML's answer wins
 
 
 def test_windows_table_is_checked(synth_raw: dict[str, Any]) -> None:
@@ -162,22 +161,32 @@ def test_detect_shows_the_branch(
     assert "not in the database's table" in out
 
 
-def test_a_recorded_nvml_branch_reaches_the_solver(
+def test_nvml_names_a_build_branch_that_never_decides(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    """nvmlSystemGetDriverBranch names the branch a driver was built from: the device machine's
+    Linux 580.159.04 (release branch R580) answered "r582_49" (recorded 2026-11-24). It is shown
+    and read back validated, but the release branch comes from the driver version."""
+    from resolver.host import nvml
+
+    probed = nvml.parse({"driver_version": "580.159.04", "driver_branch": "r582_49", "errors": {}})
+    assert (
+        probed.driver_build_branch == "r582_49" and probed.sources["driver_build_branch"] == "nvml"
+    )
+    assert nvml.branch_str("582; rm -rf /") is None and nvml.branch_str("\x1b[2J") is None
+
     here = Path(__file__).parent / "fixtures" / "host" / "h100_driver580_cli" / "detect.json"
     doc = json.loads(here.read_text())
-    doc.update(platform="windows-x86_64", driver="590.10", driver_branch="580")
-    doc["sources"]["driver_branch"] = "nvml"
+    doc.update(platform="windows-x86_64", driver="590.10", driver_build_branch="r580_00")
     doc["gpus"][0].update(name="NVIDIA GeForce GTX 1080 Ti", cc="6.1", mig=None)
     host = tmp_path / "host.json"
     host.write_text(json.dumps(doc))
-    code, data = suggest(capsys, "--host", str(host))
-    assert code == 0 and data["selection"]["variant"] == "cu126"
-    doc["driver_branch"] = "58; rm"
+    code, out, _err = run_cli(capsys, "suggest", "--host", str(host))
+    assert code == 1 and "unknown" in out  # a build branch does not place a Windows number
+    doc["driver_build_branch"] = "58; rm"
     host.write_text(json.dumps(doc))
     code, _out, err = run_cli(capsys, "suggest", "--host", str(host))
-    assert code == 2 and "driver_branch" in err
+    assert code == 2 and "driver_build_branch" in err
 
 
 # --- 2. grades as strong as the evidence -------------------------------------------------------

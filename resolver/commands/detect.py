@@ -91,6 +91,8 @@ def detect(as_json: bool) -> None:
             if profile.driver_branch
             else ""
         )
+        if profile.driver_build_branch:
+            named += f" (built from {profile.driver_build_branch} [nvml])"
         click.echo(f"driver: {profile.driver}{named}{cuda} [{origin}]")
     else:
         click.echo("driver: none")
@@ -119,7 +121,7 @@ def _outside_window(catalog: Catalog, profile: Any) -> list[str]:
     notes: list[str] = []
     if not profile.driver:
         return notes
-    branch = catalog.driver_branch(profile.driver, profile.driver_os, profile.driver_branch)
+    branch = catalog.driver_branch(profile.driver, profile.driver_os)
     for gpu in profile.gpus:
         if not gpu.cc:
             continue

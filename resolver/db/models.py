@@ -48,7 +48,7 @@ class Branch(NamedTuple):
 
     lo: int
     hi: int
-    how: str  # "linux", "nvml", "windows table", "windows bounds"
+    how: str  # "linux", "windows table", "windows bounds"
     record: WindowsBranch | None = None
 
     @property
@@ -264,12 +264,11 @@ class Catalog:
         """A --gpu value: "8.6", "sm_86" or a model name -> (CC, model name or None)."""
         return gpunames.resolve_gpu(self, spec)
 
-    def driver_branch(self, driver: str, driver_os: str, nvml: str | None = None) -> Branch:
-        """The branch of a driver version: on Linux its major number; on Windows the table of
-        numbers per branch, else bounds (a Windows number is at or above its branch's name, and
-        numbers grow with the branch); NVML's own answer (R560+) wins where it was read."""
-        if nvml is not None and nvml.isascii() and nvml.isdigit() and len(nvml) <= 4:
-            return Branch(int(nvml), int(nvml), "nvml")
+    def driver_branch(self, driver: str, driver_os: str) -> Branch:
+        """The release branch of a driver version: on Linux its major number; on Windows the
+        table of numbers per branch, else bounds (a Windows number is at or above its branch's
+        name, and numbers grow with the branch). NVML's nvmlSystemGetDriverBranch is no branch
+        of this kind: it names the build branch ("r582_49" for Linux 580.159.04)."""
         key = driver_key(driver)
         if driver_os != "windows":
             return Branch(key[0], key[0], "linux")

@@ -133,7 +133,7 @@ def _merge(
     profile: HostProfile, results: Sequence[ProbeResult], lookup_cc: LookupCC | None
 ) -> None:
     """First answer wins, per fact; the GPU list comes from the first probe that listed GPUs."""
-    for fact in ("driver", "driver_cuda", "driver_branch"):
+    for fact in ("driver", "driver_cuda", "driver_build_branch"):
         for r in results:
             value = getattr(r, fact)
             if value:

@@ -152,19 +152,20 @@ def cuda_version_str(value: int | None) -> str | None:
     return f"{value // 1000}.{(value % 1000) // 10}"
 
 
-_BRANCH_RE = re.compile(r"^[rR]?([0-9]{3,4})(?:[._][0-9]{1,4})*$")
+_BUILD_BRANCH_RE = re.compile(r"^[rR]?[0-9]{3,4}(?:[._][0-9]{1,4}){0,3}$")
 
 
 def branch_str(value: Any) -> str | None:
-    """NVML's branch text ("580", "r580_00"; the exact Windows form is unverified) -> "580".
+    """NVML's build-branch text ("r582_49"), validated; anything else is dropped.
 
-    Anything else (a foreign or garbled answer) is dropped: the branch is then derived from the
-    driver version by the database, as on drivers before R560.
+    It names the branch the driver was built from, not its release branch: on the device machine
+    Linux 580.159.04 (release branch R580) answers "r582_49" (recorded 2026-11-24). So it is shown
+    and recorded, never used to decide which GPUs a driver drives.
     """
     if not isinstance(value, str) or len(value) > 32 or not value.isascii():
         return None
-    m = _BRANCH_RE.match(value.strip())
-    return m[1] if m else None
+    value = value.strip()
+    return value if _BUILD_BRANCH_RE.match(value) else None
 
 
 def parse(raw: Mapping[str, Any]) -> ProbeResult:
@@ -189,9 +190,9 @@ def parse(raw: Mapping[str, Any]) -> ProbeResult:
     if result.driver:
         result.sources["driver"] = SOURCE_NVML
     result.driver_cuda = cuda_version_str(raw.get("cuda_driver_version"))
-    result.driver_branch = branch_str(raw.get("driver_branch"))
-    if result.driver_branch:
-        result.sources["driver_branch"] = SOURCE_NVML
+    result.driver_build_branch = branch_str(raw.get("driver_branch"))
+    if result.driver_build_branch:
+        result.sources["driver_build_branch"] = SOURCE_NVML
     if result.driver_cuda:
         result.sources["driver_cuda"] = SOURCE_NVML
     if "device_count" in errors:

@@ -20,7 +20,7 @@ class ProbeResult:
     state: str | None = None
     driver: str | None = None
     driver_cuda: str | None = None
-    driver_branch: str | None = None  # "580": NVML's nvmlSystemGetDriverBranch (R560+)
+    driver_build_branch: str | None = None  # "r582_49": NVML's nvmlSystemGetDriverBranch (R560+)
     gpus: list[GpuInfo] | None = None  # None: this probe did not enumerate GPUs
     sources: dict[str, str] = field(default_factory=dict)  # host fact -> probe (sysfs vs procfs)
     status: str = "ok"  # one line for HostProfile.probes: "ok", "not installed", an error name

@@ -29,6 +29,7 @@ SOURCE_NAME_LOOKUP = "name-lookup"  # CC looked up from the GPU's name in the da
 
 _CC_RE = re.compile(r"^[0-9]+\.[0-9]$")  # "8.6", "12.0"
 _BRANCH_RE = re.compile(r"^[0-9]{3,4}$")  # "580"
+_BUILD_BRANCH_RE = re.compile(r"^[rR]?[0-9]{3,4}(?:[._][0-9]{1,4}){0,3}$")  # "r582_49"
 
 
 @dataclass
@@ -55,8 +56,9 @@ class HostProfile:
     wsl: bool = False  # WSL2: Linux userland on a Windows driver (Windows driver floors apply)
     driver: str | None = None  # "580.159.04"
     driver_cuda: str | None = None  # highest CUDA the driver supports, "13.0"
-    driver_branch: str | None = None  # "580": NVML's answer, else the database's (a Windows
-    # number is not its branch: 581.57 is R580); None where neither can tell
+    driver_branch: str | None = None  # "580": the release branch, from the driver version (a
+    # Windows number is not its branch: 581.57 is R580); None where it cannot be told
+    driver_build_branch: str | None = None  # "r582_49": what NVML names (R560+), shown only
     state: str = STATE_NO_DRIVER
     gpus: list[GpuInfo] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)  # fact -> probe, for host-level facts
@@ -120,6 +122,9 @@ class HostProfile:
             driver=doc.text("driver", like="580.65.06"),
             driver_cuda=doc.text("driver_cuda"),
             driver_branch=doc.text("driver_branch", like="580", pattern=_BRANCH_RE),
+            driver_build_branch=doc.text(
+                "driver_build_branch", like="r582_49", pattern=_BUILD_BRANCH_RE
+            ),
             state=doc.text("state") or STATE_NO_DRIVER,
             gpus=gpus,
             sources=doc.strings("sources"),

@@ -229,7 +229,7 @@ def _windows_numbers(catalog: Catalog, target: Target, branch: str) -> str:
 def _last_branch_hints(catalog: Catalog, target: Target) -> list[str]:
     """A GPU on the last branch that drives it: upgrading the driver past it loses the GPU."""
     assert target.driver is not None
-    branch = catalog.driver_branch(target.driver, target.driver_os, target.driver_branch)
+    branch = catalog.driver_branch(target.driver, target.driver_os)
     out: list[str] = []
     for gpu, arch, win in gpu_windows(catalog, target):
         if win.last is not None and branch.exact == win.last:

@@ -182,9 +182,6 @@ def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None
         nvidia=profile.state in (STATE_OK, "driver-mismatch") or bool(gpus or unknown),
         name=name,
         unknown_gpus=tuple(unknown),
-        driver_branch=profile.driver_branch
-        if profile.sources.get("driver_branch") == "nvml"
-        else None,
     )
 
 

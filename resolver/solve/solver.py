@@ -52,7 +52,6 @@ class Target:
     nvidia: bool = False  # an NVIDIA GPU is there (even when its CC is unknown)
     name: str | None = None  # a label for fleets and reports
     unknown_gpus: tuple[str, ...] = ()  # GPUs seen whose compute capability nobody knows
-    driver_branch: str | None = None  # the branch NVML reported ("580"), where it was read
 
 
 @dataclass(frozen=True)
@@ -398,7 +397,7 @@ def window_reasons(catalog: Catalog, target: Target) -> list[tuple[Reason, Fact]
     out: list[tuple[Reason, Fact]] = []
     if target.driver is None:
         return out
-    branch = catalog.driver_branch(target.driver, target.driver_os, target.driver_branch)
+    branch = catalog.driver_branch(target.driver, target.driver_os)
     shown = f"driver {target.driver} ({branch.text})"
     for gpu in target.gpus:
         arch = catalog.architectures.get(gpu.cc)
@@ -465,7 +464,7 @@ def window_facts(catalog: Catalog, target: Target) -> list[Fact]:
     """
     if target.driver is None:
         return []
-    branch = catalog.driver_branch(target.driver, target.driver_os, target.driver_branch)
+    branch = catalog.driver_branch(target.driver, target.driver_os)
     out: list[Fact] = []
     for _gpu, arch, win in gpu_windows(catalog, target):
         if win.cut is None and win.first is None:
