@@ -56,7 +56,7 @@ def test_split_groups_every_member_once(shipped: Catalog) -> None:
     assert all(dec.ok for _, dec in groups)
 
 
-def test_gpu_less_member_runs_the_cuda_build(shipped: Catalog) -> None:
+def test_gpu_less_members_get_the_cpu_build_in_a_set_of_their_own(shipped: Catalog) -> None:
     fleet = [
         member(shipped, "gpu", "NVIDIA H100", "580.95.05"),
         member(shipped, "ci-runner", None, None),
@@ -64,9 +64,11 @@ def test_gpu_less_member_runs_the_cuda_build(shipped: Catalog) -> None:
     ]
     dec = solve_fleet(shipped, fleet, Request())
     assert dec.ok
-    by_platform = {c.platform: c.candidate.variant.name for c in dec.choices}
-    assert by_platform["macos-arm64"] == "cpu"
-    assert by_platform["linux-x86_64"].startswith("cu")
+    sets = {c.folder: (c.candidate.variant.name, c.members) for c in dec.choices}
+    assert sets["macos-arm64"] == ("cpu", ("mac",))
+    assert sets["linux-x86_64"][0].startswith("cu") and sets["linux-x86_64"][1] == ("gpu",)
+    assert sets["linux-x86_64-cpu"] == ("cpu", ("ci-runner",))  # not the 2.5 GB CUDA build
+    assert {c.candidate.release.version for c in dec.choices} == {dec.torch}
 
 
 def test_duplicates_are_solved_once(shipped: Catalog) -> None:
@@ -165,3 +167,100 @@ def test_bad_specs_name_file_and_key(
         load_spec(spec, shipped)
     assert fragment in str(exc.value)
     assert str(exc.value).count("\n") == 0
+
+
+# --- kinds of machine: solved once, restated for each driver build ---------------------------
+
+VARIED_GPUS = [
+    "NVIDIA A100-SXM4-80GB",
+    "NVIDIA H100",
+    "NVIDIA B200",
+    "NVIDIA GeForce RTX 4090",
+    "NVIDIA GeForce GTX 1080 Ti",
+    "Tesla K80",
+    "Tesla V100",
+    "NVIDIA L4",
+]
+VARIED_DRIVERS = [
+    "418.40.04",
+    "450.80.02",
+    "470.256.02",
+    "525.60.13",
+    "525.60.14",
+    "535.104.05",
+    "535.216.01",
+    "550.54.15",
+    "570.124.06",
+    "575.57.08",
+    "580.65.06",
+    "580.95.05",
+]
+
+
+def varied(catalog: Catalog) -> list[Target]:
+    """A few dozen shapes: several GPU models across driver floors and branch windows, two
+    GPUs at once, Windows drivers, a GPU-less member, no driver given."""
+    out = []
+    for i, gpu in enumerate(VARIED_GPUS):
+        for j, driver in enumerate(VARIED_DRIVERS[i % 3 :: 3]):
+            platform = "windows-x86_64" if (i + j) % 5 == 0 else "linux-x86_64"
+            out.append(member(catalog, f"m{i}-{j}", gpu, driver, platform))
+        for driver in ("550.163.01", "570.195.03", "580.105.08"):  # the same kinds as above
+            out.append(member(catalog, f"m{i}-{driver}", gpu, driver))
+    two = (TargetGpu(*catalog.resolve_gpu("NVIDIA A100")), TargetGpu(*catalog.resolve_gpu("8.6")))
+    out.append(Target("linux-x86_64", "3.12", "560.35.03", "linux", two, nvidia=True, name="two"))
+    out.append(member(catalog, "no-driver", "NVIDIA H100", None))
+    out.append(member(catalog, "cpu", None, None))
+    return out
+
+
+@pytest.mark.parametrize("policy", ["compat", "strict"])
+def test_one_solve_per_kind_gives_what_solving_each_alone_gives(
+    shipped: Catalog, policy: str
+) -> None:
+    from dataclasses import replace
+
+    from resolver.solve import solve
+    from resolver.solve.memo import FleetSolver
+
+    request = Request(policy="strict" if policy == "strict" else "compat")
+    targets = varied(shipped)
+    assert len(targets) >= 30
+    solver = FleetSolver(shipped, request)
+    for t in targets:
+        alone = solve(shipped, replace(t, name=None), request)
+        assert solver(t) == alone, t.name
+    assert solver.runs < len(targets)  # kinds were shared, and each shared one restated exactly
+
+
+def test_split_groups_decide_as_grouping_by_hand_does(shipped: Catalog) -> None:
+    """The linear grouping (set intersections over memoised kinds) decides as the fleet solver
+    does when handed each group: every group has a common set, and no member could have joined
+    an earlier group."""
+    targets = varied(shipped)
+    groups = split_groups(shipped, targets, Request())
+    assert sorted(t.name or "" for m, _ in groups for t in m) == sorted(
+        t.name or "" for t in targets
+    )
+    for i, (members, decision) in enumerate(groups):
+        again = solve_fleet(shipped, members, Request())
+        assert decision.ok == again.ok and decision.torch == again.torch
+        assert decision.choices == again.choices
+        first = members[0]
+        for earlier, _ in groups[:i]:
+            if solve_fleet(shipped, [*earlier, first], Request()).ok:
+                pytest.fail(f"{first.name} could have joined an earlier group")
+
+
+def test_split_group_is_named_after_its_first_target_in_the_spec(shipped: Catalog) -> None:
+    """README: a split group is named after its first target. An arm64 member sorted first by
+    platform once named the A100s' folder."""
+    a100 = member(shipped, "a100-nodes", "NVIDIA A100-SXM4-80GB", "535.104.05")
+    pascal = member(shipped, "pascal", "NVIDIA GeForce GTX 1080 Ti", "560.35.03")
+    gh200 = member(shipped, "gh200-node", "NVIDIA GH200", "580.95.05", platform="linux-aarch64")
+    groups = split_groups(shipped, [a100, pascal, gh200], Request())
+    firsts = [members[0].name for members, _ in groups]
+    assert firsts[0] == "a100-nodes"
+    together = next(m for m, _ in groups if m[0].name == "a100-nodes")
+    # in the spec's order, whatever the platforms sort as (it used to be "gh200-node")
+    assert [t.name for t in together] == ["a100-nodes", "pascal", "gh200-node"][: len(together)]

@@ -16,6 +16,7 @@ Rules (see README "How gpuresolve decides"):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -289,12 +290,7 @@ def _evaluate(
                 )
             )
         elif target.driver is not None and driver_key(target.driver) < driver_key(min_driver):
-            reasons.append(
-                Reason(
-                    "driver",
-                    f"needs driver >= {min_driver} ({why}); this host has {target.driver}",
-                )
-            )
+            reasons.append(_driver_reason(min_driver, why, target.driver))
     if var.kind == "cuda" and target.gpus:
         for reason, fact in window_reasons(catalog, target):
             reasons.append(reason)
@@ -321,6 +317,66 @@ def _evaluate(
         evidence=evidence,
         facts=tuple(facts),
         driver_facts=tuple(driver_facts),
+    )
+
+
+_DRIVER_TEXT = frozenset({"driver", "window"})  # reason kinds whose text names the host's driver
+
+
+def restated(decision: Decision) -> list[int]:
+    """The positions of the rejected candidates whose reasons name the host's driver."""
+    return [
+        i for i, c in enumerate(decision.rejected) if any(r.kind in _DRIVER_TEXT for r in c.reasons)
+    ]
+
+
+def _driver_reason(min_driver: str, why: str | None, driver: str) -> Reason:
+    return Reason("driver", f"needs driver >= {min_driver} ({why}); this host has {driver}")
+
+
+def rebind(
+    catalog: Catalog, decision: Decision, target: Target, which: Sequence[int] | None = None
+) -> Decision:
+    """``decision`` restated for ``target``, a machine of the same kind with another driver build.
+
+    Same kind means the same everything but the driver build, which meets and misses the same
+    driver floors and falls in the same branch windows (resolver/solve/memo.py keys on exactly
+    that): the verdicts are the same, only the texts naming the host's driver differ. A fleet of
+    10,000 driver builds costs its few kinds of solver runs this way, not 10,000. ``which``
+    (from ``restated``) spares finding the rejected candidates whose texts name the driver.
+    """
+    old = decision.target
+    if old == target:
+        return decision
+    if old.driver is None or target.driver is None or replace(old, driver=target.driver) != target:
+        raise ValueError("rebind: the targets differ in more than their driver build")
+    windows = [r for r, _ in window_reasons(catalog, target)]
+    driver = target.driver
+    rejected = list(decision.rejected)
+    for i in restated(decision) if which is None else which:
+        c = rejected[i]
+        left = iter(windows)
+        reasons = tuple(
+            _driver_reason(c.min_driver, c.min_driver_why, driver)
+            if r.kind == "driver" and c.min_driver is not None
+            else next(left)
+            if r.kind == "window"
+            else r
+            for r in c.reasons
+        )
+        # dataclasses.replace re-runs __init__ (~10 us): a 10,000-machine fleet restates
+        # ~200,000 candidates, so the copy is made directly (one field differs)
+        new = object.__new__(Candidate)
+        new.__dict__.update(c.__dict__)
+        object.__setattr__(new, "reasons", reasons)
+        rejected[i] = new
+    # The one hint naming the host's driver (hints.py): "...; this host has <driver>".
+    was, now = f"this host has {old.driver}", f"this host has {target.driver}"
+    return replace(
+        decision,
+        target=target,
+        rejected=tuple(rejected),
+        hints=tuple(h.replace(was, now) for h in decision.hints),
     )
 
 

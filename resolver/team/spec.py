@@ -214,6 +214,7 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
         raise s.fail("targets", "expected a non-empty list")
     members: list[FleetMember] = []
     names: set[str] = set()
+    known_gpus: set[str] = set()
     for i, raw in enumerate(raw_targets):
         key = f"targets[{i}]"
         t = s.mapping(raw, key, TARGET_KEYS)
@@ -265,10 +266,13 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
         no_gpu = no_gpu or not (gpus or driver)
         base = Target(platform=platform, python=python, name=tname)
         for j, g in enumerate(gpus):
+            if g in known_gpus:  # a fleet names a few models thousands of times
+                continue
             try:
                 catalog.resolve_gpu(g)
             except UserError as exc:
                 raise s.fail(f"{key}.gpus[{j}]", str(exc)) from None
+            known_gpus.add(g)
         try:
             target = describe_target(
                 catalog,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from resolver.solve import Candidate, Decision, Target
-from resolver.team.fleet import FleetDecision
+from resolver.team.fleet import FleetDecision, slots
 from resolver.versions import cuda_key, driver_key
 
 
@@ -65,14 +65,16 @@ _BLOCKER_ORDER = {"arch": 0, "python": 1, "spec": 2, "companion": 3, "unknown": 
 
 
 def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Unlock:
-    by_platform: dict[str, list[tuple[Target, Decision]]] = {}
-    for t, d in fleet.members:
-        by_platform.setdefault(t.platform, []).append((t, d))
+    by_platform: dict[tuple[str, bool], list[tuple[Target, Decision]]] = {}
+    slot_of = slots([t for t, _ in fleet.members])
+    for i, (t, d) in enumerate(fleet.members):
+        by_platform.setdefault(slot_of[i], []).append((t, d))
     variants: list[str] = []
     upgrades: dict[str, Upgrade] = {}
     unconfirmed = False
-    for platform in sorted(by_platform):
-        members = by_platform[platform]
+    for slot in sorted(by_platform):
+        platform = slot[0]
+        members = by_platform[slot]
         gpus = any(t.nvidia or t.gpus for t, _ in members)
         options: list[tuple[tuple[object, ...], str, list[Upgrade], bool]] = []
         blockers: list[tuple[int, tuple[int, ...], str]] = []
