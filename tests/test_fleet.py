@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -264,3 +267,47 @@ def test_split_group_is_named_after_its_first_target_in_the_spec(shipped: Catalo
     together = next(m for m, _ in groups if m[0].name == "a100-nodes")
     # in the spec's order, whatever the platforms sort as (it used to be "gh200-node")
     assert [t.name for t in together] == ["a100-nodes", "pascal", "gh200-node"][: len(together)]
+
+
+def test_team_lock_tells_progress_of_each_target_and_shape(shipped: Catalog) -> None:
+    from resolver.team.lock import lock_team
+    from resolver.writers import lockfiles
+
+    spec_dir = Path(__file__).resolve().parent.parent / "environments"
+    spec = load_spec(spec_dir / "research-lab.yaml", shipped)  # split: true
+    told: dict[str, int] = {}
+
+    def progress(label: str, total: int) -> Callable[[int], None]:
+        told[label] = 0
+        return lambda n: told.__setitem__(label, told[label] + n)
+
+    lock_team(shipped, spec, lockfiles.LockOptions(), progress=progress)
+    assert told == {"grouping 4 machine shapes": 4}
+    told.clear()
+    lock_team(shipped, spec, lockfiles.LockOptions(), split=False, progress=progress)
+    assert told == {"solving 4 targets": 4}
+
+
+class _Terminal(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_progress_bar_only_on_a_terminal(tty: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from resolver.commands.lock import PROGRESS_FROM, _progress_bars
+
+    err = _Terminal(tty)
+    monkeypatch.setattr(sys, "stderr", err)
+    with _progress_bars() as start:
+        tick = start("solving many targets", PROGRESS_FROM)
+        for _ in range(PROGRESS_FROM):
+            tick(1)
+        start("short", 3)(3)  # a short step: no bar
+    shown = err.getvalue()
+    assert ("solving many targets" in shown) is tty
+    assert "short" not in shown

@@ -116,14 +116,14 @@ def lock_team(
     options: lockfiles.LockOptions,
     split: bool | None = None,
     existing: Callable[[str], str | None] | None = None,
-    progress: Callable[[int], Progress] | None = None,
+    progress: Callable[[str, int], Progress] | None = None,
 ) -> TeamLock:
     """Every file of the team environment, keyed by path relative to the output directory.
 
     ``split`` (None: the spec's ``split:``) writes one set per group of targets; ``auto`` splits
     only when no common set exists. ``existing`` reads a file edited in place (pyproject.toml).
-    ``progress(total)`` (the CLI's progress bar on a terminal) returns what to tell of each
-    target or machine shape done.
+    ``progress(label, total)`` (the CLI's progress bar on a terminal) returns what to tell of
+    each target or machine shape done.
     """
     mode = spec.split if split is None else ("true" if split else "false")
     inputs = team_inputs(spec, options, mode)
@@ -133,12 +133,12 @@ def lock_team(
     solver = FleetSolver(catalog, spec.request)  # shared: a split solves no machine twice
     common = None
     if mode != "true":
-        tick = progress(len(targets)) if progress is not None else None
+        tick = progress(f"solving {len(targets)} targets", len(targets)) if progress else None
         common = solve_fleet(catalog, targets, spec.request, solver, tick)
     if common is None or (mode == "auto" and not common.ok):
         auto_split = common is not None
         shapes = len({replace(t, name=None) for t in targets})
-        tick = progress(shapes) if progress is not None else None
+        tick = progress(f"grouping {shapes} machine shapes", shapes) if progress else None
         found = split_groups(catalog, targets, spec.request, solver, tick)
         groups = [
             (members[0].name or f"group-{i + 1}", members, decision)
