@@ -311,3 +311,35 @@ def test_progress_bar_only_on_a_terminal(tty: bool, monkeypatch: pytest.MonkeyPa
     shown = err.getvalue()
     assert ("solving many targets" in shown) is tty
     assert "short" not in shown
+
+
+CI_SPEC = """\
+name: ci
+python: "3.12"
+packages: {torch: ">=2.4"}
+targets:
+  - {name: a100-nodes, count: 12, driver: "535.104.05", gpus: ["NVIDIA A100-SXM4-80GB"]}
+  - {name: ci-runners, count: 30, no_gpu: true}
+"""
+
+
+def test_cpu_members_get_the_cpu_build_in_their_own_file_and_the_report_names_the_upgrade(
+    shipped: Catalog, tmp_path: Path
+) -> None:
+    from resolver.team.lock import lock_team
+    from resolver.writers import lockfiles
+
+    path = tmp_path / "ci.yaml"
+    path.write_text(CI_SPEC)
+    team = lock_team(shipped, load_spec(path, shipped), lockfiles.LockOptions())
+    gpu = team.files["linux-x86_64/requirements.txt"]
+    cpu = team.files["linux-x86_64-cpu/requirements.txt"]
+    torch_gpu = next(line for line in gpu.splitlines() if line.startswith("torch=="))
+    torch_cpu = next(line for line in cpu.splitlines() if line.startswith("torch=="))
+    assert "+cu" in torch_gpu and torch_cpu == torch_gpu.split("+")[0] + "+cpu"
+    report = team.files["report.md"]
+    assert "| linux-x86_64 (no GPU) |" in report and "| ci-runners |" in report
+    # the one upgrade that moves the whole fleet: the A100 nodes (535) to the CUDA 13 floor
+    what = report.split("## What would change", 1)[1]
+    assert "the 12 machines of a100-nodes (12, from 535.104.05) to driver ≥ 580" in what
+    assert "ci-runners" not in what.split("\n\n")[1]  # CPU runners need no driver

@@ -25,7 +25,8 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
       - name: laptop
         detect: hosts/laptop.json    # `gpuresolve detect --json` output, relative to this file
       - name: ci-runners
-        no_gpu: true                 # no NVIDIA GPU (not with driver or gpus)
+        no_gpu: true                 # no NVIDIA GPU (not with driver or gpus): the CPU build,
+                                     # in a set of its own beside the GPU members (README)
       - name: prod                   # a prefix here: one target per machine shape
         kubernetes: nodes.json       # `kubectl get nodes -o json`, read through GFD's labels
         selector: {nvidia.com/gpu.present: "true"}   # optional: label: value, all must match
