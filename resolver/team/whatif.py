@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from resolver.solve import Candidate, Decision, Target
 from resolver.team.fleet import FleetDecision, slots
+from resolver.team.shapes import abbreviate
 from resolver.versions import cuda_key, driver_key
 
 
@@ -78,26 +79,25 @@ def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Un
         gpus = any(t.nvidia or t.gpus for t, _ in members)
         options: list[tuple[tuple[object, ...], str, list[Upgrade], bool]] = []
         blockers: list[tuple[int, tuple[int, ...], str]] = []
-        names = {
-            c.variant.name
+        # Each member's builds of this release by variant: one pass over its candidates (a
+        # fleet of 10,000 driver builds has 10,000 members).
+        builds = [
+            {c.variant.name: c for c in _candidates(d) if c.release.version == version}
             for _, d in members
-            for c in _candidates(d)
-            if c.release.version == version and not (gpus and c.variant.kind == "cpu")
+        ]
+        names = {
+            name
+            for mine in builds
+            for name, c in mine.items()
+            if not (gpus and c.variant.kind == "cpu")
         }
         for variant in sorted(names):
             cuda = _cuda(members, version, variant)
             needs: list[Upgrade] = []
             confirmed = True
             why: tuple[int, tuple[int, ...], str] | None = None
-            for t, d in members:
-                c = next(
-                    (
-                        c
-                        for c in _candidates(d)
-                        if c.release.version == version and c.variant.name == variant
-                    ),
-                    None,
-                )
+            for (t, _d), mine in zip(members, builds, strict=True):
+                c = mine.get(variant)
                 name = t.name or t.platform
                 if c is None:
                     text = f"{name}: no torch {version} {variant} build for {platform}"
@@ -163,9 +163,11 @@ def sentence(u: Unlock, noun: str = "machine") -> str:
     for need in sorted({x.needed for x in u.upgrades}, key=driver_key):
         these = [x for x in u.upgrades if x.needed == need]
         total = sum(x.machines for x in these)
-        who = ", ".join(
-            f"{x.member} ({x.machines}" + (f", from {x.driver})" if x.driver else ")")
-            for x in these
-        )
+        who = abbreviate(
+            tuple(
+                f"{x.member} ({x.machines}" + (f", from {x.driver})" if x.driver else ")")
+                for x in these
+            )
+        )  # a fleet of 10,000 driver builds: one line, not 10,000 names
         parts.append(f"the {total} {noun}{'s' if total != 1 else ''} of {who} to driver ≥ {need}")
     return f"upgrading {'; '.join(parts)} would allow torch {u.torch} ({builds}) everywhere{doubt}"

@@ -12,6 +12,7 @@ from resolver.catalog import Catalog
 from resolver.render import describe_build, index_url
 from resolver.solve import Candidate, Decision, Target
 from resolver.team.fleet import FleetDecision, slots
+from resolver.team.shapes import abbreviate
 from resolver.versions import cc_sm
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def render_report(
             lines.append(
                 f"| {where} | {describe_build(cand)}{flag} | {choice.evidence} | "
                 f"{index_url(catalog, cand.variant.name, pytorch_index)} | "
-                f"{', '.join(choice.members)} |"
+                f"{abbreviate(choice.members)} |"
             )
         lines.append("")
     else:
