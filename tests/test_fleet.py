@@ -343,3 +343,21 @@ def test_cpu_members_get_the_cpu_build_in_their_own_file_and_the_report_names_th
     what = report.split("## What would change", 1)[1]
     assert "the 12 machines of a100-nodes (12, from 535.104.05) to driver ≥ 580" in what
     assert "ci-runners" not in what.split("\n\n")[1]  # CPU runners need no driver
+
+
+def test_team_lock_json_keys_the_cpu_set_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from tests.cli_support import run_cli
+
+    path = tmp_path / "ci.yaml"
+    path.write_text(CI_SPEC)
+    code, out, err = run_cli(capsys, "lock", str(path), "--json", "-o", str(tmp_path / "out"))
+    assert code == 0, err
+    (group,) = json.loads(out)["groups"]
+    platforms = group["platforms"]
+    assert set(platforms) == {"linux-x86_64", "linux-x86_64-cpu"}
+    assert platforms["linux-x86_64-cpu"]["variant"] == "cpu"
+    assert platforms["linux-x86_64"]["variant"].startswith("cu")

@@ -396,7 +396,7 @@ def _lock_team(
         where = f" ({label})" if label else ""
         if decision.ok:
             picks = "; ".join(
-                f"{c.platform}: {render.describe_build(c.candidate)}" for c in decision.choices
+                f"{c.folder}: {render.describe_build(c.candidate)}" for c in decision.choices
             )
             click.echo(f"{spec.name}{where}: {picks}")
         else:
@@ -408,8 +408,8 @@ def _lock_team(
             "label": label or None,
             "ok": decision.ok,
             "torch": decision.torch,
-            "platforms": {
-                c.platform: render.candidate_json(catalog, c.candidate, options.pytorch_index)
+            "platforms": {  # a platform's GPU-less members' set: "<platform>-cpu"
+                c.folder: render.candidate_json(catalog, c.candidate, options.pytorch_index)
                 for c in decision.choices
             },
             "conflicts": list(decision.conflicts),
