@@ -226,3 +226,26 @@ def test_a_planted_overlay_in_the_cache_is_validated_like_the_file(
     catalog_mod._warned.clear()
     catalog_mod.load()
     assert "observations" in capsys.readouterr().err
+
+
+def test_lenient_observations_skip_bad_entries_and_apply_the_rest() -> None:
+    """The user's file is checked entry by entry (the catalog is built once after them all):
+    what a strict load of the good entries gives, whatever bad entries sit between them."""
+    from resolver.db.observations import apply_observations
+    from tests.wheel_support import real_wheels
+
+    shipped = catalog_mod.load(catalog_mod.shipped_data_dir())
+    wheel = "torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    sha = real_wheels()[wheel]["sha256"]
+    good = {"wheel": wheel, "sha256": sha, "torch": "2.8.0", "variant": "cu128", "sass": ["9.0"]}
+    also = {**good, "variant": "cu126", "sass": ["8.0"]}
+    bad = [
+        "not a mapping",
+        {**good, "torch": "1.0.0"},  # a release this database lacks
+        {**good, "sha256": "nothex"},
+        {**good, "variant": "cu999"},  # a build this database lacks
+    ]
+    lenient = apply_observations(shipped, {"observations": [good, *bad, also]}, lenient=True)
+    strict = apply_observations(shipped, {"observations": [good, also]})
+    assert lenient == strict != shipped
+    assert _sass_280(lenient) == ((9, 0),)
