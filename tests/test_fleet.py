@@ -361,3 +361,27 @@ def test_team_lock_json_keys_the_cpu_set_apart(
     assert set(platforms) == {"linux-x86_64", "linux-x86_64-cpu"}
     assert platforms["linux-x86_64-cpu"]["variant"] == "cpu"
     assert platforms["linux-x86_64"]["variant"].startswith("cu")
+
+
+def test_a_large_node_list_tells_its_bytes_read(
+    shipped: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from resolver.team import kubernetes
+
+    fixture = Path(__file__).parent / "fixtures" / "kubernetes" / "nodes.json"
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(json.loads(fixture.read_text()), indent=4))
+    size = path.stat().st_size
+    told: dict[str, int] = {}
+
+    def progress(label: str, total: int) -> Callable[[int], None]:
+        told["total"], told["done"] = total, 0
+        return lambda n: told.__setitem__("done", told["done"] + n)
+
+    kubernetes.read_node_list(path, shipped, progress=progress)
+    assert told == {}  # small: no bar
+    monkeypatch.setattr(kubernetes, "PROGRESS_BYTES", 1)
+    kubernetes.read_node_list(path, shipped, progress=progress)
+    assert told["total"] == size and 0 < told["done"] <= size

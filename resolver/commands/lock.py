@@ -362,14 +362,14 @@ def _lock_team(
     from resolver.team.lock import default_output, lock_team
     from resolver.team.spec import load_spec
 
-    spec = load_spec(spec_path, catalog)
-    if evidence != "documented":  # given on the command line: overrides the spec's
-        spec = replace(spec, request=replace(spec.request, evidence=evidence))
-    options = replace(options, conda_source=spec.conda_source)
-    directory = Path(output) if output else default_output(spec)
-    if check:  # the formats the team's files record, unless given again
-        options = _recorded_team_formats(directory, options)
-    with _progress_bars() as progress:
+    with _progress_bars() as progress:  # a large node list's reading, the solving, grouping
+        spec = load_spec(spec_path, catalog, progress)
+        if evidence != "documented":  # given on the command line: overrides the spec's
+            spec = replace(spec, request=replace(spec.request, evidence=evidence))
+        options = replace(options, conda_source=spec.conda_source)
+        directory = Path(output) if output else default_output(spec)
+        if check:  # the formats the team's files record, unless given again
+            options = _recorded_team_formats(directory, options)
         team = lock_team(
             catalog,
             spec,

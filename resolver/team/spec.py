@@ -48,6 +48,7 @@ from resolver.readers.bounded import SPEC_LIMIT, load_yaml, read_text
 from resolver.solve import Request, Target
 
 if TYPE_CHECKING:
+    from resolver.team.expand import ProgressBars
     from resolver.team.shapes import ShapeGroup
 
 TOP_KEYS = {
@@ -139,8 +140,10 @@ class _Spec:
         return [self.string(v, f"{key}[{i}]") for i, v in enumerate(value)]
 
 
-def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
-    """Read and validate a spec; every problem is one UserError naming file and key."""
+def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None = None) -> EnvSpec:
+    """Read and validate a spec; every problem is one UserError naming file and key.
+
+    ``progress`` (the CLI's bars on a terminal) is told of a large node list's reading."""
     from resolver.inputs import (
         build_request,
         describe_target,
@@ -220,7 +223,7 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
         key = f"targets[{i}]"
         t = s.mapping(raw, key, TARGET_KEYS)
         if is_many(t, spec_path.parent):  # a cluster or a folder: one member per machine shape
-            for member in expand_entry(spec_path, t, key, catalog, python):
+            for member in expand_entry(spec_path, t, key, catalog, python, progress):
                 gname = member.target.name or ""
                 if not SAFE_NAME.match(gname) or gname in names:
                     why = "is used twice" if gname in names else "is not a folder name"
