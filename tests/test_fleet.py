@@ -385,3 +385,21 @@ def test_a_large_node_list_tells_its_bytes_read(
     monkeypatch.setattr(kubernetes, "PROGRESS_BYTES", 1)
     kubernetes.read_node_list(path, shipped, progress=progress)
     assert told["total"] == size and 0 < told["done"] <= size
+
+
+def test_conflicts_compare_kinds_not_every_pair_of_machines(shipped: Catalog) -> None:
+    """300 driver builds of one kind and two machines no build covers together: the conflict
+    lines name the kinds that clash, once each, not 300 × 300 pairs."""
+    fleet = [
+        member(shipped, f"a100-{i}", "NVIDIA A100-SXM4-80GB", f"570.{100 + i}.01")
+        for i in range(300)
+    ]
+    fleet += [
+        member(shipped, "pascal", "NVIDIA GeForce GTX 1080 Ti", "570.86.10"),
+        member(shipped, "b200", "NVIDIA B200", "580.95.05"),
+    ]
+    dec = solve_fleet(shipped, fleet, Request())
+    assert not dec.ok
+    pairs = [c for c in dec.conflicts if "no torch build has both" in c]
+    assert any("pascal needs" in c and "b200 needs" in c for c in pairs)
+    assert 1 <= len(pairs) <= 3

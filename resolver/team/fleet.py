@@ -94,7 +94,7 @@ def solve_fleet(
     common: dict[Slot, dict[BuildKey, list[Candidate]]] = {}
     for plat, group in by_platform.items():
         sets: list[dict[BuildKey, Candidate]] = []
-        for _, d in _unique(group):
+        for _, d in _distinct(group, evidence=True):
             fits = [c for c in (d.selection, *d.alternatives) if c is not None]
             sets.append({(c.release.version, c.variant.name): c for c in fits})
         keys = set.intersection(*(set(s) for s in sets)) if sets else set()
@@ -153,6 +153,24 @@ def _unique(group: list[tuple[Target, Decision]]) -> list[tuple[Target, Decision
     return out
 
 
+def _distinct(
+    group: list[tuple[Target, Decision]], *, evidence: bool
+) -> list[tuple[Target, Decision]]:
+    """The first member of each set of builds (with their evidence grades, where ``evidence``):
+    a fleet of 10,000 driver builds has a handful, and pairs of them are compared."""
+    seen: set[frozenset[tuple[str, ...]]] = set()
+    out = []
+    for t, d in group:
+        fits = (c for c in (d.selection, *d.alternatives) if c is not None)
+        key = frozenset(
+            (c.release.version, c.variant.name, *((c.evidence,) if evidence else ())) for c in fits
+        )
+        if key not in seen:
+            seen.add(key)
+            out.append((t, d))
+    return out
+
+
 def _all_confirmed(
     common: dict[Slot, dict[BuildKey, list[Candidate]]], version: str, req: Request
 ) -> bool:
@@ -197,9 +215,10 @@ def _conflicts(
                 out.append(f"{t.name or plat} has no compatible build: {_first_reason(d)}")
         if common.get((plat, _cpu)):
             continue
-        for i, (a, da) in enumerate(uniq):
+        kinds = _distinct(group, evidence=False)
+        for i, (a, da) in enumerate(kinds):
             sa = _build_set(da)
-            for b, db in uniq[i + 1 :]:
+            for b, db in kinds[i + 1 :]:
                 if sa and _build_set(db) and not sa & _build_set(db):
                     out.append(
                         f"{a.name or plat} needs {_describe_fits(da)}; "
