@@ -49,7 +49,7 @@ def main() -> None:
     t2 = time.perf_counter()
     decision = solve_fleet(catalog, targets, Request())
     t3 = time.perf_counter()
-    picks = ", ".join(f"{c.platform}: {c.candidate.variant.name}" for c in decision.choices)
+    picks = ", ".join(f"{c.folder}: {c.candidate.variant.name}" for c in decision.choices)
     print(f"catalog load:        {(t1 - t0) * 1000:8.1f} ms")
     print(f"build {n} targets: {(t2 - t1) * 1000:8.1f} ms")
     print(f"solve_fleet:         {(t3 - t2) * 1000:8.1f} ms  (budget 2000 ms)")

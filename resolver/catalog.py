@@ -112,26 +112,33 @@ def load(directory: Path | None = None) -> Catalog:
             choice = _location.Choice(shipped_data_dir(), "shipped", (choice.directory, str(exc)))
     if choice.ignored is not None:
         _warn_ignored(*choice.ignored)
-    return _with_user_observations(_load_dir(choice.directory))
+    return _load_dir(choice.directory, _user_observations())
 
 
-def _with_user_observations(catalog: Catalog) -> Catalog:
-    """The shipped database with the user's own observations laid over it.
+# The user's own observations, parsed, in a cached catalog (not a file name: no clash possible).
+OVERLAY_KEY = "user observations"
 
-    `verify`, `--confirm` and `db import` record into the user data directory's
-    observations.yaml; while no user database is in use (no `db update` yet), they still
-    count. An entry for a build the database lacks is skipped; a damaged file is a warning.
+
+def _user_observations() -> Path | None:
+    """The user data directory's observations.yaml, where there is one.
+
+    `verify`, `--confirm` and `db import` record into it; while no user database is in use (no
+    `db update` yet), it is laid over the shipped database (``_overlay``).
     """
     path = user_data_dir() / "observations.yaml"
     try:
-        if not path.is_file():
-            return catalog
+        return path if path.is_file() else None
     except OSError:
-        return catalog
+        return None
+
+
+def _overlay(catalog: Catalog, path: Path, doc: Any) -> Catalog:
+    """The shipped database with the user's observations (parsed) laid over it, validated entry
+    by entry: one for a build the database lacks is skipped; a damaged file is a warning."""
     from resolver.db.observations import apply_observations
 
     try:
-        return apply_observations(catalog, _read_yaml(path, bounded=True), lenient=True)
+        return apply_observations(catalog, doc, lenient=True)
     except DataError as exc:
         _warn_ignored(path, str(exc))
         return catalog
@@ -145,22 +152,28 @@ def _warn_ignored(directory: Path, reason: str) -> None:
         print(_location.ignored_warning(directory, reason), file=sys.stderr, flush=True)
 
 
-def _load_dir(directory: Path) -> Catalog:
-    """One directory's catalog. The parsed YAML is cached as JSON (a damaged cache is only a
-    miss) and validated by `from_raw` either way, so a planted cache can yield no catalog the
-    YAML could not."""
+def _load_dir(directory: Path, overlay: Path | None = None) -> Catalog:
+    """One directory's catalog, with the user's observations file ``overlay`` laid over it.
+
+    The parsed YAML (the overlay's too: parsing it cost every command ~70 ms of start-up) is
+    cached as JSON, keyed on every file read (a damaged cache is only a miss), and validated by
+    `from_raw` and the overlay's own rules either way, so a planted cache can yield no catalog
+    the YAML could not."""
     try:
         bounded = directory.resolve() != shipped_data_dir()
     except (OSError, RuntimeError):  # a symlink loop: certainly not the shipped database
         bounded = True
-    cache = _cache_file(directory)
+    cache = _cache_file(directory, overlay)
     if cache is not None:
         cached = _cache.read(cache)
-        if cached is not None:
+        doc = cached.pop(OVERLAY_KEY, None) if cached is not None else None
+        if cached is not None and (overlay is None or doc is not None):
             try:
-                return from_raw(cached, origin=str(directory), lenient=bounded)
+                found = from_raw(cached, origin=str(directory), lenient=bounded)
             except (KeyError, TypeError, ValueError, AttributeError, RecursionError, UserError):
                 pass  # a foreign or stale cache: parse the YAML again, silently
+            else:
+                return found if overlay is None else _overlay(found, overlay, doc)
     raw: dict[str, Any] = {}
     for name in FILES:
         raw[name] = _read_yaml(directory / name, bounded=bounded)
@@ -175,13 +188,20 @@ def _load_dir(directory: Path) -> Catalog:
         raise DataError(
             f"{directory}: malformed database ({type(exc).__name__}: {detail})"
         ) from None
-    if cache is not None:
-        _cache.write(cache, raw)
-    return catalog
+    doc = None
+    if overlay is not None:
+        try:
+            doc = _read_yaml(overlay, bounded=True)
+        except DataError as exc:  # unreadable: warned of, and not cached (so warned again)
+            _warn_ignored(overlay, str(exc))
+    if cache is not None and (overlay is None or doc is not None):
+        _cache.write(cache, raw if doc is None else {**raw, OVERLAY_KEY: doc})
+    return catalog if doc is None or overlay is None else _overlay(catalog, overlay, doc)
 
 
-def _cache_file(directory: Path) -> Path | None:
-    return _location.cache_file(directory, FILES, OPTIONAL_FILES, _CODE)
+def _cache_file(directory: Path, overlay: Path | None = None) -> Path | None:
+    extra = () if overlay is None else (overlay,)
+    return _location.cache_file(directory, FILES, OPTIONAL_FILES, _CODE, extra)
 
 
 def _read_yaml(path: Path, *, bounded: bool = True) -> Any:

@@ -156,3 +156,96 @@ def test_a_deep_or_oversized_cache_is_a_miss(
     assert cache.read(path) == {"a": 1}
     monkeypatch.setattr(cache, "MAX_BYTES", 4)
     assert cache.read(path) is None
+
+
+# --- the user's observations ride in the cache ----------------------------------------------
+
+
+def _user_observation(sass: list[str]) -> None:
+    from resolver.observe import store
+    from tests.wheel_support import real_wheels
+
+    wheel = "torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    entry = {
+        "wheel": wheel, "sha256": real_wheels()[wheel]["sha256"], "read": "2026-11-24",
+        "torch": "2.8.0", "variant": "cu128", "platform": "linux-x86_64", "sass": sass, "ptx": [],
+    }  # fmt: skip
+    path = catalog_mod.user_data_dir() / store.FILE
+    if path.exists():
+        path.unlink()
+    store.record(path, entry, "observations")
+
+
+def _sass_280(cat: catalog_mod.Catalog) -> tuple[tuple[int, int], ...]:
+    rel = cat.release("2.8.0")
+    assert rel is not None
+    var = next(v for v in rel.variants if v.name == "cu128")
+    return var.platforms["linux-x86_64"].sass
+
+
+def test_user_observations_are_cached_and_no_yaml_is_read_once_cached(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _user_observation(["7.0", "8.0", "9.0"])
+    first = catalog_mod.load()  # parses observations.yaml, writes the cache with it
+    assert _sass_280(first) == ((7, 0), (8, 0), (9, 0))
+
+    def no_yaml(*_a: object, **_k: object) -> None:
+        raise AssertionError("YAML parsed on a warm start")
+
+    monkeypatch.setattr(catalog_mod, "_read_yaml", no_yaml)
+    assert catalog_mod.load() == first
+
+
+def test_a_changed_observations_file_is_a_miss() -> None:
+    _user_observation(["7.0", "8.0", "9.0"])
+    catalog_mod.load()
+    _user_observation(["8.0", "9.0", "10.0", "12.0"])
+    assert _sass_280(catalog_mod.load()) == ((8, 0), (9, 0), (10, 0), (12, 0))
+
+
+def test_a_planted_overlay_in_the_cache_is_validated_like_the_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _user_observation(["7.0", "8.0", "9.0"])
+    catalog_mod.load()
+    path = catalog_mod.user_data_dir() / "observations.yaml"
+    cache_path = catalog_mod._cache_file(catalog_mod.shipped_data_dir(), path)
+    assert cache_path is not None
+    raw = json.loads(cache_path.read_bytes())
+    assert raw[catalog_mod.OVERLAY_KEY]["observations"][0]["torch"] == "2.8.0"
+    # an entry the file could not hold (no sha256) is skipped, as it would be from the YAML
+    raw[catalog_mod.OVERLAY_KEY]["observations"][0].pop("sha256")
+    cache_path.write_text(json.dumps(raw))
+    assert _sass_280(catalog_mod.load()) == _sass_280(
+        catalog_mod.load(catalog_mod.shipped_data_dir())
+    )
+    # a document of the wrong shape is the warning the file would give
+    raw[catalog_mod.OVERLAY_KEY] = {"observations": "planted"}
+    cache_path.write_text(json.dumps(raw))
+    catalog_mod._warned.clear()
+    catalog_mod.load()
+    assert "observations" in capsys.readouterr().err
+
+
+def test_lenient_observations_skip_bad_entries_and_apply_the_rest() -> None:
+    """The user's file is checked entry by entry (the catalog is built once after them all):
+    what a strict load of the good entries gives, whatever bad entries sit between them."""
+    from resolver.db.observations import apply_observations
+    from tests.wheel_support import real_wheels
+
+    shipped = catalog_mod.load(catalog_mod.shipped_data_dir())
+    wheel = "torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    sha = real_wheels()[wheel]["sha256"]
+    good = {"wheel": wheel, "sha256": sha, "torch": "2.8.0", "variant": "cu128", "sass": ["9.0"]}
+    also = {**good, "variant": "cu126", "sass": ["8.0"]}
+    bad = [
+        "not a mapping",
+        {**good, "torch": "1.0.0"},  # a release this database lacks
+        {**good, "sha256": "nothex"},
+        {**good, "variant": "cu999"},  # a build this database lacks
+    ]
+    lenient = apply_observations(shipped, {"observations": [good, *bad, also]}, lenient=True)
+    strict = apply_observations(shipped, {"observations": [good, also]})
+    assert lenient == strict != shipped
+    assert _sass_280(lenient) == ((9, 0),)

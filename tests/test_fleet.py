@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,7 +59,7 @@ def test_split_groups_every_member_once(shipped: Catalog) -> None:
     assert all(dec.ok for _, dec in groups)
 
 
-def test_gpu_less_member_runs_the_cuda_build(shipped: Catalog) -> None:
+def test_gpu_less_members_get_the_cpu_build_in_a_set_of_their_own(shipped: Catalog) -> None:
     fleet = [
         member(shipped, "gpu", "NVIDIA H100", "580.95.05"),
         member(shipped, "ci-runner", None, None),
@@ -64,9 +67,11 @@ def test_gpu_less_member_runs_the_cuda_build(shipped: Catalog) -> None:
     ]
     dec = solve_fleet(shipped, fleet, Request())
     assert dec.ok
-    by_platform = {c.platform: c.candidate.variant.name for c in dec.choices}
-    assert by_platform["macos-arm64"] == "cpu"
-    assert by_platform["linux-x86_64"].startswith("cu")
+    sets = {c.folder: (c.candidate.variant.name, c.members) for c in dec.choices}
+    assert sets["macos-arm64"] == ("cpu", ("mac",))
+    assert sets["linux-x86_64"][0].startswith("cu") and sets["linux-x86_64"][1] == ("gpu",)
+    assert sets["linux-x86_64-cpu"] == ("cpu", ("ci-runner",))  # not the 2.5 GB CUDA build
+    assert {c.candidate.release.version for c in dec.choices} == {dec.torch}
 
 
 def test_duplicates_are_solved_once(shipped: Catalog) -> None:
@@ -165,3 +170,236 @@ def test_bad_specs_name_file_and_key(
         load_spec(spec, shipped)
     assert fragment in str(exc.value)
     assert str(exc.value).count("\n") == 0
+
+
+# --- kinds of machine: solved once, restated for each driver build ---------------------------
+
+VARIED_GPUS = [
+    "NVIDIA A100-SXM4-80GB",
+    "NVIDIA H100",
+    "NVIDIA B200",
+    "NVIDIA GeForce RTX 4090",
+    "NVIDIA GeForce GTX 1080 Ti",
+    "Tesla K80",
+    "Tesla V100",
+    "NVIDIA L4",
+]
+VARIED_DRIVERS = [
+    "418.40.04",
+    "450.80.02",
+    "470.256.02",
+    "525.60.13",
+    "525.60.14",
+    "535.104.05",
+    "535.216.01",
+    "550.54.15",
+    "570.124.06",
+    "575.57.08",
+    "580.65.06",
+    "580.95.05",
+]
+
+
+def varied(catalog: Catalog) -> list[Target]:
+    """A few dozen shapes: several GPU models across driver floors and branch windows, two
+    GPUs at once, Windows drivers, a GPU-less member, no driver given."""
+    out = []
+    for i, gpu in enumerate(VARIED_GPUS):
+        for j, driver in enumerate(VARIED_DRIVERS[i % 3 :: 3]):
+            platform = "windows-x86_64" if (i + j) % 5 == 0 else "linux-x86_64"
+            out.append(member(catalog, f"m{i}-{j}", gpu, driver, platform))
+        for driver in ("550.163.01", "570.195.03", "580.105.08"):  # the same kinds as above
+            out.append(member(catalog, f"m{i}-{driver}", gpu, driver))
+    two = (TargetGpu(*catalog.resolve_gpu("NVIDIA A100")), TargetGpu(*catalog.resolve_gpu("8.6")))
+    out.append(Target("linux-x86_64", "3.12", "560.35.03", "linux", two, nvidia=True, name="two"))
+    out.append(member(catalog, "no-driver", "NVIDIA H100", None))
+    out.append(member(catalog, "cpu", None, None))
+    return out
+
+
+@pytest.mark.parametrize("policy", ["compat", "strict"])
+def test_one_solve_per_kind_gives_what_solving_each_alone_gives(
+    shipped: Catalog, policy: str
+) -> None:
+    from dataclasses import replace
+
+    from resolver.solve import solve
+    from resolver.solve.memo import FleetSolver
+
+    request = Request(policy="strict" if policy == "strict" else "compat")
+    targets = varied(shipped)
+    assert len(targets) >= 30
+    solver = FleetSolver(shipped, request)
+    for t in targets:
+        alone = solve(shipped, replace(t, name=None), request)
+        assert solver(t) == alone, t.name
+    assert solver.runs < len(targets)  # kinds were shared, and each shared one restated exactly
+
+
+def test_split_groups_decide_as_grouping_by_hand_does(shipped: Catalog) -> None:
+    """The linear grouping (set intersections over memoised kinds) decides as the fleet solver
+    does when handed each group: every group has a common set, and no member could have joined
+    an earlier group."""
+    targets = varied(shipped)
+    groups = split_groups(shipped, targets, Request())
+    assert sorted(t.name or "" for m, _ in groups for t in m) == sorted(
+        t.name or "" for t in targets
+    )
+    for i, (members, decision) in enumerate(groups):
+        again = solve_fleet(shipped, members, Request())
+        assert decision.ok == again.ok and decision.torch == again.torch
+        assert decision.choices == again.choices
+        first = members[0]
+        for earlier, _ in groups[:i]:
+            if solve_fleet(shipped, [*earlier, first], Request()).ok:
+                pytest.fail(f"{first.name} could have joined an earlier group")
+
+
+def test_split_group_is_named_after_its_first_target_in_the_spec(shipped: Catalog) -> None:
+    """README: a split group is named after its first target. An arm64 member sorted first by
+    platform once named the A100s' folder."""
+    a100 = member(shipped, "a100-nodes", "NVIDIA A100-SXM4-80GB", "535.104.05")
+    pascal = member(shipped, "pascal", "NVIDIA GeForce GTX 1080 Ti", "560.35.03")
+    gh200 = member(shipped, "gh200-node", "NVIDIA GH200", "580.95.05", platform="linux-aarch64")
+    groups = split_groups(shipped, [a100, pascal, gh200], Request())
+    firsts = [members[0].name for members, _ in groups]
+    assert firsts[0] == "a100-nodes"
+    together = next(m for m, _ in groups if m[0].name == "a100-nodes")
+    # in the spec's order, whatever the platforms sort as (it used to be "gh200-node")
+    assert [t.name for t in together] == ["a100-nodes", "pascal", "gh200-node"][: len(together)]
+
+
+def test_team_lock_tells_progress_of_each_target_and_shape(shipped: Catalog) -> None:
+    from resolver.team.lock import lock_team
+    from resolver.writers import lockfiles
+
+    spec_dir = Path(__file__).resolve().parent.parent / "environments"
+    spec = load_spec(spec_dir / "research-lab.yaml", shipped)  # split: true
+    told: dict[str, int] = {}
+
+    def progress(label: str, total: int) -> Callable[[int], None]:
+        told[label] = 0
+        return lambda n: told.__setitem__(label, told[label] + n)
+
+    lock_team(shipped, spec, lockfiles.LockOptions(), progress=progress)
+    assert told == {"grouping 4 machine shapes": 4}
+    told.clear()
+    lock_team(shipped, spec, lockfiles.LockOptions(), split=False, progress=progress)
+    assert told == {"solving 4 targets": 4}
+
+
+class _Terminal(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_progress_bar_only_on_a_terminal(tty: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from resolver.commands.lock import PROGRESS_FROM, _progress_bars
+
+    err = _Terminal(tty)
+    monkeypatch.setattr(sys, "stderr", err)
+    with _progress_bars() as start:
+        tick = start("solving many targets", PROGRESS_FROM)
+        for _ in range(PROGRESS_FROM):
+            tick(1)
+        start("short", 3)(3)  # a short step: no bar
+    shown = err.getvalue()
+    assert ("solving many targets" in shown) is tty
+    assert "short" not in shown
+
+
+CI_SPEC = """\
+name: ci
+python: "3.12"
+packages: {torch: ">=2.4"}
+targets:
+  - {name: a100-nodes, count: 12, driver: "535.104.05", gpus: ["NVIDIA A100-SXM4-80GB"]}
+  - {name: ci-runners, count: 30, no_gpu: true}
+"""
+
+
+def test_cpu_members_get_the_cpu_build_in_their_own_file_and_the_report_names_the_upgrade(
+    shipped: Catalog, tmp_path: Path
+) -> None:
+    from resolver.team.lock import lock_team
+    from resolver.writers import lockfiles
+
+    path = tmp_path / "ci.yaml"
+    path.write_text(CI_SPEC)
+    team = lock_team(shipped, load_spec(path, shipped), lockfiles.LockOptions())
+    gpu = team.files["linux-x86_64/requirements.txt"]
+    cpu = team.files["linux-x86_64-cpu/requirements.txt"]
+    torch_gpu = next(line for line in gpu.splitlines() if line.startswith("torch=="))
+    torch_cpu = next(line for line in cpu.splitlines() if line.startswith("torch=="))
+    assert "+cu" in torch_gpu and torch_cpu == torch_gpu.split("+")[0] + "+cpu"
+    report = team.files["report.md"]
+    assert "| linux-x86_64 (no GPU) |" in report and "| ci-runners |" in report
+    # the one upgrade that moves the whole fleet: the A100 nodes (535) to the CUDA 13 floor
+    what = report.split("## What would change", 1)[1]
+    assert "the 12 machines of a100-nodes (12, from 535.104.05) to driver ≥ 580" in what
+    assert "ci-runners" not in what.split("\n\n")[1]  # CPU runners need no driver
+
+
+def test_team_lock_json_keys_the_cpu_set_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from tests.cli_support import run_cli
+
+    path = tmp_path / "ci.yaml"
+    path.write_text(CI_SPEC)
+    code, out, err = run_cli(capsys, "lock", str(path), "--json", "-o", str(tmp_path / "out"))
+    assert code == 0, err
+    (group,) = json.loads(out)["groups"]
+    platforms = group["platforms"]
+    assert set(platforms) == {"linux-x86_64", "linux-x86_64-cpu"}
+    assert platforms["linux-x86_64-cpu"]["variant"] == "cpu"
+    assert platforms["linux-x86_64"]["variant"].startswith("cu")
+
+
+def test_a_large_node_list_tells_its_bytes_read(
+    shipped: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from resolver.team import kubernetes
+
+    fixture = Path(__file__).parent / "fixtures" / "kubernetes" / "nodes.json"
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(json.loads(fixture.read_text()), indent=4))
+    size = path.stat().st_size
+    told: dict[str, int] = {}
+
+    def progress(label: str, total: int) -> Callable[[int], None]:
+        told["total"], told["done"] = total, 0
+        return lambda n: told.__setitem__("done", told["done"] + n)
+
+    kubernetes.read_node_list(path, shipped, progress=progress)
+    assert told == {}  # small: no bar
+    monkeypatch.setattr(kubernetes, "PROGRESS_BYTES", 1)
+    kubernetes.read_node_list(path, shipped, progress=progress)
+    assert told["total"] == size and 0 < told["done"] <= size
+
+
+def test_conflicts_compare_kinds_not_every_pair_of_machines(shipped: Catalog) -> None:
+    """300 driver builds of one kind and two machines no build covers together: the conflict
+    lines name the kinds that clash, once each, not 300 × 300 pairs."""
+    fleet = [
+        member(shipped, f"a100-{i}", "NVIDIA A100-SXM4-80GB", f"570.{100 + i}.01")
+        for i in range(300)
+    ]
+    fleet += [
+        member(shipped, "pascal", "NVIDIA GeForce GTX 1080 Ti", "570.86.10"),
+        member(shipped, "b200", "NVIDIA B200", "580.95.05"),
+    ]
+    dec = solve_fleet(shipped, fleet, Request())
+    assert not dec.ok
+    pairs = [c for c in dec.conflicts if "no torch build has both" in c]
+    assert any("pascal needs" in c and "b200 needs" in c for c in pairs)
+    assert 1 <= len(pairs) <= 3

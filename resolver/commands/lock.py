@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -327,6 +328,26 @@ def _format_of(name: str) -> str:
     return lockfiles.FORMAT_OF.get(base, "report" if base == "report.md" else "other")
 
 
+PROGRESS_FROM = 500  # targets or machine shapes: fewer take well under a second
+
+
+@contextlib.contextmanager
+def _progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
+    """Click's progress bar on stderr for each long step of a team lock, one after the other;
+    only when stderr is a terminal (a pipe or a CI log gets nothing) and the step is long."""
+    bars = contextlib.ExitStack()
+
+    def start(label: str, total: int) -> Callable[[int], None]:
+        bars.close()  # the previous step is done: its bar ends its line
+        if total < PROGRESS_FROM or not sys.stderr.isatty():
+            return lambda n: None
+        bar = bars.enter_context(click.progressbar(length=total, label=label, file=sys.stderr))
+        return bar.update
+
+    with bars:
+        yield start
+
+
 def _lock_team(
     catalog: catalog_mod.Catalog,
     spec_path: str,
@@ -341,16 +362,22 @@ def _lock_team(
     from resolver.team.lock import default_output, lock_team
     from resolver.team.spec import load_spec
 
-    spec = load_spec(spec_path, catalog)
-    if evidence != "documented":  # given on the command line: overrides the spec's
-        spec = replace(spec, request=replace(spec.request, evidence=evidence))
-    options = replace(options, conda_source=spec.conda_source)
-    directory = Path(output) if output else default_output(spec)
-    if check:  # the formats the team's files record, unless given again
-        options = _recorded_team_formats(directory, options)
-    team = lock_team(
-        catalog, spec, options, split, existing=lambda rel: _read_existing(directory / rel)
-    )
+    with _progress_bars() as progress:  # a large node list's reading, the solving, grouping
+        spec = load_spec(spec_path, catalog, progress)
+        if evidence != "documented":  # given on the command line: overrides the spec's
+            spec = replace(spec, request=replace(spec.request, evidence=evidence))
+        options = replace(options, conda_source=spec.conda_source)
+        directory = Path(output) if output else default_output(spec)
+        if check:  # the formats the team's files record, unless given again
+            options = _recorded_team_formats(directory, options)
+        team = lock_team(
+            catalog,
+            spec,
+            options,
+            split,
+            existing=lambda rel: _read_existing(directory / rel),
+            progress=progress,
+        )
     if split is not None and split != (spec.split == "true") and spec.split != "auto":
         click.echo(
             f"gpuresolve: {'--split' if split else '--no-split'} overrides the spec's "
@@ -369,7 +396,7 @@ def _lock_team(
         where = f" ({label})" if label else ""
         if decision.ok:
             picks = "; ".join(
-                f"{c.platform}: {render.describe_build(c.candidate)}" for c in decision.choices
+                f"{c.folder}: {render.describe_build(c.candidate)}" for c in decision.choices
             )
             click.echo(f"{spec.name}{where}: {picks}")
         else:
@@ -381,8 +408,8 @@ def _lock_team(
             "label": label or None,
             "ok": decision.ok,
             "torch": decision.torch,
-            "platforms": {
-                c.platform: render.candidate_json(catalog, c.candidate, options.pytorch_index)
+            "platforms": {  # a platform's GPU-less members' set: "<platform>-cpu"
+                c.folder: render.candidate_json(catalog, c.candidate, options.pytorch_index)
                 for c in decision.choices
             },
             "conflicts": list(decision.conflicts),

@@ -214,12 +214,17 @@ def ignored_warning(directory: Path, reason: str) -> str:
 
 
 def cache_file(
-    directory: Path, required: tuple[str, ...], optional: tuple[str, ...], code: tuple[Path, ...]
+    directory: Path,
+    required: tuple[str, ...],
+    optional: tuple[str, ...],
+    code: tuple[Path, ...],
+    extra: tuple[Path, ...] = (),
 ) -> Path | None:
     """The cache file for the catalog parsed from ``directory``: named by a checksum of the
     gpuresolve version, the mtimes of the ``code`` files (the record classes and the
-    parser), the directory and its files' sizes and mtimes; None where a file is missing or
-    the cache directory cannot be named."""
+    parser), the directory and its files' sizes and mtimes, and the paths, sizes and mtimes
+    of the ``extra`` files read with it (the user's observations); None where a file is
+    missing or the cache directory cannot be named."""
     import zlib  # a checksum names the file; hashlib would cost more start-up than it saves
 
     from resolver import __version__
@@ -234,6 +239,9 @@ def cache_file(
                 parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
             else:
                 parts.append(f"{name}:absent")
+        for path in extra:
+            st = path.stat()
+            parts.append(f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}")
         where = cache_dir()
     except (OSError, RuntimeError):
         return None  # a missing file: let the loader say so; no home: no cache

@@ -43,26 +43,25 @@ def apply_observations(catalog: Catalog, doc: Any, *, lenient: bool = False) -> 
     releases = list(catalog.releases)
     for i, entry in enumerate(doc["observations"]):
         where = f"{FILE} observations[{i}]"
-        if lenient:
-            try:
-                catalog = apply_observations(catalog, {"observations": [entry]})
-            except DataError:
+        try:
+            if not isinstance(entry, dict):
+                raise DataError(f"{where}: expected a mapping")
+            obs = _parse(entry, where)
+            idx = next((n for n, r in enumerate(releases) if r.version == obs["torch"]), None)
+            if idx is None:
+                raise DataError(f"{where}: torch {obs['torch']} is not in the database")
+            key = source_key(obs["sha256"])
+            applied = _apply(releases[idx], obs, key, where)
+        except DataError:
+            if lenient:  # checked entry by entry; the catalog is built once, after them all
                 continue
-            sources, releases = dict(catalog.sources), list(catalog.releases)
-            continue
-        if not isinstance(entry, dict):
-            raise DataError(f"{where}: expected a mapping")
-        obs = _parse(entry, where)
-        key = source_key(obs["sha256"])
+            raise
         sources[key] = {
             "cite": f"{obs['wheel']} sha256 {obs['sha256']}, read {obs['read']}"
             + (f" by {obs['tool']}" if obs.get("tool") else ""),
             "kind": "observed",
         }
-        idx = next((n for n, r in enumerate(releases) if r.version == obs["torch"]), None)
-        if idx is None:
-            raise DataError(f"{where}: torch {obs['torch']} is not in the database")
-        releases[idx] = _apply(releases[idx], obs, key, where)
+        releases[idx] = applied
     return replace(catalog, sources=sources, releases=tuple(releases), _name_index={})
 
 

@@ -2,21 +2,25 @@
 
 A fleet shares one torch release; each platform of the fleet gets one build variant that runs on
 every member of that platform (all GPUs covered, every driver compatible). GPU-less members of a
-platform that has GPUs run its CUDA build on the CPU. Identical members (real fleets are mostly
-duplicates) are solved once.
+platform that has GPUs (CI runners, CPU pools) get the CPU build in a set of their own (the
+platform's "-cpu" set), not the GPU machines' 2.5 GB CUDA build. Machines of one kind (the same
+verdicts: resolver/solve/memo.py) are solved once, so the cost is in kinds, not machines.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from resolver.catalog import Catalog
 from resolver.db.evidence import trusted, weakest
-from resolver.solve import Candidate, Decision, Request, Target, solve
+from resolver.solve import Candidate, Decision, Request, Target
+from resolver.solve.memo import FleetSolver
 
 BuildKey = tuple[str, str]  # (torch version, variant)
+Slot = tuple[str, bool]  # (platform, the platform's GPU-less members apart from its GPU ones)
+Progress = Callable[[int], None]  # told how many more targets (or shapes) are done
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,12 @@ class PlatformChoice:
     members: tuple[str, ...]
     confirmed: bool  # trusted at the request's evidence level for every member
     evidence: str = "observed"  # the weakest evidence grade among the members' builds
+    cpu: bool = False  # the GPU-less members of a platform whose other members have GPUs
+
+    @property
+    def folder(self) -> str:
+        """Where its files go when a fleet has several sets: ``linux-x86_64``, ``…-cpu``."""
+        return f"{self.platform}-cpu" if self.cpu else self.platform
 
 
 @dataclass(frozen=True)
@@ -44,33 +54,47 @@ class FleetDecision:
         return self.torch is not None
 
 
-def _key(t: Target) -> Target:
-    return replace(t, name=None)
+def _gpu(t: Target) -> bool:
+    return t.nvidia or bool(t.gpus)
 
 
-def solve_fleet(catalog: Catalog, targets: Sequence[Target], request: Request) -> FleetDecision:
-    """The newest torch release with, on each platform, a variant every member can run."""
-    gpu_platforms = {t.platform for t in targets if t.nvidia or t.gpus}
-    cache: dict[Target, Decision] = {}
+def slots(targets: Sequence[Target]) -> dict[int, Slot]:
+    """Each target's set (by position): its platform, apart for GPU-less members where the
+    platform also has GPU members."""
+    gpu_platforms = {t.platform for t in targets if _gpu(t)}
+    return {
+        i: (t.platform, not _gpu(t) and t.platform in gpu_platforms) for i, t in enumerate(targets)
+    }
+
+
+def solve_fleet(
+    catalog: Catalog,
+    targets: Sequence[Target],
+    request: Request,
+    solver: FleetSolver | None = None,
+    progress: Progress | None = None,
+) -> FleetDecision:
+    """The newest torch release with, on each platform, a variant every member can run.
+
+    ``solver`` shares solved machine kinds between calls (a split lock's groups); ``progress``
+    is told of each target solved.
+    """
+    solver = solver or FleetSolver(catalog, request)
     members: list[tuple[Target, Decision]] = []
     for t in targets:
-        k = _key(t)
-        if k not in cache:
-            req = request
-            if t.platform in gpu_platforms and not (t.nvidia or t.gpus):
-                req = replace(request, cuda_on_gpu_less=True)
-            cache[k] = solve(catalog, k, req)
-        members.append((t, cache[k]))
+        members.append((t, solver(t)))
+        if progress is not None:
+            progress(1)
+    slot_of = slots(targets)
+    by_platform: dict[Slot, list[tuple[Target, Decision]]] = defaultdict(list)
+    for i, (t, d) in enumerate(members):
+        by_platform[slot_of[i]].append((t, d))
 
-    by_platform: dict[str, list[tuple[Target, Decision]]] = defaultdict(list)
-    for t, d in members:
-        by_platform[t.platform].append((t, d))
-
-    # For each platform: build -> candidate, kept only where every member can run it.
-    common: dict[str, dict[BuildKey, list[Candidate]]] = {}
+    # For each set: build -> candidate, kept only where every member can run it.
+    common: dict[Slot, dict[BuildKey, list[Candidate]]] = {}
     for plat, group in by_platform.items():
         sets: list[dict[BuildKey, Candidate]] = []
-        for _, d in _unique(group):
+        for _, d in _distinct(group, evidence=True):
             fits = [c for c in (d.selection, *d.alternatives) if c is not None]
             sets.append({(c.release.version, c.variant.name): c for c in fits})
         keys = set.intersection(*(set(s) for s in sets)) if sets else set()
@@ -96,11 +120,12 @@ def solve_fleet(catalog: Catalog, targets: Sequence[Target], request: Request) -
         _, cands = max(options, key=lambda kc: _variant_rank(kc[1], request))
         choices.append(
             PlatformChoice(
-                plat,
+                plat[0],
                 cands[0],
                 names[plat],
                 all(trusted(c.evidence, request.level) for c in cands),
                 weakest(c.evidence for c in cands),
+                plat[1],
             )
         )
     return FleetDecision(
@@ -128,8 +153,26 @@ def _unique(group: list[tuple[Target, Decision]]) -> list[tuple[Target, Decision
     return out
 
 
+def _distinct(
+    group: list[tuple[Target, Decision]], *, evidence: bool
+) -> list[tuple[Target, Decision]]:
+    """The first member of each set of builds (with their evidence grades, where ``evidence``):
+    a fleet of 10,000 driver builds has a handful, and pairs of them are compared."""
+    seen: set[frozenset[tuple[str, ...]]] = set()
+    out = []
+    for t, d in group:
+        fits = (c for c in (d.selection, *d.alternatives) if c is not None)
+        key = frozenset(
+            (c.release.version, c.variant.name, *((c.evidence,) if evidence else ())) for c in fits
+        )
+        if key not in seen:
+            seen.add(key)
+            out.append((t, d))
+    return out
+
+
 def _all_confirmed(
-    common: dict[str, dict[BuildKey, list[Candidate]]], version: str, req: Request
+    common: dict[Slot, dict[BuildKey, list[Candidate]]], version: str, req: Request
 ) -> bool:
     if req.level == "any":
         return True
@@ -160,21 +203,22 @@ def _describe_fits(decision: Decision) -> str:
 
 
 def _conflicts(
-    by_platform: dict[str, list[tuple[Target, Decision]]],
-    common: dict[str, dict[BuildKey, list[Candidate]]],
+    by_platform: dict[Slot, list[tuple[Target, Decision]]],
+    common: dict[Slot, dict[BuildKey, list[Candidate]]],
 ) -> tuple[str, ...]:
     """Which members force what: pairs (or single members) with no build in common."""
     out: list[str] = []
-    for plat, group in sorted(by_platform.items()):
+    for (plat, _cpu), group in sorted(by_platform.items()):
         uniq = _unique(group)
         for t, d in uniq:
             if d.selection is None:
                 out.append(f"{t.name or plat} has no compatible build: {_first_reason(d)}")
-        if common.get(plat):
+        if common.get((plat, _cpu)):
             continue
-        for i, (a, da) in enumerate(uniq):
+        kinds = _distinct(group, evidence=False)
+        for i, (a, da) in enumerate(kinds):
             sa = _build_set(da)
-            for b, db in uniq[i + 1 :]:
+            for b, db in kinds[i + 1 :]:
                 if sa and _build_set(db) and not sa & _build_set(db):
                     out.append(
                         f"{a.name or plat} needs {_describe_fits(da)}; "
@@ -182,8 +226,9 @@ def _conflicts(
                     )
     if not out and len(by_platform) > 1:
         fits = "; ".join(
-            f"{plat}: torch {', '.join(sorted({v for v, _ in c}, key=_vkey)) or 'none'}"
-            for plat, c in sorted(common.items())
+            f"{plat}{' (no GPU)' if cpu else ''}: torch "
+            f"{', '.join(sorted({v for v, _ in c}, key=_vkey)) or 'none'}"
+            for (plat, cpu), c in sorted(common.items())
         )
         out.append(f"the platforms share no torch release ({fits})")
     return tuple(out)
@@ -211,28 +256,53 @@ def _fleet_hints(members: list[tuple[Target, Decision]]) -> tuple[str, ...]:
 
 
 def split_groups(
-    catalog: Catalog, targets: Sequence[Target], request: Request
+    catalog: Catalog,
+    targets: Sequence[Target],
+    request: Request,
+    solver: FleetSolver | None = None,
+    progress: Progress | None = None,
 ) -> list[tuple[list[Target], FleetDecision]]:
-    """Greedy grouping for --split: each kind of target joins the first group it shares a set with.
+    """Greedy grouping for --split: each kind of target, in the spec's order, joins the first
+    group it shares a set with; a group keeps its members in the spec's order (and is named after
+    the first).
 
-    Works on distinct target shapes (duplicates follow their shape), so a fleet of thousands of
-    machines costs what its few dozen distinct configurations cost.
+    Each distinct machine is solved once (kinds of machine once, see FleetSolver) and a group
+    keeps, per set, the builds all its members run: joining is a set intersection, not a fleet
+    solve, so hundreds of machine shapes cost about what each costs alone.
     """
-    shapes: dict[Target, list[Target]] = defaultdict(list)
+    solver = solver or FleetSolver(catalog, request)
+    order: list[Target] = []  # one representative per shape, in the spec's order
+    shapes: dict[Target, list[Target]] = {}
     for t in targets:
-        shapes[_key(t)].append(t)
-    order = sorted(shapes, key=lambda k: (k.platform, shapes[k][0].name or ""))
-    groups: list[list[Target]] = []  # representatives
-    for shape in order:
-        rep = shapes[shape][0]
-        for members in groups:
-            if solve_fleet(catalog, [*members, rep], request).ok:
-                members.append(rep)
+        key = replace(t, name=None)
+        if key not in shapes:
+            shapes[key] = []
+            order.append(t)
+        shapes[key].append(t)
+    groups: list[tuple[list[Target], dict[Slot, set[BuildKey]]]] = []
+    for rep in order:
+        builds = _build_set(solver(rep))
+        slot = (rep.platform, not _gpu(rep))
+        for reps, common in groups:
+            trial = {**common, slot: common[slot] & builds if slot in common else builds}
+            if _versions(trial):
+                reps.append(rep)
+                common[slot] = trial[slot]
                 break
         else:
-            groups.append([rep])
+            groups.append(([rep], {slot: builds}))
+        if progress is not None:
+            progress(1)
+    position = {id(t): i for i, t in enumerate(targets)}
     out = []
-    for reps in groups:
-        full = [t for r in reps for t in shapes[_key(r)]]
-        out.append((full, solve_fleet(catalog, full, request)))
+    for reps, _ in groups:
+        full = sorted(
+            (t for r in reps for t in shapes[replace(r, name=None)]), key=lambda t: position[id(t)]
+        )
+        out.append((full, solve_fleet(catalog, full, request, solver)))
     return out
+
+
+def _versions(common: dict[Slot, set[BuildKey]]) -> set[str]:
+    """The torch releases every set has a build of."""
+    return set.intersection(*({v for v, _ in builds} for builds in common.values()))

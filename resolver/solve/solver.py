@@ -306,12 +306,7 @@ def _evaluate(
                 )
             )
         elif target.driver is not None and driver_key(target.driver) < driver_key(min_driver):
-            reasons.append(
-                Reason(
-                    "driver",
-                    f"needs driver >= {min_driver} ({why}); this host has {target.driver}",
-                )
-            )
+            reasons.append(driver_reason(min_driver, why, target.driver))
     if var.kind == "cuda" and target.gpus:
         for reason, fact in window_reasons(catalog, target):
             reasons.append(reason)
@@ -341,6 +336,10 @@ def _evaluate(
         facts=tuple(facts),
         driver_facts=tuple(driver_facts),
     )
+
+
+def driver_reason(min_driver: str, why: str | None, driver: str) -> Reason:
+    return Reason("driver", f"needs driver >= {min_driver} ({why}); this host has {driver}")
 
 
 def _build_facts(rel: Release, var: Variant, target: Target, request: Request) -> list[Fact]:

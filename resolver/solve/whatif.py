@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from resolver.core.versions import cuda_key, driver_key
 from resolver.solve import Candidate, Decision, Target
-from resolver.solve.fleet import FleetDecision
+from resolver.solve.fleet import FleetDecision, slots
+from resolver.solve.shapes import abbreviate
 
 
 @dataclass(frozen=True)
@@ -65,37 +66,38 @@ _BLOCKER_ORDER = {"arch": 0, "python": 1, "spec": 2, "companion": 3, "unknown": 
 
 
 def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Unlock:
-    by_platform: dict[str, list[tuple[Target, Decision]]] = {}
-    for t, d in fleet.members:
-        by_platform.setdefault(t.platform, []).append((t, d))
+    by_platform: dict[tuple[str, bool], list[tuple[Target, Decision]]] = {}
+    slot_of = slots([t for t, _ in fleet.members])
+    for i, (t, d) in enumerate(fleet.members):
+        by_platform.setdefault(slot_of[i], []).append((t, d))
     variants: list[str] = []
     upgrades: dict[str, Upgrade] = {}
     unconfirmed = False
-    for platform in sorted(by_platform):
-        members = by_platform[platform]
+    for slot in sorted(by_platform):
+        platform = slot[0]
+        members = by_platform[slot]
         gpus = any(t.nvidia or t.gpus for t, _ in members)
         options: list[tuple[tuple[object, ...], str, list[Upgrade], bool]] = []
         blockers: list[tuple[int, tuple[int, ...], str]] = []
-        names = {
-            c.variant.name
+        # Each member's builds of this release by variant: one pass over its candidates (a
+        # fleet of 10,000 driver builds has 10,000 members).
+        builds = [
+            {c.variant.name: c for c in _candidates(d) if c.release.version == version}
             for _, d in members
-            for c in _candidates(d)
-            if c.release.version == version and not (gpus and c.variant.kind == "cpu")
+        ]
+        names = {
+            name
+            for mine in builds
+            for name, c in mine.items()
+            if not (gpus and c.variant.kind == "cpu")
         }
         for variant in sorted(names):
             cuda = _cuda(members, version, variant)
             needs: list[Upgrade] = []
             confirmed = True
             why: tuple[int, tuple[int, ...], str] | None = None
-            for t, d in members:
-                c = next(
-                    (
-                        c
-                        for c in _candidates(d)
-                        if c.release.version == version and c.variant.name == variant
-                    ),
-                    None,
-                )
+            for (t, _d), mine in zip(members, builds, strict=True):
+                c = mine.get(variant)
                 name = t.name or t.platform
                 if c is None:
                     text = f"{name}: no torch {version} {variant} build for {platform}"
@@ -161,9 +163,11 @@ def sentence(u: Unlock, noun: str = "machine") -> str:
     for need in sorted({x.needed for x in u.upgrades}, key=driver_key):
         these = [x for x in u.upgrades if x.needed == need]
         total = sum(x.machines for x in these)
-        who = ", ".join(
-            f"{x.member} ({x.machines}" + (f", from {x.driver})" if x.driver else ")")
-            for x in these
-        )
+        who = abbreviate(
+            tuple(
+                f"{x.member} ({x.machines}" + (f", from {x.driver})" if x.driver else ")")
+                for x in these
+            )
+        )  # a fleet of 10,000 driver builds: one line, not 10,000 names
         parts.append(f"the {total} {noun}{'s' if total != 1 else ''} of {who} to driver ≥ {need}")
     return f"upgrading {'; '.join(parts)} would allow torch {u.torch} ({builds}) everywhere{doubt}"

@@ -7,12 +7,16 @@ the report.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.solve.shapes import FleetMember, ShapeGroup, detect_dir_machines, group
+
+# The CLI's progress bars: (label, total) -> what to tell of each part done.
+ProgressBars = Callable[[str, int], Callable[[int], None]]
 
 KUBERNETES_KEYS = {"kubernetes", "selector", "name"}
 DETECT_DIR_KEYS = {"detect", "name"}
@@ -27,7 +31,12 @@ def is_many(entry: dict[str, Any], spec_dir: Path) -> bool:
 
 
 def expand_entry(
-    spec_path: Path, entry: dict[str, Any], key: str, catalog: Catalog, python: str
+    spec_path: Path,
+    entry: dict[str, Any],
+    key: str,
+    catalog: Catalog,
+    python: str,
+    progress: ProgressBars | None = None,
 ) -> list[FleetMember]:
     """The fleet members of one entry; every problem is one UserError naming the spec and key."""
 
@@ -51,7 +60,7 @@ def expand_entry(
     path = spec_path.parent / rel
     try:
         if kind == "kubernetes":
-            groups = _kubernetes(path, rel, entry.get("selector"), catalog, prefix, fail)
+            groups = _kubernetes(path, rel, entry.get("selector"), catalog, prefix, fail, progress)
         else:
             groups = group(
                 detect_dir_machines(catalog, path), source=rel, prefix=prefix and prefix.strip()
@@ -68,6 +77,7 @@ def _kubernetes(
     catalog: Catalog,
     prefix: str | None,
     fail: Any,
+    progress: ProgressBars | None = None,
 ) -> list[ShapeGroup]:
     from resolver.team.kubernetes import read_node_list
 
@@ -85,7 +95,7 @@ def _kubernetes(
             wanted[label] = value
     if not path.is_file():
         raise fail("kubernetes", f"no such file: {rel} (write it with `kubectl get nodes -o json`)")
-    nodes = read_node_list(path, catalog, wanted, shown=rel)
+    nodes = read_node_list(path, catalog, wanted, shown=rel, progress=progress)
     return group(
         nodes.machines, source=rel, prefix=prefix and prefix.strip(), notes=nodes.notes, unit="node"
     )

@@ -23,7 +23,7 @@ naming the node and the label; nothing is written then.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from resolver.team.jsonstream import JsonStream
 
 # `kubectl get nodes -o json` is tens of KB a node (status.images): 2 GiB is ~50,000 nodes.
 MAX_NODE_LIST_BYTES = 2 << 30
+PROGRESS_BYTES = 32 << 20  # a node list this large takes a second or more to read
 
 ARCH = ("kubernetes.io/arch", "beta.kubernetes.io/arch")
 OS = ("kubernetes.io/os", "beta.kubernetes.io/os")
@@ -103,8 +104,12 @@ def read_node_list(
     selector: Mapping[str, str] | None = None,
     shown: str | None = None,
     max_bytes: int = MAX_NODE_LIST_BYTES,
+    progress: Callable[[str, int], Callable[[int], None]] | None = None,
 ) -> NodeList:
-    """Read `kubectl get nodes -o json` (a List of Nodes, or one Node) into node shapes."""
+    """Read `kubectl get nodes -o json` (a List of Nodes, or one Node) into node shapes.
+
+    ``progress(label, total)`` is told of the bytes read, for a list large enough to take a
+    few seconds (``PROGRESS_BYTES``)."""
     shown = shown or str(path)
     try:
         size = path.stat().st_size
@@ -124,10 +129,18 @@ def read_node_list(
         with fh:
             stream = JsonStream(fh, shown, max_bytes)
             top: dict[str, Any] = {}
+            tick = (
+                progress(f"reading {shown}", size) if progress and size >= PROGRESS_BYTES else None
+            )
+            done = 0
             for key in stream.object_keys():
                 if key == "items":
                     for item in stream.array_items():
                         reader.add(item)
+                        if tick is not None:
+                            now = fh.tell()
+                            tick(now - done)
+                            done = now
                     top["items"] = True
                 else:
                     top[key] = stream.value()

@@ -21,7 +21,15 @@ from packaging.specifiers import SpecifierSet
 from resolver.catalog import Catalog
 from resolver.core.versions import driver_key
 from resolver.solve import Decision, Target, TargetGpu, solve
-from resolver.solve.fleet import FleetDecision, PlatformChoice, solve_fleet, split_groups
+from resolver.solve.fleet import (
+    FleetDecision,
+    PlatformChoice,
+    Progress,
+    slots,
+    solve_fleet,
+    split_groups,
+)
+from resolver.solve.memo import FleetSolver
 from resolver.team.spec import EnvSpec
 from resolver.writers import lockfiles, recorded
 from resolver.writers.formats.report import render_report
@@ -39,8 +47,10 @@ class TeamLock:
 
 
 def platform_target(spec: EnvSpec, choice: PlatformChoice, members: list[Target]) -> Target:
-    """One target standing for every member of a platform: all their GPUs, the lowest driver."""
-    mine = [t for t in members if t.platform == choice.platform]
+    """One target standing for every member of a platform's set: all their GPUs, the lowest
+    driver."""
+    slot_of = slots(members)
+    mine = [t for i, t in enumerate(members) if slot_of[i] == (choice.platform, choice.cpu)]
     gpus: dict[TargetGpu, None] = {}
     for t in mine:
         for g in t.gpus:
@@ -106,23 +116,33 @@ def lock_team(
     options: lockfiles.LockOptions,
     split: bool | None = None,
     existing: Callable[[str], str | None] | None = None,
+    progress: Callable[[str, int], Progress] | None = None,
 ) -> TeamLock:
     """Every file of the team environment, keyed by path relative to the output directory.
 
     ``split`` (None: the spec's ``split:``) writes one set per group of targets; ``auto`` splits
     only when no common set exists. ``existing`` reads a file edited in place (pyproject.toml).
+    ``progress(label, total)`` (the CLI's progress bar on a terminal) returns what to tell of
+    each target or machine shape done.
     """
     mode = spec.split if split is None else ("true" if split else "false")
     inputs = team_inputs(spec, options, mode)
     options = replace(options, extra_requirements=spec.pip, name=options.name or spec.name)
     targets = spec.targets
     auto_split = False
-    common = None if mode == "true" else solve_fleet(catalog, targets, spec.request)
+    solver = FleetSolver(catalog, spec.request)  # shared: a split solves no machine twice
+    common = None
+    if mode != "true":
+        tick = progress(f"solving {len(targets)} targets", len(targets)) if progress else None
+        common = solve_fleet(catalog, targets, spec.request, solver, tick)
     if common is None or (mode == "auto" and not common.ok):
         auto_split = common is not None
+        shapes = len({replace(t, name=None) for t in targets})
+        tick = progress(f"grouping {shapes} machine shapes", shapes) if progress else None
+        found = split_groups(catalog, targets, spec.request, solver, tick)
         groups = [
             (members[0].name or f"group-{i + 1}", members, decision)
-            for i, (members, decision) in enumerate(split_groups(catalog, targets, spec.request))
+            for i, (members, decision) in enumerate(found)
         ]
     else:
         groups = [("", targets, common)]
@@ -155,17 +175,25 @@ def lock_team(
         decisions: list[Decision] = []
         for choice in decision.choices:
             plat_decision = platform_decision(catalog, spec, choice, members)
-            decisions.append(plat_decision)
             lock_input = lockfiles.LockInput(plat_decision)
             if options.needs_conda and options.conda_source == "conda-forge":
                 from resolver.solve.conda import solve_conda_forge
 
                 conda = solve_conda_forge(catalog, plat_decision.target, spec.request)
                 lock_input = lockfiles.LockInput(plat_decision, conda)
-            if lock_input.unmet(per_platform) is not None:
+            # A GPU-less set cannot share marker-selected files with its platform's GPU set:
+            # its own folder, with its own pylock.toml (and requirements.txt for a uv project).
+            mine = per_platform
+            if choice.cpu:
+                mine = replace(
+                    options, formats=options.formats - {"uv"} or frozenset({"requirements"})
+                )
+            if not choice.cpu:
+                decisions.append(plat_decision)
+            if lock_input.unmet(mine) is not None:
                 continue
-            rendered = lockfiles.render_files(catalog, lock_input, per_platform, inputs=inputs)
-            sub = f"{prefix}{choice.platform}/" if several else prefix
+            rendered = lockfiles.render_files(catalog, lock_input, mine, inputs=inputs)
+            sub = f"{prefix}{choice.folder}/" if several else prefix
             for name, text in rendered.items():
                 files[f"{sub}{name}"] = text
         if project and decisions:  # one pyproject for the group, sources by platform marker

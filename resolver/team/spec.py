@@ -25,7 +25,8 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
       - name: laptop
         detect: hosts/laptop.json    # `gpuresolve detect --json` output, relative to this file
       - name: ci-runners
-        no_gpu: true                 # no NVIDIA GPU (not with driver or gpus)
+        no_gpu: true                 # no NVIDIA GPU (not with driver or gpus): the CPU build,
+                                     # in a set of its own beside the GPU members (README)
       - name: prod                   # a prefix here: one target per machine shape
         kubernetes: nodes.json       # `kubectl get nodes -o json`, read through GFD's labels
         selector: {nvidia.com/gpu.present: "true"}   # optional: label: value, all must match
@@ -39,7 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, unsafe_char
@@ -47,6 +48,9 @@ from resolver.core.platforms import DEFAULT_PLATFORM, PLATFORMS
 from resolver.io.bounded import SPEC_LIMIT, load_yaml, read_text
 from resolver.solve import Request, Target
 from resolver.solve.shapes import FleetMember
+
+if TYPE_CHECKING:
+    from resolver.team.expand import ProgressBars
 
 TOP_KEYS = {
     "name",
@@ -129,8 +133,10 @@ class _Spec:
         return [self.string(v, f"{key}[{i}]") for i, v in enumerate(value)]
 
 
-def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
-    """Read and validate a spec; every problem is one UserError naming file and key."""
+def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None = None) -> EnvSpec:
+    """Read and validate a spec; every problem is one UserError naming file and key.
+
+    ``progress`` (the CLI's bars on a terminal) is told of a large node list's reading."""
     from resolver.solve.inputs import (
         build_request,
         describe_target,
@@ -205,11 +211,12 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
         raise s.fail("targets", "expected a non-empty list")
     members: list[FleetMember] = []
     names: set[str] = set()
+    known_gpus: set[str] = set()
     for i, raw in enumerate(raw_targets):
         key = f"targets[{i}]"
         t = s.mapping(raw, key, TARGET_KEYS)
         if is_many(t, spec_path.parent):  # a cluster or a folder: one member per machine shape
-            for member in expand_entry(spec_path, t, key, catalog, python):
+            for member in expand_entry(spec_path, t, key, catalog, python, progress):
                 gname = member.target.name or ""
                 if not SAFE_NAME.match(gname) or gname in names:
                     why = "is used twice" if gname in names else "is not a folder name"
@@ -256,10 +263,13 @@ def load_spec(path: str | Path, catalog: Catalog) -> EnvSpec:
         no_gpu = no_gpu or not (gpus or driver)
         base = Target(platform=platform, python=python, name=tname)
         for j, g in enumerate(gpus):
+            if g in known_gpus:  # a fleet names a few models thousands of times
+                continue
             try:
                 catalog.resolve_gpu(g)
             except UserError as exc:
                 raise s.fail(f"{key}.gpus[{j}]", str(exc)) from None
+            known_gpus.add(g)
         try:
             target = describe_target(
                 catalog,

@@ -2,7 +2,8 @@
 
 "Machine groups": each shape with its machine count and names (abbreviated when many), its GPUs,
 driver, MIG and sharing, and what the reader should know; "What would change": the driver upgrade
-that would unlock the next torch release (and the newest) for the whole fleet.
+that would unlock the next torch release (and the newest) for the whole fleet (every team lock's
+report has this section, cluster or not).
 Deterministic, like the rest of report.md, so `lock --check` compares it byte for byte.
 """
 
@@ -79,9 +80,12 @@ def cluster_sections(
     if notes:
         lines += [f"- {name}: {note}" for name, note in notes]
         lines.append("")
+    return lines + what_would_change(fleet, counts, unit)
+
+
+def what_would_change(fleet: FleetDecision, counts: dict[str, int], unit: str) -> list[str]:
+    """The upgrade that would move the whole fleet to a newer torch release (and the newest)."""
     found = unlocks(fleet, counts)
-    if found:
-        lines += ["## What would change", ""]
-        lines += [f"- {sentence(u, unit)}" for u in found]
-        lines.append("")
-    return lines
+    if not found:
+        return []
+    return ["## What would change", "", *(f"- {sentence(u, unit)}" for u in found), ""]

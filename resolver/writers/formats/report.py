@@ -12,7 +12,8 @@ from resolver.catalog import Catalog
 from resolver.core.versions import cc_sm
 from resolver.render import describe_build
 from resolver.solve import Candidate, Decision, Target
-from resolver.solve.fleet import FleetDecision
+from resolver.solve.fleet import FleetDecision, slots
+from resolver.solve.shapes import abbreviate
 
 if TYPE_CHECKING:
     from resolver.solve.shapes import ShapeGroup
@@ -73,10 +74,11 @@ def render_report(
         for choice in fleet.choices:
             cand = choice.candidate
             flag = "" if choice.confirmed else " (weakly evidenced: nothing documented fits)"
+            where = f"{choice.platform} (no GPU)" if choice.cpu else choice.platform
             lines.append(
-                f"| {choice.platform} | {describe_build(cand)}{flag} | {choice.evidence} | "
+                f"| {where} | {describe_build(cand)}{flag} | {choice.evidence} | "
                 f"{catalog.index_url(cand.variant.name, pytorch_index)} | "
-                f"{', '.join(choice.members)} |"
+                f"{abbreviate(choice.members)} |"
             )
         lines.append("")
     else:
@@ -88,16 +90,17 @@ def render_report(
             "",
         ]
 
-    chosen = {c.platform: c for c in fleet.choices}
+    chosen = {(c.platform, c.cpu): c for c in fleet.choices}
+    slot_of = slots([t for t, _ in fleet.members])
     lines += [
         "## Targets",
         "",
         "| target | machines | hardware | build | why |",
         "|---|---|---|---|---|",
     ]
-    for t, d in fleet.members:
+    for i, (t, d) in enumerate(fleet.members):
         name = t.name or t.platform
-        picked = chosen.get(t.platform)
+        picked = chosen.get(slot_of[i])
         if picked is not None:
             mine = _match(d, picked.candidate)
             build = describe_build(picked.candidate)
@@ -106,10 +109,11 @@ def render_report(
             build, why = f"(alone: {_own_best(d)})", "; ".join(_reasons(d))
         lines.append(f"| {name} | {counts.get(name, 1)} | {_target_cell(t)} | {build} | {why} |")
     lines.append("")
-    if groups:
-        from resolver.writers.formats.cluster_report import cluster_sections
+    from resolver.writers.formats.cluster_report import cluster_sections, what_would_change
 
-        lines += cluster_sections(fleet, groups, counts)
+    clustered = cluster_sections(fleet, groups, counts) if groups else []
+    # Targets described one by one (or none read from a cluster in this set): the same section.
+    lines += clustered or what_would_change(fleet, counts, "machine")
     if fleet.alternatives:
         lines += ["## Alternatives", ""]
         lines += [f"- torch {v} also runs on every target" for v in fleet.alternatives]
