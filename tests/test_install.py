@@ -411,7 +411,7 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
     try:
         uv = find_uv()
     except Exception:
-        pytest.skip("uv is not installed (the test extra has it)")
+        pytest.skip("uv is not installed (a dependency of gpuresolve)")
     venv = isolated / "venv"
     subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
     python = interpreter(venv)
@@ -435,11 +435,12 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
     assert code == 2
     (line,) = err.strip().splitlines()
     assert line.endswith(
-        f"installing {lock} needs uv on PATH: pip cannot install a pylock.toml yet "
-        "(install uv, or lock with --format requirements)"
+        f"installing {lock} needs uv: pip cannot install a pylock.toml yet "
+        "(uv is a dependency of gpuresolve: reinstall it, put uv on PATH, "
+        "or lock with --format requirements)"
     ), err
 
-    # With only the `uv` Python package (gpuresolve[lock]) and no uv on PATH, that uv installs it.
+    # With only the `uv` package (a dependency) and no uv on PATH, that uv installs it.
     monkeypatch.setattr(pip_resolve, "find_uv", packaged_uv)
     code, out, err = gpuresolve(
         capfd, "install", "--python", python, "--lock", str(lock), *mirror, "--dry-run"

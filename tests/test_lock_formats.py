@@ -38,7 +38,9 @@ def _has_uv() -> bool:
     return True
 
 
-pytestmark = pytest.mark.skipif(not _has_uv(), reason="uv is not installed (the test extra has it)")
+pytestmark = pytest.mark.skipif(
+    not _has_uv(), reason="uv is not installed (a dependency of gpuresolve)"
+)
 BINDINGS = "13.0.1"
 LINUX_ONLY = f'cuda-bindings=={BINDINGS}; platform_system == "Linux"'
 

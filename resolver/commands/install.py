@@ -285,7 +285,7 @@ def _lock_plan(
 
 
 def _with_packaged_uv(tools: Tools) -> Tools:
-    """``tools`` with the uv of the `uv` Python package (`gpuresolve[lock]`) when none is on
+    """``tools`` with the uv of the `uv` Python package (a dependency) when none is on
     PATH: the one `lock --format pylock` used to write the file."""
     from dataclasses import replace
 

@@ -433,8 +433,9 @@ def plan_lock(
     """
     if lock.format == FORMAT_PYLOCK and (installer is None or installer.kind != "uv"):
         raise UserError(
-            f"installing {lock.path} needs uv on PATH: pip cannot install a pylock.toml yet "
-            "(install uv, or lock with --format requirements)"
+            f"installing {lock.path} needs uv: pip cannot install a pylock.toml yet "
+            "(uv is a dependency of gpuresolve: reinstall it, put uv on PATH, "
+            "or lock with --format requirements)"
         )
     wants = wants_from_lock(lock, env.marker_environment())
     torch = next((w for w in wants if w.name == "torch"), None)
