@@ -300,3 +300,28 @@ def test_a_cpu_node_gets_no_driver_hint() -> None:
     report = (ROOT / "gpu-cluster" / "report.md").read_text(encoding="utf-8")
     assert "\n- cpu: " in report  # the CPU group has its own hints
     assert "cpu: no driver given" not in report
+
+
+def test_team_check_under_a_newer_dated_database_is_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `db update` brings only a newer date, the team check passes with a note (exit 0),
+    as the single-machine check does: report.md is not "stale"."""
+    from resolver.catalog import shipped_data_dir
+
+    envs = copy_examples(tmp_path)
+    db = tmp_path / "db"
+    shutil.copytree(shipped_data_dir(), db)
+    torch_yaml = db / "torch.yaml"
+    torch_yaml.write_text(
+        torch_yaml.read_text(encoding="utf-8").replace(
+            'updated: "2026-11-24"', 'updated: "2026-12-31"', 1
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(db))
+    before = tree(envs)
+    code, out, err = run(capsys, "lock", str(envs / "research-lab.yaml"), "--check")
+    assert code == 0, out + err
+    assert "note: the same pins" in err and "2026-12-31" in err and "stale" not in err
+    assert tree(envs) == before
