@@ -129,6 +129,11 @@ def lock(
     }
     effective = None
     if check and spec is None:
+        if not lock_inputs.has_lock_files(directory):
+            raise UserError(
+                f"no gpuresolve lock files in {directory}: nothing to check (lock first, or "
+                "point -o at the folder the files are in)"
+            )
         found = lock_inputs.find_recorded(directory)
         if found is not None:
             where, record = found
@@ -346,6 +351,11 @@ def _lock_team(
         spec = replace(spec, request=replace(spec.request, evidence=evidence))
     options = replace(options, conda_source=spec.conda_source)
     directory = Path(output) if output else default_output(spec)
+    if check and not (directory / "report.md").is_file():
+        raise UserError(
+            f"no gpuresolve lock files in {directory} (no report.md): nothing to check (lock "
+            f"{spec.name} first, or point -o at the folder its files are in)"
+        )
     if check:  # the formats the team's files record, unless given again
         options = _recorded_team_formats(directory, options)
     team = lock_team(

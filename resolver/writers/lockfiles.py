@@ -69,7 +69,8 @@ _ORDER = (
     STARTUP_CHECK,
     STARTUP_PROBE,
 )
-# Files edited in place (the user's own file): not stamped with inputs, never removed.
+# Files edited in place (the user's own file): never removed; their inputs are recorded in
+# their own table ([tool.gpuresolve]), not in a comment line.
 UPDATED_IN_PLACE = frozenset({PYPROJECT})
 FORMAT_OF = {
     REQUIREMENTS: "requirements",
@@ -275,11 +276,7 @@ def render_files(
         "target": recorded.target_record(decision.target, lock.glibc),
         **(inputs or {}),
     }
-    return {
-        n: files[n] if n in UPDATED_IN_PLACE else recorded.stamp(n, files[n], record)
-        for n in _ORDER
-        if n in files
-    }
+    return {n: recorded.stamp(n, files[n], record) for n in _ORDER if n in files}
 
 
 def pylock_closure(
