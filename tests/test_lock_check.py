@@ -118,8 +118,16 @@ def test_a_newer_database_with_the_same_pins_passes_with_a_note(
     assert tree_snapshot(out) == before
     code, stdout, _ = run(capsys, "lock", "--check", "-o", str(out), "--json")
     data = json.loads(stdout)
-    assert data["ok"] is True and data["check"] == "database-newer"
+    assert data["ok"] is True and data["check"] == "database-newer" and data["exit"] == 0
     assert data["files"][0]["status"] == "comments"
+    # --check --json says what changed, not the whole decision with every rejected build.
+    assert "decision" not in data and data["build"]["torch"] == "2.12.0"
+    assert data["changes"] == [
+        "the database changed: the files record the database of 2026-01-01, this one is 2026-06-30"
+    ]
+    assert data["files"][0]["changes"] == data["changes"]
+    assert any("note: the same pins" in m for m in data["messages"])
+    assert len(stdout.splitlines()) < 80
 
 
 def test_a_described_target_says_which_python_it_assumed(

@@ -341,6 +341,16 @@ def test_check_names_the_spec_target_and_field_that_changed(
     ), err
     assert "the changed inputs now" in err and "recorded inputs now" not in err
     assert "the target:" not in err  # the spec's target is named, not the platform's union
+    import json
+
+    code, out, _ = run(capsys, "lock", str(spec), "--check", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["exit"] == 1 and data["check"] == "stale"
+    assert data["changes"] == [
+        "spec research-lab.yaml: target a100-servers: driver changed from 535.104.05 to 550.54.15"
+    ]
+    report = next(f for f in data["files"] if f["path"].endswith("report.md"))
+    assert report["status"] == "stale" and report["changes"] == data["changes"]
 
 
 def test_check_after_no_split_says_the_split_option_changed(

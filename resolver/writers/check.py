@@ -58,6 +58,15 @@ class CheckResult:
     def ok(self) -> bool:
         return self.outcome in ("current", "database-newer")
 
+    @property
+    def changes(self) -> list[str]:
+        """What changed since the files were written, once each (a team's spec names its
+        target; the platform files' union target is not named again)."""
+        found = list(dict.fromkeys(c for f in self.files for c in f.changes))
+        if any(c.startswith("spec ") for c in found):
+            found = [c for c in found if not c.startswith("the target")]
+        return found
+
 
 def _build_line(text: str) -> str | None:
     for line in text.splitlines()[:40]:
@@ -183,9 +192,7 @@ def messages(result: CheckResult, database: str | None, what: str = "") -> list[
     """The lines that say what --check found (for stderr), most important first."""
     out: list[str] = []
     by = {s: [f for f in result.files if f.status == s] for s in (MISSING, DRIFT, STALE, COMMENTS)}
-    changes = list(dict.fromkeys(c for f in result.files for c in f.changes))
-    if any(c.startswith("spec ") for c in changes):  # a team: its spec says it, not the union
-        changes = [c for c in changes if not c.startswith("the target")]
+    changes = result.changes
     # Besides the database, did an input change? Then the input, not the database, is the cause.
     inputs_changed = [c for c in changes if not c.startswith("the database changed")]
     if inputs_changed or by[STALE]:
