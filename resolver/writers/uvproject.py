@@ -306,7 +306,9 @@ def stamp_inputs(text: str, record: Mapping[str, Any]) -> str:
         raise ValueError("pyproject.toml: not TOML")
     tool = _table(doc, "tool", super_table=True)
     table = _table(tool, TOOL)
-    table["inputs"] = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    value = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    # A literal string reads as the JSON it is (no escaped quotes) where it can be one.
+    table["inputs"] = tomlkit.string(value, literal="'" not in value)
     if "note" not in table:
         table["note"] = "written by gpuresolve lock; gpuresolve lock --check compares it"
     return str(tomlkit.dumps(doc))
