@@ -32,8 +32,21 @@ from resolver.host.platform import probe as probe_platform
 
 PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
 HOST = probe_platform().platform
-UV = shutil.which("uv")
-needs_uv = pytest.mark.skipif(UV is None, reason="uv is not on PATH")
+
+
+def _uv() -> str | None:
+    """uv as gpuresolve finds it (a dependency: its own environment's, else PATH's)."""
+    from resolver.errors import UserError
+    from resolver.writers.pip_resolve import find_uv
+
+    try:
+        return find_uv()
+    except UserError:
+        return None
+
+
+UV = _uv()
+needs_uv = pytest.mark.skipif(UV is None, reason="no uv (a dependency of gpuresolve)")
 GPU = ["--gpu", "8.6", "--driver", "580.65.06"]  # a GPU host as described to the solver
 
 CU12 = {"nvidia-cublas-cu12": "12.6.4.1", "nvidia-cudnn-cu12": "9.10.2.21"}

@@ -90,6 +90,8 @@ def install(
     env = env_mod.inspect(interpreter)
     env_mod.require_managed(env, system)
     tools = env_mod.find_tools()
+    if tools.uv is None and (installer == "uv" or (installer == "auto" and not env.has_pip)):
+        tools = _with_packaged_uv(tools)  # uv is a dependency: gpuresolve's own when none on PATH
     here = host_platform.probe().platform
     say = _sayer(dry_run, as_json)
     staged: str | None = None

@@ -108,7 +108,7 @@ def choose_installer(forced: str | None, tools: Tools, env: EnvInfo) -> Installe
     """uv when it is on PATH, else the target's pip; ``forced`` ("uv"/"pip") insists on one."""
     if forced == "uv" or (forced in (None, "auto") and tools.uv):
         if not tools.uv:
-            raise UserError("--installer uv: uv is not on PATH")
+            raise UserError("--installer uv: uv is neither in gpuresolve's environment nor on PATH")
         return Installer("uv", tools.uv)
     if env.has_pip:
         return Installer("pip", env.python)
