@@ -233,3 +233,15 @@ def test_check_says_the_database_changed_and_no_input_did(
     code, _, err = run(capsys, "lock", "--check", "-o", str(out))
     assert code == 1, err
     assert "with a database of the same date (2026-01-01) whose facts or rules changed" in err
+
+
+def test_check_names_the_option_that_changed(
+    tmp_path: Path, synth_db: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "lock"
+    write_db(tmp_path / "db", synth_db)
+    assert run(capsys, "lock", *CPU, "-o", str(out))[0] == 0
+    code, _, err = run(capsys, "lock", "--check", "-o", str(out), "--torch", "<2.12")
+    assert code == 1
+    assert "--torch from the command line override" in err
+    assert "changed since the files were written: --torch changed from none to <2.12" in err

@@ -112,12 +112,16 @@ def compare(directory: Path, files: Mapping[str, str]) -> CheckResult:
 
 def _shown(value: object) -> str:
     """A recorded value as one short line for the terminal (no control or bidi character)."""
+    if value is None:
+        return "none"
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     text = "".join("?" if unicodedata.category(c).startswith("C") else c for c in text)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
 _SPEC_KEYS = {"torch": "packages.torch", "with": "packages.with", "pip": "packages.pip"}
+# recorded option keys -> the option that sets them
+_FLAGS = {"torch_spec": "--torch", "with_": "--with", "env_name": "--name", "formats": "--format"}
 
 
 def input_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -142,7 +146,10 @@ def input_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
             continue
         for key in sorted(set(before) | set(after), key=str):
             if before.get(key) != after.get(key):
-                label = f"spec {spec}: {_SPEC_KEYS.get(key, key)}" if spec else f"{part} {key}"
+                if spec and part == "request":
+                    label = f"spec {spec}: {_SPEC_KEYS.get(key, key)}"
+                else:
+                    label = _FLAGS.get(key, "--" + str(key).replace("_", "-"))
                 out.append(
                     f"{label} changed from {_shown(before.get(key))} to {_shown(after.get(key))}"
                 )
