@@ -135,8 +135,27 @@ def _os_error_text(exc: OSError) -> str:
     return f"cannot write output: {reason}"
 
 
+def _wants_json(argv: list[str] | None) -> bool:
+    """Whether the command line asks for JSON (`--json` before any `--`)."""
+    args = sys.argv[1:] if argv is None else argv
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def _error(message: str, code: int, as_json: bool) -> int:
+    """The error's one line on stderr; under --json also ``{"error": {"code", "message"}}`` on
+    stdout, so a pipeline reading stdout gets a JSON document whatever happened."""
+    click.echo(f"gpuresolve: {message}", err=True)
+    if as_json:
+        import json
+
+        with suppress(OSError, ValueError):
+            sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
+    return code
+
+
 def _run(argv: list[str] | None) -> int | str | None:
     """Run the CLI; the exit code (``sys.exit``'s argument) it ends with."""
+    as_json = _wants_json(argv)
     try:
         with sigterm_raises() as terminated:  # SIGTERM unwinds like Ctrl-C: children die too
             try:
@@ -146,25 +165,22 @@ def _run(argv: list[str] | None) -> int | str | None:
     except SystemExit as exc:  # commands end with sys.exit(code)
         return exc.code
     except click.exceptions.Abort as exc:
-        click.echo("gpuresolve: aborted", err=True)
-        return 143 if terminated() or isinstance(exc.__cause__, Terminated) else 130
+        code = 143 if terminated() or isinstance(exc.__cause__, Terminated) else 130
+        return _error("aborted", code, as_json)
     except click.UsageError as exc:  # one line, as for every other bad input
         where = exc.ctx.command_path if exc.ctx is not None else "gpuresolve"
         message = _one_line(exc.format_message())
-        click.echo(f"gpuresolve: error: {message} (see `{where} --help`)", err=True)
-        return exc.exit_code
+        return _error(f"error: {message} (see `{where} --help`)", exc.exit_code, as_json)
     except click.ClickException as exc:
-        click.echo(f"gpuresolve: error: {_one_line(exc.format_message())}", err=True)
-        return exc.exit_code
+        return _error(f"error: {_one_line(exc.format_message())}", exc.exit_code, as_json)
     except GpuresolveError as exc:  # bad input (2), a source that cannot be read (2), ...
-        click.echo(f"gpuresolve: error: {_one_line(str(exc))}", err=True)
-        return exit_code(exc)
+        return _error(f"error: {_one_line(str(exc))}", exit_code(exc), as_json)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except (BrokenPipeError, _ReaderGone, OSError):
         raise  # main() turns these into 141 or one line
     except Exception as exc:
-        return _internal_error(exc)
+        return _internal_error(exc, as_json)
     return 0
 
 
@@ -214,16 +230,15 @@ def _one_line(text: str, limit: int = 1000) -> str:
     return flat if len(flat) <= limit else f"{flat[: limit // 2]} … {flat[-limit // 2 :]}"
 
 
-def _internal_error(exc: Exception) -> int:
+def _internal_error(exc: Exception, as_json: bool = False) -> int:
     """A bug: one line (or the traceback with GPURESOLVE_DEBUG=1), and exit 70."""
     if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
         import traceback
 
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     detail = _one_line(f"{type(exc).__name__}: {exc}", 300)
-    click.echo(
-        f"gpuresolve: internal error: {detail}; run with {DEBUG_ENV}=1 for the traceback "
-        "and please report it",
-        err=True,
+    return _error(
+        f"internal error: {detail}; run with {DEBUG_ENV}=1 for the traceback and please report it",
+        EXIT_INTERNAL,
+        as_json,
     )
-    return EXIT_INTERNAL

@@ -64,3 +64,30 @@ def test_db_update_json_on_failure(capsys: pytest.CaptureFixture[str], synth_dir
     assert code == 1 and data["ok"] is False and "cannot connect" in data["error"]
     assert "the database is unchanged" in err
     assert tree_snapshot(synth_dir) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (
+            ("lock", "--json", "--platform", "linux-x86_64", "--no-gpu", "--python", "3.1x"),
+            2,
+            "3.1x",
+        ),
+        (("suggest", "--json", "--no-such-option"), 2, "--no-such-option"),
+        (("detect", "--json", "--no-such-option"), 2, "--no-such-option"),
+        (("install", "--json", "--installer", "conda"), 2, "conda"),
+    ],
+)
+def test_an_error_under_json_is_a_json_object_on_stdout_too(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], code: int, words: str
+) -> None:
+    got, out, err = run(capsys, *args)
+    assert got == code
+    (line,) = err.strip().splitlines()  # the one stderr line stays
+    data = json.loads(out)
+    assert list(data) == ["error"] and data["error"]["code"] == code
+    assert words in data["error"]["message"] and line == f"gpuresolve: {data['error']['message']}"
+    # Without --json, stdout stays empty.
+    got, out, _ = run(capsys, *(a for a in args if a != "--json"))
+    assert got == code and out == ""

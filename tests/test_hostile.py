@@ -351,6 +351,16 @@ def test_an_internal_error_is_one_line_and_exit_70(
         "gpuresolve: internal error: RuntimeError: a bug over two lines; run with "
         "GPURESOLVE_DEBUG=1 for the traceback and please report it"
     ]
+    # Under --json the same line is also the JSON error object on stdout.
+    code, out, _ = run_cli(capsys, "suggest", "--no-gpu", "--json")
+    assert code == 70
+    assert json.loads(out) == {
+        "error": {
+            "code": 70,
+            "message": "internal error: RuntimeError: a bug over two lines; run with "
+            "GPURESOLVE_DEBUG=1 for the traceback and please report it",
+        }
+    }
     monkeypatch.setenv("GPURESOLVE_DEBUG", "1")
     code, _, err = run_cli(capsys, "suggest", "--no-gpu")
     assert code == 70 and "Traceback" in err and "RuntimeError: a bug" in err

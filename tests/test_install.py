@@ -32,8 +32,21 @@ from resolver.host.platform import probe as probe_platform
 
 PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
 HOST = probe_platform().platform
-UV = shutil.which("uv")
-needs_uv = pytest.mark.skipif(UV is None, reason="uv is not on PATH")
+
+
+def _uv() -> str | None:
+    """uv as gpuresolve finds it (a dependency: its own environment's, else PATH's)."""
+    from resolver.core.errors import UserError
+    from resolver.writers.closure.pip_resolve import find_uv
+
+    try:
+        return find_uv()
+    except UserError:
+        return None
+
+
+UV = _uv()
+needs_uv = pytest.mark.skipif(UV is None, reason="no uv (a dependency of gpuresolve)")
 GPU = ["--gpu", "8.6", "--driver", "580.65.06"]  # a GPU host as described to the solver
 
 CU12 = {"nvidia-cublas-cu12": "12.6.4.1", "nvidia-cudnn-cu12": "9.10.2.21"}
@@ -411,7 +424,7 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
     try:
         uv = find_uv()
     except Exception:
-        pytest.skip("uv is not installed (the test extra has it)")
+        pytest.skip("uv is not installed (a dependency of gpuresolve)")
     venv = isolated / "venv"
     subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
     python = interpreter(venv)
@@ -435,11 +448,12 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
     assert code == 2
     (line,) = err.strip().splitlines()
     assert line.endswith(
-        f"installing {lock} needs uv on PATH: pip cannot install a pylock.toml yet "
-        "(install uv, or lock with --format requirements)"
+        f"installing {lock} needs uv: pip cannot install a pylock.toml yet "
+        "(uv is a dependency of gpuresolve: reinstall it, put uv on PATH, "
+        "or lock with --format requirements)"
     ), err
 
-    # With only the `uv` Python package (gpuresolve[lock]) and no uv on PATH, that uv installs it.
+    # With only the `uv` package (a dependency) and no uv on PATH, that uv installs it.
     monkeypatch.setattr(pip_resolve, "find_uv", packaged_uv)
     code, out, err = gpuresolve(
         capfd, "install", "--python", python, "--lock", str(lock), *mirror, "--dry-run"

@@ -193,7 +193,7 @@ def test_choose_installer() -> None:
         "pip", with_pip.python
     )
     assert plan.choose_installer("pip", Tools(uv="/bin/uv"), with_pip).kind == "pip"
-    with pytest.raises(UserError, match="uv is not on PATH"):
+    with pytest.raises(UserError, match=r"uv is neither in gpuresolve's environment nor on PATH"):
         plan.choose_installer("uv", Tools(), with_pip)
     with pytest.raises(UserError, match="has no pip"):
         plan.choose_installer("pip", Tools(uv="/bin/uv"), no_pip)

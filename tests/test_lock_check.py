@@ -118,8 +118,20 @@ def test_a_newer_database_with_the_same_pins_passes_with_a_note(
     assert tree_snapshot(out) == before
     code, stdout, _ = run(capsys, "lock", "--check", "-o", str(out), "--json")
     data = json.loads(stdout)
-    assert data["ok"] is True and data["check"] == "database-newer"
+    assert data["ok"] is True and data["check"] == "database-newer" and data["exit"] == 0
     assert data["files"][0]["status"] == "comments"
+    # --check --json says what changed, not the whole decision with every rejected build.
+    assert "decision" not in data and data["build"]["torch"] == "2.12.0"
+    assert data["changes"] == [
+        "the database changed: the files record the database of 2026-01-01, this one is 2026-06-30"
+    ]
+    assert data["files"][0]["changes"] == data["changes"]
+    assert any("note: the same pins" in m for m in data["messages"])
+    assert len(stdout.splitlines()) < 80
+    # An option given on the command line is named by its flag among the changes.
+    code, _, err = run(capsys, "lock", "--check", "-o", str(out), "--torch", "<2.12")
+    assert code == 1 and "--torch from the command line override" in err
+    assert "changed since the files were written: --torch changed from none to <2.12" in err
 
 
 def test_a_described_target_says_which_python_it_assumed(
@@ -200,3 +212,28 @@ def test_a_stale_report_is_named_not_none() -> None:
     lines = lockcheck.messages(result, "2026-11-24", "")
     assert any("another report.md" in line for line in lines)
     assert not any("None" in line for line in lines)
+
+
+def test_check_says_the_database_changed_and_no_input_did(
+    tmp_path: Path, synth_db: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "lock"
+    write_db(tmp_path / "db", _without_newest(synth_db))
+    assert run(capsys, "lock", *CPU, "-o", str(out))[0] == 0
+    newer = copy.deepcopy(synth_db)
+    newer["torch.yaml"]["updated"] = "2026-06-30"
+    write_db(tmp_path / "db", newer)
+    code, _, err = run(capsys, "lock", "--check", "-o", str(out))
+    assert code == 1
+    assert (
+        "changed since the files were written: the database changed: the files record the "
+        "database of 2026-01-01, this one is 2026-06-30"
+    ) in err
+    assert "the target" not in err and "request" not in err  # no input is blamed
+    # The same date with other facts: said so, not blamed on a date.
+    older = _without_newest(synth_db)
+    older["torch.yaml"]["series"][-1]["releases"][0]["torchvision"] = "0.99.0"
+    write_db(tmp_path / "db", older)
+    code, _, err = run(capsys, "lock", "--check", "-o", str(out))
+    assert code == 1, err
+    assert "with a database of the same date (2026-01-01) whose facts or rules changed" in err

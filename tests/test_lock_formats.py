@@ -38,7 +38,9 @@ def _has_uv() -> bool:
     return True
 
 
-pytestmark = pytest.mark.skipif(not _has_uv(), reason="uv is not installed (the test extra has it)")
+pytestmark = pytest.mark.skipif(
+    not _has_uv(), reason="uv is not installed (a dependency of gpuresolve)"
+)
 BINDINGS = "13.0.1"
 LINUX_ONLY = f'cuda-bindings=={BINDINGS}; platform_system == "Linux"'
 
@@ -241,14 +243,39 @@ def test_uv_project_round_trips_and_uv_locks_it(
         "",
         "[tool.uv.sources]",
         'torch = {index = "pytorch-cpu"}',
+        "",
+        "[tool.gpuresolve]",
+        *added[-2:],
     ]
-    # A second run changes nothing; --check agrees.
+    assert added[-2].startswith("inputs = ") and added[-1].startswith("note = ")
+    # The inputs are recorded like every other file's: a second run changes nothing, and a plain
+    # --check (no options at all) re-resolves from them.
+    record = recorded.read("pyproject.toml", text)
+    assert record is not None and record["target"]["python"] == "3.11"
+    assert record["files"]["formats"] == ["uv"] and recorded.intact("pyproject.toml", text)
     _lock(capsys, index, *args, "-o", str(project))
     assert (project / "pyproject.toml").read_text() == text
-    code, _, err = run(
-        capsys, "lock", "--pytorch-index", f"{index.url}/whl", *args, "-o", str(project), "--check"
-    )
-    assert code == 0, err
+    code, out, err = run(capsys, "lock", "--check", "-o", str(project))
+    assert code == 0, out + err
+    assert out.startswith("all current: 1 file(s)")
+    # The user's own edits elsewhere are theirs: still current.
+    edited = text.replace('"pillow",', '"pillow",\n    "rich",')
+    (project / "pyproject.toml").write_text(edited)
+    assert run(capsys, "lock", "--check", "-o", str(project))[0] == 0
+    # A hand edit of the torch pin is drift: exit 1, the diff back.
+    (project / "pyproject.toml").write_text(edited.replace("torch==2.12.0+cpu", "torch==2.11.0"))
+    code, out, err = run(capsys, "lock", "--check", "-o", str(project))
+    assert code == 1
+    assert "(drift): pyproject.toml" in err and '+    "torch==2.12.0+cpu",' in out
+    # A damaged record is one line, exit 2 (validated as the other files' records are).
+    doc = tomlkit.parse(text)
+    bad = json.loads(str(doc["tool"]["gpuresolve"]["inputs"]))
+    bad["target"]["python"] = "3.11\u202e"
+    doc["tool"]["gpuresolve"]["inputs"] = json.dumps(bad)
+    (project / "pyproject.toml").write_text(tomlkit.dumps(doc))
+    code, _, err = run(capsys, "lock", "--check", "-o", str(project))
+    assert code == 2 and "the recorded target is damaged" in err
+    (project / "pyproject.toml").write_text(text)
     # uv accepts it; the team's own packages and index are not on the local server, so the
     # copy uv locks keeps only what gpuresolve wrote.
     doc = tomlkit.parse(text)

@@ -177,7 +177,7 @@ def test_install_plan_needs_uv(tmp_path: Path) -> None:
         lock.path,
     )
     for installer in (plan.Installer("pip", env.python), None):
-        with pytest.raises(UserError, match="needs uv on PATH: pip cannot install a pylock"):
+        with pytest.raises(UserError, match="needs uv: pip cannot install a pylock"):
             plan.plan_lock(lock, lock.path, env, installer, Tools())
 
 

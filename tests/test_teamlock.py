@@ -300,3 +300,111 @@ def test_a_cpu_node_gets_no_driver_hint() -> None:
     report = (ROOT / "gpu-cluster" / "report.md").read_text(encoding="utf-8")
     assert "| cpu |" in report or ", cpu," in report  # the CPU node is a member of the fleet
     assert "cpu: no driver given" not in report
+
+
+def test_team_check_under_a_newer_dated_database_is_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `db update` brings only a newer date, the team check passes with a note (exit 0),
+    as the single-machine check does: report.md is not "stale"."""
+    from resolver.catalog import shipped_data_dir
+
+    envs = copy_examples(tmp_path)
+    db = tmp_path / "db"
+    shutil.copytree(shipped_data_dir(), db)
+    torch_yaml = db / "torch.yaml"
+    torch_yaml.write_text(
+        torch_yaml.read_text(encoding="utf-8").replace(
+            'updated: "2026-11-24"', 'updated: "2026-12-31"', 1
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(db))
+    before = tree(envs)
+    code, out, err = run(capsys, "lock", str(envs / "research-lab.yaml"), "--check")
+    assert code == 0, out + err
+    assert "note: the same pins" in err and "2026-12-31" in err and "stale" not in err
+    assert tree(envs) == before
+
+
+def test_check_names_the_spec_target_and_field_that_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    envs = copy_examples(tmp_path)
+    spec = envs / "research-lab.yaml"
+    spec.write_text(spec.read_text().replace('driver: "535.104.05"', 'driver: "550.54.15"', 1))
+    code, _, err = run(capsys, "lock", str(spec), "--check")
+    assert code == 1
+    assert (
+        "spec research-lab.yaml: target a100-servers: driver changed from 535.104.05 to 550.54.15"
+        in err
+    ), err
+    assert "the changed inputs now" in err and "recorded inputs now" not in err
+    assert "the target:" not in err  # the spec's target is named, not the platform's union
+    import json
+
+    code, out, _ = run(capsys, "lock", str(spec), "--check", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["exit"] == 1 and data["check"] == "stale"
+    assert data["changes"] == [
+        "spec research-lab.yaml: target a100-servers: driver changed from 535.104.05 to 550.54.15"
+    ]
+    report = next(f for f in data["files"] if f["path"].endswith("report.md"))
+    assert report["status"] == "stale" and report["changes"] == data["changes"]
+
+
+def test_check_after_no_split_says_the_split_option_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    envs = copy_examples(tmp_path)
+    code, _, err = run(capsys, "lock", str(envs / "dev-cpu-mac.yaml"), "--no-split", "--check")
+    assert code == 0, err  # the same pins: nothing to act on
+    assert "the split option changed: the files were written with split: auto" in err
+    assert "this run uses split: false" in err
+    assert "database" not in err  # the database did not change: it is not blamed
+
+
+def test_check_of_a_folder_without_lock_files_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, err = run(capsys, "lock", "--check", "-o", str(empty))
+    assert code == 2 and out == ""
+    assert f"no gpuresolve lock files in {empty}" in err
+    code, out, err = run(
+        capsys, "lock", str(ROOT / "dev-cpu-mac.yaml"), "--check", "-o", str(empty)
+    )
+    assert code == 2 and out == "" and f"no gpuresolve lock files in {empty}" in err
+    assert not any(empty.iterdir())
+
+
+def _readme_lock_examples() -> list[list[str]]:
+    """The README's `gpuresolve lock environments/...` command lines (comments stripped)."""
+    import shlex
+
+    readme = (ROOT.parent / "README.md").read_text(encoding="utf-8")
+    lines = [ln.split("#", 1)[0].strip() for ln in readme.splitlines()]
+    return [
+        shlex.split(ln)[1:]
+        for ln in lines
+        if ln.startswith("gpuresolve lock environments/") and ".yaml" in ln
+    ]
+
+
+def test_readme_examples_leave_the_committed_examples_as_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Running the README's team examples from a checkout rewrites no committed file (run here
+    in a copy of the checkout's environments/)."""
+    examples = _readme_lock_examples()
+    assert len(examples) >= 4
+    copy_examples(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    before = tree(tmp_path / "environments")
+    for argv in examples:
+        if "training-cluster" in argv[1]:  # the README's own sketch: no such spec is committed
+            continue
+        code, out, err = run(capsys, *argv)
+        assert code == 0, (argv, out, err)
+    assert tree(tmp_path / "environments") == before

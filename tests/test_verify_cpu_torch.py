@@ -230,3 +230,36 @@ def test_cli_checks_a_pylock(torch_venv: Path, tmp_path: Path) -> None:
     done = _cli("--python", str(torch_venv), "--lock", str(_pylock(tmp_path, "2.13.0+cpu", "cpu")))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS  lock" in done.stdout
+
+
+def test_the_dockerfile_startup_check_passes_on_the_real_torch(
+    torch_venv: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`lock --format dockerfile`'s start-up check, run by the environment's own Python (as the
+    image's would be): the real CPU torch matches the lock, so the command runs; another pin
+    stops it with the reason."""
+    from cli_support import run_cli
+
+    from resolver.catalog import shipped_data_dir
+
+    py = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(shipped_data_dir()))
+    code, out, err = run_cli(
+        capsys, "lock", "--format", "dockerfile", "--platform", "linux-x86_64", "--no-gpu",
+        "--python", py, "--torch", "==2.13.0", "-o", str(tmp_path),
+    )  # fmt: skip
+    assert code == 0, out + err
+    req = tmp_path / "requirements.txt"
+    assert "torch==2.13.0+cpu" in req.read_text(encoding="utf-8")
+    check = [str(torch_venv), str(tmp_path / "gpuresolve-check.py"), str(req)]
+    command = [str(torch_venv), "-c", "print('ran')"]
+    done = subprocess.run([*check, *command], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout == "ran\n", done.stderr
+    assert "start-up check: torch 2.13.0+cpu OK" in done.stderr
+    req.write_text(req.read_text(encoding="utf-8").replace("2.13.0+cpu", "2.12.0+cpu"))
+    done = subprocess.run([*check, *command], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and done.stdout == ""
+    assert "torch 2.13.0+cpu is installed, the lock pins 2.12.0+cpu" in done.stderr

@@ -89,6 +89,8 @@ def install(
     env = env_mod.inspect(interpreter)
     env_mod.require_managed(env, system)
     tools = env_mod.find_tools()
+    if tools.uv is None and (installer == "uv" or (installer == "auto" and not env.has_pip)):
+        tools = _with_packaged_uv(tools)  # uv is a dependency: gpuresolve's own when none on PATH
     here = host_platform.probe().platform
     say = _sayer(dry_run, as_json)
     staged: str | None = None
@@ -283,7 +285,7 @@ def _lock_plan(
 
 
 def _with_packaged_uv(tools: Tools) -> Tools:
-    """``tools`` with the uv of the `uv` Python package (`gpuresolve[lock]`) when none is on
+    """``tools`` with the uv of the `uv` Python package (a dependency) when none is on
     PATH: the one `lock --format pylock` used to write the file."""
     from dataclasses import replace
 

@@ -130,6 +130,11 @@ def lock(
     }
     effective = None
     if check and spec is None:
+        if not lock_inputs.has_lock_files(directory):
+            raise UserError(
+                f"no gpuresolve lock files in {directory}: nothing to check (lock first, or "
+                "point -o at the folder the files are in)"
+            )
         found = lock_inputs.find_recorded(directory)
         if found is not None:
             where, record = found
@@ -227,6 +232,20 @@ def lock(
     existing = _existing(directory, options.files)
     files = lockfiles.render_files(catalog, lock_input, options, inputs=record, existing=existing)
     statuses = _write_or_check(directory, files, check, "", catalog, as_json)
+    if as_json and check:  # what changed, not the whole decision with every rejected build
+        sel = lock_input.decision.selection
+        emit_json(
+            {
+                "ok": statuses[1],
+                "check": statuses[2],
+                "files": statuses[0],
+                **statuses[3],
+                "build": (
+                    render.candidate_json(catalog, sel, options.pytorch_index) if sel else None
+                ),
+            }
+        )
+        sys.exit(0 if statuses[1] else 1)
     if as_json:
         emit_json(
             {
@@ -278,7 +297,7 @@ def _read_existing(path: Path) -> str | None:
     return read_optional_text(path, limit=MAX_PROJECT_BYTES, what="a file gpuresolve edits")
 
 
-FileStatus = dict[str, str]
+FileStatus = dict[str, Any]
 
 
 def _write_or_check(
@@ -289,11 +308,12 @@ def _write_or_check(
     catalog: catalog_mod.Catalog,
     as_json: bool = False,
     hidden: dict[str, str] | None = None,
-) -> tuple[list[FileStatus], bool, str | None]:
+) -> tuple[list[FileStatus], bool, str | None, dict[str, Any]]:
     """Write the files (saying which changed), or with --check compare them and say why.
 
-    Returns each file's status (written/unchanged, or with --check its check status), whether
-    all is well, and --check's outcome (drift | stale | database-newer | current).
+    Returns each file's status (written/unchanged, or with --check its check status and
+    changes), whether all is well, --check's outcome (drift | stale | database-newer | current)
+    and what --check found for --json (changes, messages, exit).
     ``hidden``: files written with them (all or nothing) but not listed (the manifest).
     """
     if check:
@@ -306,10 +326,20 @@ def _write_or_check(
         if result.ok and not as_json:
             click.echo(f"all current: {len(files)} file(s) in {directory}")
         statuses = [
-            {"path": str(directory / f.name), "format": _format_of(f.name), "status": f.status}
+            {
+                "path": str(directory / f.name),
+                "format": _format_of(f.name),
+                "status": f.status,
+                "changes": list(f.changes),
+            }
             for f in result.files
         ]
-        return statuses, result.ok, result.outcome
+        found = {
+            "changes": result.changes,
+            "messages": notes,
+            "exit": 0 if result.ok else 1,
+        }
+        return statuses, result.ok, result.outcome, found
     changed = [n for n in files if lockfiles.diff_files(directory, {n: files[n]})]
     lockfiles.write_files(directory, {**files, **(hidden or {})}, check=False)
     statuses = []
@@ -320,7 +350,7 @@ def _write_or_check(
         )
         if not as_json:
             click.echo(f"{'wrote' if name in changed else 'unchanged'} {directory / name}")
-    return statuses, True, None
+    return statuses, True, None, {}
 
 
 def _format_of(name: str) -> str:
@@ -368,6 +398,11 @@ def _lock_team(
             spec = replace(spec, request=replace(spec.request, evidence=evidence))
         options = replace(options, conda_source=spec.conda_source)
         directory = Path(output) if output else default_output(spec)
+        if check and not (directory / "report.md").is_file():
+            raise UserError(
+                f"no gpuresolve lock files in {directory} (no report.md): nothing to check (lock "
+                f"{spec.name} first, or point -o at the folder its files are in)"
+            )
         if check:  # the formats the team's files record, unless given again
             options = _recorded_team_formats(directory, options)
         team = lock_team(
@@ -453,6 +488,9 @@ def _lock_team(
                 {
                     "ok": False,
                     "check": "drift",
+                    "changes": [],
+                    "messages": [f"{spec.name}: no longer generated: {', '.join(gone)}"],
+                    "exit": 1,
                     "spec": spec.name,
                     "files": removed,
                     "groups": groups_json,
@@ -465,7 +503,7 @@ def _lock_team(
         if check
         else {manifest.MANIFEST: manifest.owned(team.files, not_ours=lockfiles.UPDATED_IN_PLACE)}
     )
-    statuses, ok, outcome = _write_or_check(
+    statuses, ok, outcome, found = _write_or_check(
         directory, team.files, check, f" of {spec.name}", catalog, as_json, hidden
     )
     if not check:  # only once every new file is in place: a platform or group no longer there
@@ -480,6 +518,7 @@ def _lock_team(
             {
                 "ok": ok,
                 "check": outcome,
+                **found,
                 "spec": spec.name,
                 "split": len(team.groups) > 1 or bool(team.groups and team.groups[0][0]),
                 "files": [*removed, *statuses],

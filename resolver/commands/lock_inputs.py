@@ -63,9 +63,9 @@ def inputs_record(
 
 def find_recorded(directory: Path) -> tuple[str, dict[str, Any]] | None:
     """The inputs recorded in the first of the directory's lock files that has them."""
-    for name in lockfiles.file_names(["all", "pylock"]):
+    for name in lockfiles.file_names(["all", "pylock", "uv"]):
         path = directory / name
-        if name in lockfiles.UPDATED_IN_PLACE or not path.is_file():
+        if not path.is_file():
             continue
         try:
             with open_regular(path) as fh:
@@ -79,6 +79,16 @@ def find_recorded(directory: Path) -> tuple[str, dict[str, Any]] | None:
         if record is not None and isinstance(record.get("target"), dict):
             return str(path), record
     return None
+
+
+def has_lock_files(directory: Path) -> bool:
+    """Whether the folder holds a file `gpuresolve lock` writes (a uv project's pyproject.toml
+    counts only with gpuresolve's table in it)."""
+    for name in lockfiles.file_names(lockfiles.FORMATS):
+        path = directory / name
+        if name not in lockfiles.UPDATED_IN_PLACE and (path.exists() or path.is_symlink()):
+            return True  # whatever it is: reading it says what is wrong with it
+    return find_recorded(directory) is not None  # a uv project with [tool.gpuresolve]
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,7 @@ def choose_installer(forced: str | None, tools: Tools, env: EnvInfo) -> Installe
     """uv when it is on PATH, else the target's pip; ``forced`` ("uv"/"pip") insists on one."""
     if forced == "uv" or (forced in (None, "auto") and tools.uv):
         if not tools.uv:
-            raise UserError("--installer uv: uv is not on PATH")
+            raise UserError("--installer uv: uv is neither in gpuresolve's environment nor on PATH")
         return Installer("uv", tools.uv)
     if env.has_pip:
         return Installer("pip", env.python)
@@ -434,8 +434,9 @@ def plan_lock(
     """
     if lock.format == FORMAT_PYLOCK and (installer is None or installer.kind != "uv"):
         raise UserError(
-            f"installing {lock.path} needs uv on PATH: pip cannot install a pylock.toml yet "
-            "(install uv, or lock with --format requirements)"
+            f"installing {lock.path} needs uv: pip cannot install a pylock.toml yet "
+            "(uv is a dependency of gpuresolve: reinstall it, put uv on PATH, "
+            "or lock with --format requirements)"
         )
     wants = wants_from_lock(lock, env.marker_environment())
     torch = next((w for w in wants if w.name == "torch"), None)

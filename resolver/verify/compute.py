@@ -11,9 +11,7 @@ from typing import Any
 
 from resolver.verify.context import Context, first_line, skipped
 from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, CheckResult
-
-# A float32 result on the GPU against the float64 CPU reference: TF32 alone would give ~1e-3.
-MAX_REL_ERR = 1e-3
+from resolver.verify.startup import MAX_REL_ERR, compute_failures
 
 
 def check_gpu_compute(ctx: Context) -> CheckResult:
@@ -36,15 +34,9 @@ def check_gpu_compute(ctx: Context) -> CheckResult:
         label = f"GPU {t.get('device')}" + (
             f" ({names[t['device']]})" if names.get(t.get("device")) else ""
         )
+        fails += compute_failures(t, label)
         if t.get("error"):
-            fails.append(f"{label}: {first_line(t['error'].get('message', ''))}")
             continue
-        for op in ("matmul", "conv2d"):
-            r = t.get(op) or {}
-            if r.get("error"):
-                fails.append(f"{label} {op}: {first_line(r['error'].get('message', ''))}")
-            elif r.get("rel_err") is None or float(r["rel_err"]) > MAX_REL_ERR:
-                fails.append(f"{label} {op}: wrong result (relative error {r.get('rel_err')})")
         backend = str(t.get("conv_backend") or "")
         used = "cudnn" in backend.lower() if backend else bool(t.get("cudnn_libs_loaded"))
         cudnn_used = cudnn_used or (bool(t.get("cudnn_acceptable", True)) and used)

@@ -14,6 +14,7 @@ from typing import Any
 from resolver.catalog import Catalog
 from resolver.solve import Decision, Request, Target, solve
 from resolver.solve.conda import solve_conda_forge, virtual_packages
+from resolver.verify.startup import CHECK_NAME, PROBE_NAME
 from resolver.writers import recorded
 from resolver.writers.closure.conda_solve import CondaRecord
 from resolver.writers.closure.pip_resolve import ResolvedDist
@@ -46,16 +47,30 @@ REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK, PYLOCK, PYPROJECT = (
     "pyproject.toml",
 )
 DOCKERFILE = "Dockerfile"
+STARTUP_CHECK, STARTUP_PROBE = CHECK_NAME, PROBE_NAME  # the Dockerfile's start-up check
 _FILES = {
     "requirements": (REQUIREMENTS,),
     "conda": (ENVIRONMENT, VIRTUAL),
     "conda-lock": (ENVIRONMENT, VIRTUAL, CONDA_LOCK),  # the lock, and the inputs it came from
     "pylock": (PYLOCK,),
     "uv": (PYPROJECT,),
-    "dockerfile": (REQUIREMENTS, DOCKERFILE),  # the Dockerfile installs requirements.txt
+    # the Dockerfile installs requirements.txt; its start-up check runs the probe with the image's
+    # own Python
+    "dockerfile": (REQUIREMENTS, DOCKERFILE, STARTUP_CHECK, STARTUP_PROBE),
 }
-_ORDER = (REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK, PYLOCK, PYPROJECT, DOCKERFILE)
-# Files edited in place (the user's own file): not stamped with inputs, never removed.
+_ORDER = (
+    REQUIREMENTS,
+    ENVIRONMENT,
+    VIRTUAL,
+    CONDA_LOCK,
+    PYLOCK,
+    PYPROJECT,
+    DOCKERFILE,
+    STARTUP_CHECK,
+    STARTUP_PROBE,
+)
+# Files edited in place (the user's own file): never removed; their inputs are recorded in
+# their own table ([tool.gpuresolve]), not in a comment line.
 UPDATED_IN_PLACE = frozenset({PYPROJECT})
 FORMAT_OF = {
     REQUIREMENTS: "requirements",
@@ -65,6 +80,8 @@ FORMAT_OF = {
     PYLOCK: "pylock",
     PYPROJECT: "uv",
     DOCKERFILE: "dockerfile",
+    STARTUP_CHECK: "dockerfile",
+    STARTUP_PROBE: "dockerfile",
 }
 
 # (requirements, index lines, target, glibc) -> the resolved closure with hashes
@@ -249,20 +266,17 @@ def render_files(
             files[CONDA_LOCK] = render_conda_lock(header, [LockedPlatform(env, vp, records, pip)])
     if DOCKERFILE in names:
         from resolver.images import facts as image_facts
-        from resolver.writers.formats.dockerfile import render_dockerfile
+        from resolver.writers.formats.dockerfile import probe_files, render_dockerfile
 
         facts = image_facts.load(image_facts.data_file(catalog.origin))
         files[DOCKERFILE] = render_dockerfile(catalog, decision, facts)
+        files.update(probe_files())
     record = {
         "database": catalog.updated,
         "target": recorded.target_record(decision.target, lock.glibc),
         **(inputs or {}),
     }
-    return {
-        n: files[n] if n in UPDATED_IN_PLACE else recorded.stamp(n, files[n], record)
-        for n in _ORDER
-        if n in files
-    }
+    return {n: recorded.stamp(n, files[n], record) for n in _ORDER if n in files}
 
 
 def pylock_closure(

@@ -36,7 +36,8 @@ class ResolvedDist:
 
 
 def find_uv() -> str:
-    """The uv executable: $GPURESOLVE_UV, the `uv` Python package's, or the one on PATH."""
+    """The uv executable: $GPURESOLVE_UV, else the `uv` package's (a dependency of gpuresolve,
+    so the one in gpuresolve's own environment comes first), else the one on PATH."""
     import shutil
 
     given = os.environ.get("GPURESOLVE_UV")
@@ -51,8 +52,9 @@ def find_uv() -> str:
     found = shutil.which("uv")
     if found is None:
         raise UserError(
-            "resolving the closure (--hashes, pylock, conda-lock) needs uv: "
-            "pip install 'gpuresolve[lock]' (or put uv on PATH)"
+            "resolving the closure (--hashes, pylock, conda-lock) needs uv, a dependency of "
+            "gpuresolve that is missing from its environment: reinstall gpuresolve "
+            "(python3 -m pip install --force-reinstall gpuresolve) or put uv on PATH"
         )
     return found
 

@@ -7,13 +7,19 @@ formatting, other tables) through tomlkit, a round-trip TOML library:
 
 - ``[[tool.uv.index]]`` entries named ``pytorch-<variant>`` (``explicit = true``);
 - ``[tool.uv.sources]`` entries for torch, torchvision and torchaudio;
-- their pins in ``[project].dependencies`` (other dependencies are left as they are).
+- their pins in ``[project].dependencies`` (other dependencies are left as they are);
+
+and records its inputs in ``[tool.gpuresolve]`` (``inputs``: the JSON record every other lock
+file carries in its ``# gpuresolve-inputs:`` line). The record's ``sha256`` covers only the
+managed entries, so a user's own edits elsewhere are no drift, while a hand edit of the torch
+pin (or its index, or its source) is.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +32,7 @@ from resolver.core.platforms import BY_NAME
 NAME = "pyproject.toml"
 MANAGED = ("torch", "torchvision", "torchaudio")
 INDEX_PREFIX = "pytorch-"
+TOOL = "gpuresolve"  # [tool.gpuresolve]: the recorded inputs
 _PROJECT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -241,3 +248,84 @@ def _toml_value(value: Any) -> Any:
     if len(arr) > 1:
         arr.multiline(True)
     return arr
+
+
+# --- the recorded inputs ([tool.gpuresolve]) ---------------------------------------------------
+
+
+def _parse(text: str) -> Any | None:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        return tomlkit.parse(text)
+    except (TOMLKitError, ValueError):
+        return None
+
+
+def managed_lines(text: str) -> list[str] | None:
+    """The entries gpuresolve manages, one canonical line each: what an installer reads from
+    the file on gpuresolve's behalf (None: not a TOML document)."""
+    doc = _parse(text)
+    if doc is None:
+        return None
+    plain: dict[str, Any] = doc.unwrap()
+    project = _dict(plain.get("project"))
+    deps = _list(project.get("dependencies"))
+    uv = _dict(_dict(plain.get("tool")).get("uv"))
+    indexes = _list(uv.get("index"))
+    sources = _dict(uv.get("sources"))
+    out = [f"dependency {d}" for d in deps if isinstance(d, str) and _managed_name(d)]
+    out += [
+        "index " + json.dumps(e, sort_keys=True, default=str)
+        for e in indexes
+        if isinstance(e, dict) and str(e.get("name", "")).startswith(INDEX_PREFIX)
+    ]
+    out += [
+        f"source {pkg} " + json.dumps(sources[pkg], sort_keys=True, default=str)
+        for pkg in MANAGED
+        if pkg in sources
+    ]
+    return out
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def stamp_inputs(text: str, record: Mapping[str, Any]) -> str:
+    """``text`` with ``[tool.gpuresolve] inputs`` set to the record (JSON, as the other files)."""
+    import tomlkit
+
+    doc = _parse(text)
+    if doc is None:
+        raise ValueError("pyproject.toml: not TOML")
+    tool = _table(doc, "tool", super_table=True)
+    table = _table(tool, TOOL)
+    value = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    # A literal string reads as the JSON it is (no escaped quotes) where it can be one.
+    table["inputs"] = tomlkit.string(value, literal="'" not in value)
+    if "note" not in table:
+        table["note"] = "written by gpuresolve lock; gpuresolve lock --check compares it"
+    return str(tomlkit.dumps(doc))
+
+
+def read_inputs(text: str) -> dict[str, Any] | None:
+    """The record in ``[tool.gpuresolve] inputs`` (None: none, or not one we can read)."""
+    doc = _parse(text)
+    if doc is None:
+        return None
+    tool = doc.get("tool")
+    table = tool.get(TOOL) if isinstance(tool, dict) else None
+    raw = table.get("inputs") if isinstance(table, dict) else None
+    if not isinstance(raw, str):
+        return None
+    try:
+        record = json.loads(str(raw))
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
