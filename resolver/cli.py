@@ -219,7 +219,7 @@ def _kill_children() -> None:
     """Kill every child process still running (with its group): the CLI's last word, so that
     a child held across other work (the verify probe) never outlives an interrupt. No child was
     started when `subprocs` was never imported (it costs start-up, so it is not imported here)."""
-    subprocs = sys.modules.get("resolver.subprocs")
+    subprocs = sys.modules.get("resolver.io.subprocs")
     if subprocs is not None:
         subprocs.kill_all(grace=2.0)
 

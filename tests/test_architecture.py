@@ -33,7 +33,6 @@ CORE, IO, DATA, DECISION, EFFECTS, COMMANDS = range(6)
 LAYERS: dict[str, int] = {
     "resolver": CORE,  # the package's __init__: the version string only
     "resolver.core": CORE,  # errors, versions, platforms
-    "resolver.subprocs": IO,  # child processes in their own group, killed with us
     "resolver.io": IO,  # HTTP, remote zip, bounded readers, atomic writes
     "resolver.db": DATA,
     "resolver.catalog": DATA,  # the database's facade

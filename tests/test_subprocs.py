@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from resolver import subprocs
 from resolver.host import smi
+from resolver.io import subprocs
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals")
 ROOT = Path(__file__).resolve().parent.parent

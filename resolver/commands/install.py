@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from resolver import subprocs
 from resolver.commands.common import (
     RequestOptions,
     TargetOptions,
@@ -20,6 +19,7 @@ from resolver.commands.common import (
 )
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
+from resolver.io import subprocs
 from resolver.io.bounded import LOCK_LIMIT, read_text
 
 if TYPE_CHECKING:

@@ -55,6 +55,7 @@ _ALL = (
 )  # fmt: skip
 BY_NAME: dict[str, Platform] = {p.name: p for p in _ALL}
 PLATFORMS: tuple[str, ...] = tuple(BY_NAME)  # the names, in the database's order
+CONDA_SUBDIRS: dict[str, str] = {p.name: p.conda_subdir for p in _ALL}  # "linux-64"
 DEFAULT_PLATFORM = "linux-x86_64"
 # What a target's system is taken to be when it does not tell: conda-lock's own defaults for
 # glibc and the Linux kernel, and a macOS new enough for every conda-forge build.

@@ -11,7 +11,7 @@ import re
 import sys
 from collections.abc import Mapping
 
-from resolver import subprocs
+from resolver.io import subprocs
 
 
 def pip_index_url(environ: Mapping[str, str] | None = None) -> str | None:

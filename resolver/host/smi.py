@@ -56,7 +56,7 @@ Runner = Callable[[Sequence[str], float], CommandResult | None]
 
 def subprocess_runner(argv: Sequence[str], timeout: float) -> CommandResult | None:
     """The real runner: a subprocess with a timeout, never raising for a missing program."""
-    from resolver import subprocs
+    from resolver.io import subprocs
 
     try:  # a hang is killed with its whole process group, never left running
         done = subprocs.run(argv, timeout=timeout)

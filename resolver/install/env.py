@@ -13,8 +13,8 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from resolver import subprocs
 from resolver.core.errors import UserError
+from resolver.io import subprocs
 
 _MARK = "@@gpuresolve-env "
 # Runs in the target interpreter (Python 3.8+ syntax, standard library only, -I: no user site).

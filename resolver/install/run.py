@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from resolver import subprocs
 from resolver.core.errors import UserError
+from resolver.io import subprocs
 
 TAIL_LINES = 25
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import UserError
+from resolver.core.platforms import CONDA_SUBDIRS
 from resolver.readers.pins import (
-    CONDA_PLATFORMS,
     FORMAT_CONDA_LOCK,
     FORMAT_ENVIRONMENT,
     LockPins,
@@ -135,7 +135,7 @@ def read_conda_lock(doc: dict[str, Any], path: str, platform: str | None) -> Loc
         raise UserError(f"{path}: 'package' must be a list")
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     platforms = tuple(str(p) for p in (meta or {}).get("platforms") or ())
-    wanted = CONDA_PLATFORMS.get(platform or "", platform)
+    wanted = CONDA_SUBDIRS.get(platform or "", platform)
     seen = {str(e.get("platform")) for e in packages if isinstance(e, dict)}
     if wanted and wanted not in seen:
         have = ", ".join(sorted(seen)) or "none"

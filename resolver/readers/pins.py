@@ -19,13 +19,6 @@ FORMAT_ENVIRONMENT = "environment"
 FORMAT_CONDA_LOCK = "conda-lock"
 FORMAT_PYLOCK = "pylock"
 
-# conda platform names for gpuresolve's.
-CONDA_PLATFORMS = {
-    "linux-x86_64": "linux-64",
-    "linux-aarch64": "linux-aarch64",
-    "windows-x86_64": "win-64",
-    "macos-arm64": "osx-arm64",
-}
 _VARIANT_RE = re.compile(r"^(cpu|cu[0-9]{3}|rocm[0-9]+(\.[0-9]+)*|xpu)$")
 _INDEX_VARIANT_RE = re.compile(r"/whl/(?:(?:nightly|test)/)?(cpu|cu[0-9]{3}|rocm[0-9.]+|xpu)/?$")
 _CONDA_BUILD_CUDA_RE = re.compile(r"(?:^|_)cuda([0-9]+)(?:\.([0-9]+))?(?:_|$)")

@@ -58,7 +58,7 @@ def python_version(value: str) -> str:
         )
     if exists:
         v = str(path.absolute())  # a relative path is that file, never a name looked up on PATH
-    from resolver import subprocs
+    from resolver.io import subprocs
 
     code = (
         "import sys,sysconfig;"

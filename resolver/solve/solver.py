@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Release, Variant
+from resolver.core.platforms import BY_NAME
 from resolver.core.versions import CC, cc_sm, cc_str, cuda_key, driver_key
 from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, rank, trusted
 
@@ -555,7 +556,7 @@ def _driver_need(
 
 def _local(version: str, var: Variant, platform: str) -> str:
     """The version as the PyTorch index spells it: local tag except for untagged macOS wheels."""
-    if platform == "macos-arm64" and var.name == "cpu":
+    if BY_NAME[platform].sys_platform == "darwin" and var.name == "cpu":  # no local tag there
         return version
     return f"{version}+{var.name}"
 

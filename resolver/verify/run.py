@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver import subprocs
 from resolver.core.errors import UserError
+from resolver.io import subprocs
 from resolver.verify.probe import STAGE_PREFIX
 
 PROBE_FILE = Path(__file__).with_name("probe.py")

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from resolver import subprocs
 from resolver.core.platforms import PythonVersion
 from resolver.host.pipconfig import pip_index_url
+from resolver.io import subprocs
 from resolver.io.http import Client
 from resolver.wheels.simple import ACCEPT, Wheel, parse_page, parse_wheel
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resolver import subprocs
 from resolver.core.errors import UserError
+from resolver.io import subprocs
 
 SOLVE_TIMEOUT_S = 600
 INSTALL_HINT = "pip install 'gpuresolve[conda]'"

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from resolver import subprocs
 from resolver.core.errors import UserError
 from resolver.core.platforms import DEFAULT_MACOS, plain_python, uv_platform
+from resolver.io import subprocs
 from resolver.solve import Target
 from resolver.writers.closure.wheel_tags import target_tags
 
