@@ -164,6 +164,18 @@ def test_the_startup_check_judges_the_probe_and_runs_the_command(
     # Skipped on request: the command runs.
     done = start(**os.environ, GPURESOLVE_STARTUP_CHECK="0")
     assert done.returncode == 0 and done.stdout == "ran\n", done.stderr
+    # A lock that is not there, or a command that is not: one line each, a shell's codes.
+    missing = [sys.executable, "-I", str(check), str(tmp_path / "no-such.txt"), "true"]
+    done = subprocess.run(missing, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "Traceback" not in done.stderr and "no-such.txt" in done.stderr
+    nothing = [sys.executable, "-I", str(check), lock_file, str(tmp_path / "no-such-command")]
+    done = subprocess.run(
+        nothing, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "GPURESOLVE_STARTUP_CHECK": "0"},
+    )  # fmt: skip
+    assert done.returncode == 127 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("gpuresolve start-up check: cannot run")
 
 
 def test_startup_check_on_a_recorded_probe(tmp_path: Path) -> None:

@@ -108,7 +108,11 @@ def main(argv: list[str]) -> int:
         return 2
     lock, command = argv[0], argv[1:]
     if os.environ.get(SKIP_ENV) != "0":
-        wanted = pins(lock)
+        try:
+            wanted = pins(lock)
+        except (OSError, UnicodeDecodeError) as exc:
+            sys.stderr.write(f"gpuresolve start-up check: cannot read the lock {lock}: {exc}\n")
+            return 2
         probe = os.path.join(os.path.dirname(os.path.abspath(__file__)), PROBE_NAME)
         args = [sys.executable, "-I", probe]
         for name in sorted(wanted):
@@ -133,7 +137,11 @@ def main(argv: list[str]) -> int:
     if not command:
         return 0
     sys.stderr.flush()
-    os.execvp(command[0], command)
+    try:
+        os.execvp(command[0], command)
+    except OSError as exc:  # as a shell says it: 127 not found, 126 not runnable
+        sys.stderr.write(f"gpuresolve start-up check: cannot run {command[0]}: {exc.strerror}\n")
+        return 127 if isinstance(exc, FileNotFoundError) else 126
     return 0  # not reached
 
 
