@@ -118,7 +118,13 @@ def main(argv: list[str]) -> int:
         for name in sorted(wanted):
             args += ["--want", name]
         try:
-            done = subprocess.run(args, stdout=subprocess.PIPE, timeout=TIMEOUT_S, check=False)
+            done = subprocess.run(
+                args,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,  # the probe's stage markers: kept off the container's log
+                timeout=TIMEOUT_S,
+                check=False,
+            )
             result = json.loads(done.stdout.decode("utf-8"))
         except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
             result = {"error": {"message": str(exc)}, "stage": "start"}
