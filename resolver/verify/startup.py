@@ -120,8 +120,7 @@ def main(argv: list[str]) -> int:
         try:
             done = subprocess.run(
                 args,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,  # the probe's stage markers: kept off the container's log
+                capture_output=True,  # stderr: the probe's stage markers, kept off the log
                 timeout=TIMEOUT_S,
                 check=False,
             )
