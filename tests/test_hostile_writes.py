@@ -327,3 +327,18 @@ def test_a_read_only_platform_folder_changes_nothing(
         assert snapshot(tmp_path) == before
     finally:
         (out / "macos-arm64").chmod(0o755)
+
+
+def test_a_leftover_temporary_file_of_a_crashed_run_blocks_no_write(tmp_path: Path) -> None:
+    """A run killed between staging and renaming leaves `.NAME.gpuresolve-PID-….tmp`; a later
+    run of the same PID (PIDs are reused) still writes, and leaves the stranger alone."""
+    from resolver.writers import outputs
+
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = out / f".requirements.txt.gpuresolve-{os.getpid()}.tmp"
+    stale.write_text("half a file\n")
+    outputs.write_files(out, {"requirements.txt": "torch==2.15.0\n"})
+    assert (out / "requirements.txt").read_text() == "torch==2.15.0\n"
+    assert stale.read_text() == "half a file\n"
+    assert sorted(p.name for p in out.iterdir()) == [stale.name, "requirements.txt"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import errno
 import os
+import secrets
 import stat
 import unicodedata
 from collections.abc import Iterator, Mapping
@@ -189,7 +190,8 @@ def write_files(directory: Path, files: Mapping[str, str], check: bool = False) 
             *folders, base = parts(name)
             fd = _open_dirs(directory, tuple(folders), made)
             fds.append(fd)
-            tmp = f".{base}.gpuresolve-{os.getpid()}.tmp"
+            # a fresh name each time: a leftover of a crashed run (same PID) never blocks a write
+            tmp = f".{base}.gpuresolve-{os.getpid()}-{secrets.token_hex(4)}.tmp"
             try:
                 mode = stat.S_IMODE(os.stat(base, dir_fd=fd, follow_symlinks=False).st_mode)
             except FileNotFoundError:
