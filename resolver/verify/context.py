@@ -118,11 +118,6 @@ def version_tuple(text: str | None, n: int = 3) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts[:n]) if parts else None
 
 
-def first_line(text: str) -> str:
-    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
-    return lines[0] if lines else ""
-
-
 def req_pins(ctx: Context) -> list[Requirement]:
     """torch's own unconditional requirements (extras off), as this interpreter evaluates them."""
     torch_dist = ctx.dists.get("torch") or {}

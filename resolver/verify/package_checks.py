@@ -27,7 +27,6 @@ from resolver.readers.pins import (
 from resolver.verify.context import (
     Context,
     build_variant,
-    first_line,
     local_tag,
     marker_ok,
     public_version,
@@ -38,6 +37,7 @@ from resolver.verify.context import (
     version_tuple,
 )
 from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult
+from resolver.verify.startup import first_line
 
 # The packages whose versions torch pins and whose libraries it loads.
 _PINNED_PREFIXES = ("nvidia-", "cuda-")

@@ -83,7 +83,8 @@ def judge(result: dict[str, Any], wanted: dict[str, str]) -> list[str]:
     return fails
 
 
-def _first_line(text: object) -> str:
+def first_line(text: object) -> str:
+    """The first non-blank line of an error message (verify's checks print this too)."""
     lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
     return lines[0] if lines else ""
 
@@ -91,12 +92,12 @@ def _first_line(text: object) -> str:
 def compute_failures(test: dict[str, Any], label: str) -> list[str]:
     """What went wrong in one GPU's matmul and conv2d test (verify's compute check too)."""
     if test.get("error"):
-        return [f"{label}: {_first_line(test['error'].get('message', ''))}"]
+        return [f"{label}: {first_line(test['error'].get('message', ''))}"]
     fails = []
     for op in ("matmul", "conv2d"):
         r = test.get(op) or {}
         if r.get("error"):
-            fails.append(f"{label} {op}: {_first_line(r['error'].get('message', ''))}")
+            fails.append(f"{label} {op}: {first_line(r['error'].get('message', ''))}")
         elif r.get("rel_err") is None or float(r["rel_err"]) > MAX_REL_ERR:
             fails.append(f"{label} {op}: wrong result (relative error {r.get('rel_err')})")
     return fails
