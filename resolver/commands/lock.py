@@ -25,6 +25,7 @@ from resolver.commands.common import (
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.core.errors import UserError, plain_text, shown
+from resolver.host.pipconfig import PipIndex
 from resolver.writers import check as lockcheck
 from resolver.writers import lockfiles
 
@@ -88,6 +89,18 @@ MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one 
     callback=check_channel,
     help=f"The conda channel (default conda-forge), e.g. a mirror's URL [env: {CHANNEL_ENV}].",
 )
+@click.option(
+    "--default-index",
+    metavar="URL",
+    help="The index for packages outside the PyTorch index (default: "
+    "$GPURESOLVE_DEFAULT_INDEX, else pip's configured index-url, else the installer's own).",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Say which index serves what, where it came from, and what of the environment uv gets.",
+)
 @click.option("--glibc", metavar="X.Y", help="The target's glibc (default: detected, else 2.28).")
 @click.option("--name", "env_name", metavar="NAME", help="The conda environment's name.")
 @CONFIRM_OPTION
@@ -103,6 +116,8 @@ def lock(
     hashes: bool,
     conda_source: str,
     channel: str | None,
+    default_index: str | None,
+    verbose: bool,
     glibc: str | None,
     env_name: str | None,
     confirm: bool,
@@ -147,6 +162,7 @@ def lock(
     if lock_opts["env_name"] is not None:
         _check_env_name(lock_opts["env_name"])
     pytorch_index = request.pytorch_index
+    index = lock_inputs.default_index_choice(default_index)
     options = lockfiles.LockOptions(
         formats=frozenset(lock_opts["formats"]),
         pytorch_index=pytorch_index,
@@ -154,6 +170,7 @@ def lock(
         channel=lock_opts["channel"].strip() if lock_opts["channel"] else None,
         hashes=bool(lock_opts["hashes"]),
         name=lock_opts["env_name"],
+        default_index=index.url,
     )
     if options.hashes and lockfiles.REQUIREMENTS not in options.files:
         raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
@@ -167,7 +184,9 @@ def lock(
         if given:
             raise UserError(f"{spec}: {given[0]} belongs in the spec, not on the command line")
         evidence = "any" if request.allow_unconfirmed else request.evidence
-        _lock_team(catalog, spec, options, output, split, check, evidence, as_json)
+        _lock_team(
+            catalog, spec, options, output, split, check, evidence, as_json, (index, verbose)
+        )
     if split is not None:
         raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
     wanted = request.request(target)
@@ -228,6 +247,8 @@ def lock(
             click.echo("nothing written:")
         click.echo(render.decision_text(catalog, unmet, pytorch_index))
         sys.exit(1)
+    used = lockfiles.uses_default_index(catalog, lock_input.decision, options)
+    lock_inputs.say_index(index, verbose=verbose, used=used)
     record = lock_inputs.inputs_record(request, wanted, lock_opts)
     existing = _existing(directory, options.files)
     files = lockfiles.render_files(catalog, lock_input, options, inputs=record, existing=existing)
@@ -387,8 +408,10 @@ def _lock_team(
     check: bool,
     evidence: str,
     as_json: bool = False,
+    index: tuple[PipIndex, bool] | None = None,
 ) -> None:
-    """`gpuresolve lock SPEC`: every platform's files and report.md; exits."""
+    """`gpuresolve lock SPEC`: every platform's files and report.md; exits. ``index``: the
+    index outside the PyTorch index and whether to say more about it (-v)."""
     from resolver.team.lock import default_output, lock_team
     from resolver.team.spec import load_spec
 
@@ -397,6 +420,8 @@ def _lock_team(
         if evidence != "documented":  # given on the command line: overrides the spec's
             spec = replace(spec, request=replace(spec.request, evidence=evidence))
         options = replace(options, conda_source=spec.conda_source)
+        if index is not None:
+            lock_inputs.say_index(index[0], verbose=index[1], used=bool(spec.pip))
         directory = Path(output) if output else default_output(spec)
         if check and not (directory / "report.md").is_file():
             raise UserError(
