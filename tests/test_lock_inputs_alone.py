@@ -201,3 +201,34 @@ def test_a_bad_default_index_is_exit_2(
     monkeypatch.setenv(pipconfig.INDEX_ENV, "ftp://x.invalid/simple")
     code, _, err = run_cli(capsys, "lock", "--platform", "macos-arm64", "-o", str(tmp_path))
     assert code == 2 and pipconfig.INDEX_ENV in err and "\n" not in err.strip()
+
+
+def test_check_uses_the_recorded_index_not_this_machines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PIP_INDEX_URL", URL)
+    text, _ = _cli_lock(capsys, tmp_path)
+    assert f'"default_index":"{URL}"' in text
+    monkeypatch.setenv("PIP_INDEX_URL", "https://elsewhere.invalid/simple")
+    code, _, err = run_cli(capsys, "lock", "--check", "-o", str(tmp_path))
+    assert code == 0, err
+    monkeypatch.delenv("PIP_INDEX_URL")
+    code, _, err = run_cli(capsys, "lock", "--check", "-o", str(tmp_path))
+    assert code == 0, err
+    other = "https://other.invalid/simple"
+    code, _, err = run_cli(capsys, "lock", "--check", "-o", str(tmp_path), "--default-index", other)
+    assert code == 1 and "--default-index" in err
+
+
+def test_an_unused_index_is_not_an_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CUDA build from the PyTorch index alone: the configured index changes no byte."""
+    args = ("--platform", "linux-x86_64", "--gpu", "A100", "--driver", "580.65.06")
+    code, _, err = run_cli(capsys, "lock", *args, "--python", "3.12", "-o", str(tmp_path / "a"))
+    assert code == 0, err
+    monkeypatch.setenv("PIP_INDEX_URL", URL)
+    code, _, err = run_cli(capsys, "lock", *args, "--python", "3.12", "-o", str(tmp_path / "b"))
+    assert code == 0, err
+    a, b = (tmp_path / d / "requirements.txt" for d in "ab")
+    assert a.read_bytes() == b.read_bytes() and URL not in b.read_text(encoding="utf-8")

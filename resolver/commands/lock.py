@@ -19,12 +19,13 @@ from resolver.commands.common import (
     RequestOptions,
     TargetOptions,
     check_channel,
+    check_url,
     emit_json,
     request_options,
     target_options,
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
-from resolver.core.errors import UserError, plain_text, shown
+from resolver.core.errors import UserError, shown
 from resolver.host.pipconfig import PipIndex
 from resolver.writers import check as lockcheck
 from resolver.writers import lockfiles
@@ -92,6 +93,7 @@ MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one 
 @click.option(
     "--default-index",
     metavar="URL",
+    callback=check_url,
     help="The index for packages outside the PyTorch index (default: "
     "$GPURESOLVE_DEFAULT_INDEX, else pip's configured index-url, else the installer's own).",
 )
@@ -142,7 +144,10 @@ def lock(
         "conda_source": conda_source,
         "channel": channel,
         "env_name": env_name,
+        "default_index": None,
     }
+    index = lock_inputs.default_index_choice(default_index)
+    lock_opts["default_index"] = index.url  # recorded: --check re-resolves with the same URL
     effective = None
     if check and spec is None:
         if not lock_inputs.has_lock_files(directory):
@@ -157,12 +162,13 @@ def lock(
                 ctx, where, record, target, request, lock_opts, glibc
             )
             request, lock_opts, glibc = effective.request, effective.lock_options, effective.glibc
+            if lock_opts["default_index"] != index.url:
+                index = lock_inputs.recorded_index(lock_opts["default_index"], where)
     if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
         raise UserError(f"--glibc {shown(glibc)}: expected a glibc version like 2.28")
     if lock_opts["env_name"] is not None:
-        _check_env_name(lock_opts["env_name"])
+        lock_inputs.check_env_name(lock_opts["env_name"])
     pytorch_index = request.pytorch_index
-    index = lock_inputs.default_index_choice(default_index)
     options = lockfiles.LockOptions(
         formats=frozenset(lock_opts["formats"]),
         pytorch_index=pytorch_index,
@@ -249,6 +255,7 @@ def lock(
         sys.exit(1)
     used = lockfiles.uses_default_index(catalog, lock_input.decision, options)
     lock_inputs.say_index(index, verbose=verbose, used=used)
+    lock_opts["default_index"] = options.default_index if used else None  # an input where used
     record = lock_inputs.inputs_record(request, wanted, lock_opts)
     existing = _existing(directory, options.files)
     files = lockfiles.render_files(catalog, lock_input, options, inputs=record, existing=existing)
@@ -572,6 +579,9 @@ def _recorded_team_formats(
     if not lock_inputs.given(ctx, "pytorch_index") and mirror:
         mirror = lock_inputs.as_option(ctx, where, "pytorch_index", mirror)
         options = replace(options, pytorch_index=mirror)
+    if not lock_inputs.given(ctx, "default_index") and "default_index" in files:
+        default = lock_inputs.as_option(ctx, where, "default_index", files["default_index"])
+        options = replace(options, default_index=default)
     try:
         if not lock_inputs.given(ctx, "formats") and isinstance(formats, list) and formats:
             options = replace(options, formats=frozenset(str(f) for f in formats))
@@ -582,15 +592,3 @@ def _recorded_team_formats(
             f"{directory / 'report.md'}: the recorded formats are damaged; rerun `gpuresolve lock`"
         ) from None
     return options
-
-
-_ENV_NAME_BAD = set("/\\:# ")  # what conda refuses in an environment's name
-
-
-def _check_env_name(name: str) -> None:
-    """A conda environment name conda would take: it lands in environment.yml and the locks."""
-    plain_text(name, f"--name {shown(name)}")
-    if not name.strip() or _ENV_NAME_BAD & set(name):
-        raise UserError(
-            f"--name {shown(name)}: a conda environment name without spaces, '/', '\\', ':' or '#'"
-        )

@@ -17,14 +17,14 @@ from typing import Any
 import click
 
 from resolver.commands.common import RequestOptions, TargetOptions
-from resolver.core.errors import UserError, escaped
+from resolver.core.errors import UserError, escaped, plain_text, shown
 from resolver.host.pipconfig import PipIndex
 from resolver.io.bounded import open_regular
 from resolver.solve import Target
 from resolver.writers import lockfiles, recorded
 
 # lock's own options a lock records (click parameter name -> record key)
-LOCK_OPTIONS = ("formats", "hashes", "conda_source", "channel", "env_name")
+LOCK_OPTIONS = ("formats", "hashes", "conda_source", "channel", "env_name", "default_index")
 TARGET_FLAGS = ("driver", "gpus", "no_gpu", "platform", "host_file")
 MAX_READ = 4 * 1024 * 1024
 
@@ -234,6 +234,11 @@ def default_index_choice(option: str | None) -> PipIndex:
     return replace(found, url=index_url(found.url, escaped(found.source)))
 
 
+def recorded_index(url: str | None, where: str) -> PipIndex:
+    """The index a lock recorded (``--check`` re-resolves with it, not this machine's)."""
+    return PipIndex(url, f"the inputs recorded in {escaped(where)}" if url else "")
+
+
 def say_index(found: PipIndex, *, verbose: bool, used: bool) -> None:
     """stderr: with -v, the index and its source, and what of the environment uv gets; where
     the lock uses the default index, a note that pip's extra indexes and find-links are not."""
@@ -248,4 +253,16 @@ def say_index(found: PipIndex, *, verbose: bool, used: bool) -> None:
             f"gpuresolve: note: pip's {' and '.join(found.ignored)} are not carried into a lock "
             "(a lock names every index it uses)",
             err=True,
+        )
+
+
+_ENV_NAME_BAD = set("/\\:# ")  # what conda refuses in an environment's name
+
+
+def check_env_name(name: str) -> None:
+    """A conda environment name conda would take: it lands in environment.yml and the locks."""
+    plain_text(name, f"--name {shown(name)}")
+    if not name.strip() or _ENV_NAME_BAD & set(name):
+        raise UserError(
+            f"--name {shown(name)}: a conda environment name without spaces, '/', '\\', ':' or '#'"
         )
