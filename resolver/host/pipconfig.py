@@ -69,6 +69,8 @@ def config_files(environ: Mapping[str, str], platform: str = sys.platform) -> li
 
 def _values(path: Path) -> dict[tuple[str, str], str]:
     """{(section, key): value} of one file, keys spelt as pip normalises them."""
+    if path.is_file() and not os.access(path, os.R_OK):
+        return {}  # pip's configparser skips a file it cannot open
     text = read_optional_text(path, limit=MAX_CONFIG_BYTES, what="a pip configuration file")
     if text is None:
         return {}
