@@ -40,7 +40,7 @@ from resolver.dbupdate.metadata import (
     remote_metadata,
 )
 from resolver.dbupdate.write import write_database
-from resolver.host.pipconfig import pip_config_index, pip_index_url
+from resolver.host.pipconfig import pip_index_url
 from resolver.io import ReadError
 from resolver.io.http import Client, FetchError
 from resolver.io.ranges import BudgetError, FileSource, HttpSource
@@ -330,21 +330,20 @@ def test_a_server_ignoring_ranges_is_not_downloaded_whole() -> None:
 # --- pip's configuration ---------------------------------------------------------------------
 
 
-def test_pip_index_from_environment_and_config_listing() -> None:
+def test_pip_index_from_environment_and_config_file(tmp_path: Path) -> None:
+    """The file order itself is checked against pip in tests/test_lock_inputs_alone.py."""
     assert pip_index_url({"PIP_INDEX_URL": "https://mirror.example/simple"}) == (
         "https://mirror.example/simple"
     )
-    listing = (
-        "global.extra-index-url='file:///opt/x/simple'\n"
-        "global.index-url='https://global.example/simple'\n"
-        "install.index-url='https://install.example/simple'\n"
+    conf = tmp_path / "pip.conf"
+    conf.write_text(
+        "[global]\nextra-index-url = file:///opt/x/simple\nindex-url = https://g.example/simple\n"
+        "[install]\nindex-url = https://install.example/simple\n"
     )
-    assert pip_config_index(listing) == "https://install.example/simple"
-    assert pip_config_index("global.index-url='https://g.example/simple'") == (
-        "https://g.example/simple"
-    )
-    assert pip_config_index("global.extra-index-url='file:///opt/x/simple'\n") is None
-    assert pip_config_index("") is None
+    env = {"PIP_CONFIG_FILE": str(conf), "HOME": str(tmp_path)}
+    assert pip_index_url(env) == "https://install.example/simple"
+    conf.write_text("[global]\nextra-index-url = file:///opt/x/simple\n")
+    assert pip_index_url(env) is None
 
 
 # --- merge (pure) ----------------------------------------------------------------------------

@@ -394,6 +394,33 @@ def test_lock_is_installed_through_a_mirror(
     assert staged and not Path(staged.group(1)).exists()  # the mirrored copy is cleaned up
 
 
+@needs_uv
+def test_lock_index_wins_over_the_users_uv_index(
+    isolated: Path,
+    index_url: str,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """uv lets UV_INDEX_URL replace a requirements file's own --index-url (pip does not):
+    install runs uv without the user's UV_* index settings, so the lock's index is the one used."""
+    from pytorch_index import closed_port
+
+    python = make_venv(isolated / "venv", "uv")
+    lock = isolated / "requirements.txt"
+    lock.write_text(f"--index-url {index_url}/cpu\ntorch==2.14.1+cpu\n", encoding="utf-8")
+    nowhere = f"http://127.0.0.1:{closed_port()}/simple"
+    for var in ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "UV_EXTRA_INDEX_URL"):
+        monkeypatch.setenv(var, nowhere)
+    monkeypatch.setenv("UV_OFFLINE", "1")  # would forbid the download were it passed
+    code, out, err = gpuresolve(
+        capfd,
+        "install",
+        *("--python", python, "--lock", str(lock), "--installer", "uv", "--no-verify"),
+    )
+    assert code == 0, out + err
+    assert installed(python)["torch"] == "2.14.1+cpu"
+
+
 def _pylock_text(index_url: str) -> str:
     """A pylock.toml as PyTorch's index would serve it: torch 2.14.1+cpu and filelock."""
     import hashlib

@@ -115,3 +115,63 @@ def test_unreachable_index_is_one_clear_error(cat: Catalog) -> None:
     with pytest.raises(UserError, match="uv could not resolve the set") as exc:
         render_files(cat, prepare(cat, t, REQ, options), options)
     assert "\n" not in str(exc.value)
+
+
+# --- a lock depends on its inputs alone: uv gets no UV_* setting of the user's -------------
+
+
+def _lock(cat: Catalog, index: IndexServer, platform: str) -> dict[str, str]:
+    gpus = (TargetGpu(parse_cc("8.6")),) if platform.startswith("linux") else ()
+    driver = "580.65.06" if gpus else None
+    t = Target(platform, "3.11", driver, "linux", gpus, nvidia=bool(gpus))
+    options = LockOptions(
+        formats=frozenset({"requirements", "pylock"}),
+        pytorch_index=f"{index.url}/whl",
+        hashes=True,
+        default_index=f"{index.url}/simple" if platform == "macos-arm64" else None,
+    )
+    return render_files(cat, prepare(cat, t, REQ, options), options)
+
+
+def _settings(tmp_path: Path) -> dict[str, str]:
+    """UV_* values that would each change or break the closure were uv given them."""
+    nowhere = f"http://127.0.0.1:{closed_port()}/simple"
+    config = tmp_path / "uv.toml"
+    config.write_text(f'index-url = "{nowhere}"\nexclude-newer = "2001-01-01T00:00:00Z"\n')
+    return {
+        "UV_DEFAULT_INDEX": nowhere,
+        "UV_INDEX_URL": nowhere,
+        "UV_INDEX": nowhere,
+        "UV_EXTRA_INDEX_URL": nowhere,
+        "UV_EXCLUDE_NEWER": "2001-01-01T00:00:00Z",
+        "UV_CONFIG_FILE": str(config),
+        "UV_OFFLINE": "1",
+        "UV_NO_CONFIG": "",
+        "UV_FIND_LINKS": str(tmp_path),
+        "UV_INDEX_STRATEGY": "first-index",
+        "UV_PYTHON": "3.8",
+    }
+
+
+@pytest.mark.parametrize("platform", ["linux-x86_64", "macos-arm64"])
+def test_uv_settings_leave_the_lock_byte_identical(
+    cat: Catalog,
+    index: IndexServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    platform: str,
+) -> None:
+    baseline = _lock(cat, index, platform)
+    for var, value in _settings(tmp_path).items():
+        with monkeypatch.context() as m:
+            m.setenv(var, value)
+            assert _lock(cat, index, platform) == baseline, var
+    with monkeypatch.context() as m:  # all at once, with a user's uv.toml where uv looks for it
+        for var, value in _settings(tmp_path).items():
+            m.setenv(var, value)
+        (tmp_path / "xdg" / "uv").mkdir(parents=True)
+        (tmp_path / "xdg" / "uv" / "uv.toml").write_text(
+            (tmp_path / "uv.toml").read_text(encoding="utf-8")
+        )
+        m.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+        assert _lock(cat, index, platform) == baseline

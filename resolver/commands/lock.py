@@ -19,12 +19,14 @@ from resolver.commands.common import (
     RequestOptions,
     TargetOptions,
     check_channel,
+    check_url,
     emit_json,
     request_options,
     target_options,
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
-from resolver.core.errors import UserError, plain_text, shown
+from resolver.core.errors import UserError, shown
+from resolver.host.pipconfig import PipIndex
 from resolver.writers import check as lockcheck
 from resolver.writers import lockfiles
 
@@ -88,6 +90,19 @@ MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one 
     callback=check_channel,
     help=f"The conda channel (default conda-forge), e.g. a mirror's URL [env: {CHANNEL_ENV}].",
 )
+@click.option(
+    "--default-index",
+    metavar="URL",
+    callback=check_url,
+    help="The index for packages outside the PyTorch index (default: "
+    "$GPURESOLVE_DEFAULT_INDEX, else pip's configured index-url, else the installer's own).",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Say which index serves what, where it came from, and what of the environment uv gets.",
+)
 @click.option("--glibc", metavar="X.Y", help="The target's glibc (default: detected, else 2.28).")
 @click.option("--name", "env_name", metavar="NAME", help="The conda environment's name.")
 @CONFIRM_OPTION
@@ -103,6 +118,8 @@ def lock(
     hashes: bool,
     conda_source: str,
     channel: str | None,
+    default_index: str | None,
+    verbose: bool,
     glibc: str | None,
     env_name: str | None,
     confirm: bool,
@@ -127,7 +144,10 @@ def lock(
         "conda_source": conda_source,
         "channel": channel,
         "env_name": env_name,
+        "default_index": None,
     }
+    index = lock_inputs.default_index_choice(default_index)
+    lock_opts["default_index"] = index.url  # recorded: --check re-resolves with the same URL
     effective = None
     if check and spec is None:
         if not lock_inputs.has_lock_files(directory):
@@ -142,10 +162,12 @@ def lock(
                 ctx, where, record, target, request, lock_opts, glibc
             )
             request, lock_opts, glibc = effective.request, effective.lock_options, effective.glibc
+            if lock_opts["default_index"] != index.url:
+                index = lock_inputs.recorded_index(lock_opts["default_index"], where)
     if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
         raise UserError(f"--glibc {shown(glibc)}: expected a glibc version like 2.28")
     if lock_opts["env_name"] is not None:
-        _check_env_name(lock_opts["env_name"])
+        lock_inputs.check_env_name(lock_opts["env_name"])
     pytorch_index = request.pytorch_index
     options = lockfiles.LockOptions(
         formats=frozenset(lock_opts["formats"]),
@@ -154,6 +176,7 @@ def lock(
         channel=lock_opts["channel"].strip() if lock_opts["channel"] else None,
         hashes=bool(lock_opts["hashes"]),
         name=lock_opts["env_name"],
+        default_index=index.url,
     )
     if options.hashes and lockfiles.REQUIREMENTS not in options.files:
         raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
@@ -167,7 +190,9 @@ def lock(
         if given:
             raise UserError(f"{spec}: {given[0]} belongs in the spec, not on the command line")
         evidence = "any" if request.allow_unconfirmed else request.evidence
-        _lock_team(catalog, spec, options, output, split, check, evidence, as_json)
+        _lock_team(
+            catalog, spec, options, output, split, check, evidence, as_json, (index, verbose)
+        )
     if split is not None:
         raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
     wanted = request.request(target)
@@ -228,6 +253,9 @@ def lock(
             click.echo("nothing written:")
         click.echo(render.decision_text(catalog, unmet, pytorch_index))
         sys.exit(1)
+    used = lockfiles.uses_default_index(catalog, lock_input.decision, options)
+    lock_inputs.say_index(index, verbose=verbose, used=used)
+    lock_opts["default_index"] = options.default_index if used else None  # an input where used
     record = lock_inputs.inputs_record(request, wanted, lock_opts)
     existing = _existing(directory, options.files)
     files = lockfiles.render_files(catalog, lock_input, options, inputs=record, existing=existing)
@@ -387,8 +415,10 @@ def _lock_team(
     check: bool,
     evidence: str,
     as_json: bool = False,
+    index: tuple[PipIndex, bool] | None = None,
 ) -> None:
-    """`gpuresolve lock SPEC`: every platform's files and report.md; exits."""
+    """`gpuresolve lock SPEC`: every platform's files and report.md; exits. ``index``: the
+    index outside the PyTorch index and whether to say more about it (-v)."""
     from resolver.team.lock import default_output, lock_team
     from resolver.team.spec import load_spec
 
@@ -397,6 +427,8 @@ def _lock_team(
         if evidence != "documented":  # given on the command line: overrides the spec's
             spec = replace(spec, request=replace(spec.request, evidence=evidence))
         options = replace(options, conda_source=spec.conda_source)
+        if index is not None:
+            lock_inputs.say_index(index[0], verbose=index[1], used=bool(spec.pip))
         directory = Path(output) if output else default_output(spec)
         if check and not (directory / "report.md").is_file():
             raise UserError(
@@ -547,6 +579,9 @@ def _recorded_team_formats(
     if not lock_inputs.given(ctx, "pytorch_index") and mirror:
         mirror = lock_inputs.as_option(ctx, where, "pytorch_index", mirror)
         options = replace(options, pytorch_index=mirror)
+    if not lock_inputs.given(ctx, "default_index") and "default_index" in files:
+        default = lock_inputs.as_option(ctx, where, "default_index", files["default_index"])
+        options = replace(options, default_index=default)
     try:
         if not lock_inputs.given(ctx, "formats") and isinstance(formats, list) and formats:
             options = replace(options, formats=frozenset(str(f) for f in formats))
@@ -557,15 +592,3 @@ def _recorded_team_formats(
             f"{directory / 'report.md'}: the recorded formats are damaged; rerun `gpuresolve lock`"
         ) from None
     return options
-
-
-_ENV_NAME_BAD = set("/\\:# ")  # what conda refuses in an environment's name
-
-
-def _check_env_name(name: str) -> None:
-    """A conda environment name conda would take: it lands in environment.yml and the locks."""
-    plain_text(name, f"--name {shown(name)}")
-    if not name.strip() or _ENV_NAME_BAD & set(name):
-        raise UserError(
-            f"--name {shown(name)}: a conda environment name without spaces, '/', '\\', ':' or '#'"
-        )

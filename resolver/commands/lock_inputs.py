@@ -17,13 +17,14 @@ from typing import Any
 import click
 
 from resolver.commands.common import RequestOptions, TargetOptions
-from resolver.core.errors import UserError
+from resolver.core.errors import UserError, escaped, plain_text, shown
+from resolver.host.pipconfig import PipIndex
 from resolver.io.bounded import open_regular
 from resolver.solve import Target
 from resolver.writers import lockfiles, recorded
 
 # lock's own options a lock records (click parameter name -> record key)
-LOCK_OPTIONS = ("formats", "hashes", "conda_source", "channel", "env_name")
+LOCK_OPTIONS = ("formats", "hashes", "conda_source", "channel", "env_name", "default_index")
 TARGET_FLAGS = ("driver", "gpus", "no_gpu", "platform", "host_file")
 MAX_READ = 4 * 1024 * 1024
 
@@ -218,3 +219,50 @@ def as_option(ctx: click.Context, where: str, name: str, value: Any) -> Any:
 def same_target(a: Target, b: Target) -> bool:
     """Whether two targets lock alike (their labels aside)."""
     return replace(a, name=None) == replace(b, name=None)
+
+
+def default_index_choice(option: str | None) -> PipIndex:
+    """The index outside the PyTorch index (``--default-index``, else the variable, else pip's
+    configuration), its URL checked. Where it came from never goes into the files (only to
+    stderr, :func:`say_index`), so the same URL from any source gives the same bytes."""
+    from resolver.host.pipconfig import default_index
+    from resolver.io.urls import index_url
+
+    found = default_index(option)
+    if found.url is None:
+        return found
+    return replace(found, url=index_url(found.url, escaped(found.source)))
+
+
+def recorded_index(url: str | None, where: str) -> PipIndex:
+    """The index a lock recorded (``--check`` re-resolves with it, not this machine's)."""
+    return PipIndex(url, f"the inputs recorded in {escaped(where)}" if url else "")
+
+
+def say_index(found: PipIndex, *, verbose: bool, used: bool) -> None:
+    """stderr: with -v, the index and its source, and what of the environment uv gets; where
+    the lock uses the default index, a note that pip's extra indexes and find-links are not."""
+    from resolver.io.childenv import described
+
+    if verbose:
+        where = f"{found.url} (from {escaped(found.source)})" if found.url else "the installer's"
+        click.echo(f"gpuresolve: packages outside the PyTorch index: {where}", err=True)
+        click.echo(f"gpuresolve: {described()}", err=True)
+    if found.ignored and (used or verbose):
+        click.echo(
+            f"gpuresolve: note: pip's {' and '.join(found.ignored)} are not carried into a lock "
+            "(a lock names every index it uses)",
+            err=True,
+        )
+
+
+_ENV_NAME_BAD = set("/\\:# ")  # what conda refuses in an environment's name
+
+
+def check_env_name(name: str) -> None:
+    """A conda environment name conda would take: it lands in environment.yml and the locks."""
+    plain_text(name, f"--name {shown(name)}")
+    if not name.strip() or _ENV_NAME_BAD & set(name):
+        raise UserError(
+            f"--name {shown(name)}: a conda environment name without spaces, '/', '\\', ':' or '#'"
+        )

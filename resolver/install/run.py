@@ -15,6 +15,7 @@ from pathlib import Path
 
 from resolver.core.errors import UserError
 from resolver.io import subprocs
+from resolver.io.childenv import installer_environment
 
 TAIL_LINES = 25
 
@@ -38,7 +39,8 @@ def run_step(
 ) -> StepResult:
     """Run one command, echoing stdout and stderr (merged) line by line; keep its tail."""
     tail: deque[str] = deque(maxlen=tail_lines)
-    env = dict(os.environ if environ is None else environ)
+    # No UV_* setting of the user's replaces the lock's own index lines (childenv says which pass).
+    env = installer_environment(os.environ if environ is None else environ)
     env.setdefault("PYTHONUNBUFFERED", "1")  # pip's lines arrive as printed, not in blocks
     try:  # Ctrl-C or SIGTERM: the installer gets SIGTERM and a moment, then its group SIGKILL
         with subprocs.started(

@@ -108,6 +108,7 @@ def team_inputs(spec: EnvSpec, options: lockfiles.LockOptions, split: str) -> di
             "conda_source": options.conda_source,
             "channel": options.channel,
             "pytorch_index": options.pytorch_index,
+            "default_index": options.default_index,
         },
     }
 
@@ -161,7 +162,6 @@ def lock_team(
     each target or machine shape done.
     """
     mode = spec.split if split is None else ("true" if split else "false")
-    inputs = team_inputs(spec, options, mode)
     options = replace(options, extra_requirements=spec.pip, name=options.name or spec.name)
     targets = spec.targets
     auto_split = False
@@ -181,6 +181,16 @@ def lock_team(
         ]
     else:
         groups = [("", targets, common)]
+    # The index outside the PyTorch index is an input only where a file locks a package from it.
+    used = any(
+        lockfiles.uses_default_index(catalog, platform_decision(catalog, spec, c, ms), options)
+        for _, ms, decision in groups
+        if decision.ok
+        for c in decision.choices
+    )
+    if not used:
+        options = replace(options, default_index=None)
+    inputs = team_inputs(spec, options, mode)
     project = lockfiles.PYPROJECT in options.files
     pylock = lockfiles.PYLOCK in options.files
     counts = {m.target.name or "": m.count for m in spec.members}

@@ -111,6 +111,7 @@ class LockOptions:
     hashes: bool = False  # requirements.txt pins the whole closure with sha256 hashes
     name: str | None = None  # the conda environment's name
     extra_requirements: tuple[str, ...] = ()  # other pip packages (a team spec's packages.pip)
+    default_index: str | None = None  # the index outside the PyTorch index (None: installer's)
 
     def __post_init__(self) -> None:
         file_names(self.formats)  # validates
@@ -150,6 +151,17 @@ class LockInput:
         if forge and (self.conda_decision is None or self.conda_decision.selection is None):
             return self.conda_decision or self.decision
         return None
+
+
+def uses_default_index(catalog: Catalog, decision: Decision, options: LockOptions) -> bool:
+    """Whether the files lock packages from the index outside the PyTorch index."""
+    cand = decision.selection
+    if cand is None:
+        return False
+    if options.needs_conda and options.conda_source == "conda-forge":
+        return bool(options.extra_requirements)
+    extra = bool(options.extra_requirements)
+    return index_lines(catalog, cand, options.pytorch_index, extra)[0].startswith("--extra-")
 
 
 def prepare(
@@ -220,10 +232,17 @@ def render_files(
         hashed = None
         if options.hashes:
             extra = options.extra_requirements
-            index = index_lines(catalog, cand, options.pytorch_index, bool(extra))
+            index = index_lines(
+                catalog, cand, options.pytorch_index, bool(extra), options.default_index
+            )
             hashed = closure([*pins(cand), *extra], index, decision.target)
         files[REQUIREMENTS] = render_requirements(
-            catalog, decision, options.pytorch_index, hashed, options.extra_requirements
+            catalog,
+            decision,
+            options.pytorch_index,
+            hashed,
+            options.extra_requirements,
+            options.default_index,
         )
     if PYLOCK in names:
         files[PYLOCK] = render_pylock_file(catalog, decision, options, closure)
@@ -244,6 +263,7 @@ def render_files(
             pytorch_index=options.pytorch_index,
             name=options.name,
             extra_requirements=options.extra_requirements,
+            default_index=options.default_index,
         )
         target = env_decision.target
         vp = virtual_packages(catalog, target, env_decision.selection.variant.cuda, lock.glibc)
@@ -291,7 +311,7 @@ def pylock_closure(
     if cand is None:
         raise ValueError("no build selected: nothing to lock")
     extra = options.extra_requirements
-    index = index_lines(catalog, cand, options.pytorch_index, bool(extra))
+    index = index_lines(catalog, cand, options.pytorch_index, bool(extra), options.default_index)
     if closure is None:
         return _default_pip([*pins(cand), *extra], index, decision.target, glibc)
     return closure([*pins(cand), *extra], index, decision.target)

@@ -17,6 +17,7 @@ from pathlib import Path
 from resolver.core.errors import UserError
 from resolver.core.platforms import DEFAULT_MACOS, plain_python, uv_platform
 from resolver.io import subprocs
+from resolver.io.childenv import uv_environment
 from resolver.solve import Target
 from resolver.writers.closure.wheel_tags import target_tags
 
@@ -59,19 +60,6 @@ def find_uv() -> str:
     return found
 
 
-def default_index() -> str | None:
-    """The default index pip is configured with, unless uv is configured itself.
-
-    A machine set up for pip (a company mirror in pip.conf) resolves against the same index;
-    uv's own settings (UV_DEFAULT_INDEX, UV_INDEX_URL) it reads itself.
-    """
-    if os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL"):
-        return None
-    from resolver.host.pipconfig import pip_index_url
-
-    return pip_index_url()
-
-
 def uv_command(
     uv: str,
     requirements: Path,
@@ -89,14 +77,10 @@ def uv_command(
     cmd += ["--index-strategy", "unsafe-best-match"]
     if output_format == "requirements.txt":
         cmd += ["--emit-index-annotation", "--annotation-style", "split"]
-    default = None
+    # Only the indexes the lock names: "--index-url" the default (none: uv's own, by omission).
     for line in index_lines:
         option, _, url = line.partition(" ")
         cmd += [option, url.strip()]
-        if option == "--extra-index-url":
-            default = default_index()
-    if default:
-        cmd += ["--default-index", default]
     return cmd
 
 
@@ -123,7 +107,7 @@ def resolve(
 
 
 def _run(cmd: list[str], target: Target) -> str:
-    env = {**os.environ, "UV_NO_PROGRESS": "1"}
+    env = uv_environment(os.environ)  # built, never inherited: no UV_* setting steers the lock
     if target.platform.startswith("macos"):  # the macOS the wheel tags are judged for
         env["MACOSX_DEPLOYMENT_TARGET"] = DEFAULT_MACOS
     try:

@@ -56,6 +56,7 @@ def conda_env(
     pytorch_index: str | None = None,
     name: str | None = None,
     extra_requirements: Sequence[str] = (),
+    default_index: str | None = None,
 ) -> CondaEnv:
     """The environment for ``decision``: a PyTorch-index decision for ``source="pip"``, a
     conda-forge one (``resolver.solve.conda.solve_conda_forge``) for ``source="conda-forge"``."""
@@ -73,7 +74,9 @@ def conda_env(
             platform=subdir(target.platform),
             specs=(*py, "pip"),
             pip=(*pins(cand), *extra_requirements),
-            pip_index=tuple(index_lines(catalog, cand, pytorch_index, bool(extra_requirements))),
+            pip_index=tuple(
+                index_lines(catalog, cand, pytorch_index, bool(extra_requirements), default_index)
+            ),
             decision=decision,
         )
     if source != "conda-forge":
@@ -86,7 +89,7 @@ def conda_env(
         platform=subdir(target.platform),
         specs=(*py, *conda_forge_pins(cf, cand), *(("pip",) if extra_requirements else ())),
         pip=tuple(extra_requirements),  # from the default index
-        pip_index=(),
+        pip_index=(f"--index-url {default_index}",) if default_index and extra_requirements else (),
         decision=decision,
     )
 

@@ -15,18 +15,29 @@ def index_lines(
     cand: Candidate,
     pytorch_index: str | None = None,
     needs_default: bool = False,
+    default_index: str | None = None,
 ) -> list[str]:
     """Where pip finds the set: only the variant's index, or it in addition to the default.
 
     Pins with a local tag (``+cu126``) exist only on the PyTorch index, which also carries their
     dependencies: ``--index-url``. Untagged pins (macOS), or other packages beside the torch set
     (``needs_default``), need the default index too, so the PyTorch index is only an extra one;
-    a tagged pin still matches nothing but the PyTorch index's build.
+    a tagged pin still matches nothing but the PyTorch index's build. ``default_index``: that
+    default, written when one was given or configured; None leaves it to the installer.
     """
     url = catalog.index_url(cand.variant.name, pytorch_index)
     tagged = any("+" in version for _, version in cand.packages)
     only = tagged and not needs_default
-    return [f"--index-url {url}"] if only else [f"--extra-index-url {url}"]
+    if only:
+        return [f"--index-url {url}"]
+    default = [f"--index-url {default_index}"] if default_index else []
+    return [*default, f"--extra-index-url {url}"]
+
+
+def default_index_line(default_index: str | None) -> str:
+    """The header's words for the index of the packages outside the PyTorch index."""
+    where = default_index or "the installer's default index (none was given or configured)"
+    return f"packages outside the PyTorch index: {where}"
 
 
 def pins(cand: Candidate) -> list[str]:
@@ -40,6 +51,7 @@ def render_requirements(
     pytorch_index: str | None = None,
     hashed: Sequence[ResolvedDist] | None = None,
     extra_requirements: Sequence[str] = (),
+    default_index: str | None = None,
 ) -> str:
     """The file's text. ``hashed``: the resolved closure, pinned with sha256 hashes.
 
@@ -58,8 +70,11 @@ def render_requirements(
             "every package of the set pinned with its sha256: pip install -r requirements.txt "
             "checks each download"
         )
+    index = index_lines(catalog, cand, pytorch_index, bool(extra_requirements), default_index)
+    if not index[-1].startswith("--index-url "):  # the installer's default index serves some
+        extra.append(default_index_line(default_index))
     lines = header_lines(catalog, decision, extra)
-    lines.extend(index_lines(catalog, cand, pytorch_index, bool(extra_requirements)))
+    lines.extend(index)
     if hashed is None:
         lines.extend(pins(cand))
         lines.extend(extra_requirements)
