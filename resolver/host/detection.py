@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from resolver.core.errors import UserError, shown
+from resolver.core.versions import Driver
 from resolver.host import nvml, procfs, smi, wsl
 from resolver.host import platform as host_platform
 from resolver.host.probe import ProbeResult
@@ -136,6 +138,8 @@ def _merge(
     for fact in ("driver", "driver_cuda", "driver_build_branch"):
         for r in results:
             value = getattr(r, fact)
+            if value and fact == "driver":
+                value = _driver(profile, r, value)
             if value:
                 setattr(profile, fact, value)
                 profile.sources[fact] = r.sources.get(fact, r.source)
@@ -170,6 +174,16 @@ def _merge(
         src = next((s for st, s in states if st == STATE_NO_DRIVER), None)
         if src:
             profile.sources["state"] = src
+
+
+def _driver(profile: HostProfile, r: ProbeResult, value: str) -> str | None:
+    """A probe's driver in `Driver`'s one grammar (a lock records it, --check reads it back);
+    another answer is said and left for the next probe."""
+    try:
+        return str(Driver.parse(value))
+    except UserError:
+        profile.messages.append(f"{r.source} reported the driver as {shown(value)}: ignored")
+        return None
 
 
 def _fill(gpus: list[GpuInfo], later: Sequence[GpuInfo]) -> None:

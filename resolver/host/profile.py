@@ -10,8 +10,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from resolver.core.errors import shown, unsafe_char
+from resolver.core.errors import UserError, shown, unsafe_char
 from resolver.core.platforms import PLATFORMS, PYTHON_RE
+from resolver.core.versions import Driver
 
 # Detection states, named plainly for the user.
 STATE_OK = "ok"  # a driver and at least one usable GPU
@@ -119,7 +120,7 @@ class HostProfile:
             python_full=doc.text("python_full"),
             glibc=doc.text("glibc"),
             wsl=wsl,
-            driver=doc.text("driver", like="580.65.06"),
+            driver=_driver(doc.text("driver", like="580.65.06")),
             driver_cuda=doc.text("driver_cuda"),
             driver_branch=doc.text("driver_branch", like="580", pattern=_BRANCH_RE),
             driver_build_branch=doc.text(
@@ -209,3 +210,14 @@ def _kind(value: Any) -> str:
     return {bool: "a boolean", int: "a number", float: "a number", str: "a string"}.get(
         type(value), "a list" if isinstance(value, list) else "an object"
     )
+
+
+def _driver(value: str | None) -> str | None:
+    """A host file's driver in `Driver`'s one grammar (a lock records it; --check reads it)."""
+    if value is None:
+        return None
+    try:
+        return str(Driver.parse(value))
+    except UserError:
+        got = shown(value)
+        raise ValueError(f"driver: expected a version like '580.65.06', got {got}") from None
