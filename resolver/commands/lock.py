@@ -359,6 +359,7 @@ def _write_or_check(
                 "format": _format_of(f.name),
                 "status": f.status,
                 "changes": list(f.changes),
+                **({"line_endings": "crlf"} if f.crlf else {}),  # git's core.autocrlf
             }
             for f in result.files
         ]
