@@ -12,6 +12,7 @@ import click
 
 from resolver.commands.common import (
     RequestOptions,
+    SafePath,
     TargetOptions,
     emit_json,
     request_options,
@@ -35,7 +36,7 @@ _FAIL_TAIL = 12
 @click.option(
     "--lock",
     "lock_file",
-    type=click.Path(dir_okay=False),
+    type=SafePath(dir_okay=False),
     help="Install this lock instead of resolving: requirements.txt, environment.yml, "
     "conda-lock.yml or pylock.toml (with uv).",
 )

@@ -17,6 +17,7 @@ from resolver import render
 from resolver.commands import lock_inputs
 from resolver.commands.common import (
     RequestOptions,
+    SafePath,
     TargetOptions,
     check_channel,
     check_url,
@@ -36,7 +37,7 @@ MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one 
 
 
 @click.command()
-@click.argument("spec", required=False, type=click.Path(dir_okay=False))
+@click.argument("spec", required=False, type=SafePath(dir_okay=False))
 @target_options
 @request_options
 @click.option(
@@ -55,7 +56,7 @@ MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one 
     "-o",
     "--output",
     "output",
-    type=click.Path(file_okay=False),
+    type=SafePath(file_okay=False),
     default=None,
     help="The directory to write into (default: ., or environments/<name>/ for a spec).",
 )
