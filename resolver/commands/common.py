@@ -62,6 +62,10 @@ class TargetOptions:
         )
         if profile is not None and self.host_file:
             profile.messages.extend(self.overrides(profile))
+        if profile is not None and profile.lost_gpus:
+            from resolver.host.detection import lost_note
+
+            click.echo(f"gpuresolve: warning: {lost_note(profile)}", err=True)
         return target, profile
 
     def overrides(self, recorded: HostProfile) -> list[str]:

@@ -145,6 +145,9 @@ def _merge(
                 profile.sources[fact] = r.sources.get(fact, r.source)
                 break
 
+    lost = next((r for r in results if r.lost), None)
+    if lost is not None:
+        profile.lost_gpus = list(lost.lost)
     first = next((r for r in results if r.gpus), None)
     if first is not None and first.gpus:
         profile.gpus = copy.deepcopy(first.gpus)
@@ -203,6 +206,8 @@ def _messages(profile: HostProfile, results: Sequence[ProbeResult], info: wsl.Ws
     """Plain advice for the state found: what it means here and what to do."""
     by_source = {r.source: r for r in results}
     out: list[str] = []
+    if profile.lost_gpus and profile.state == STATE_NO_GPU:
+        return out  # its GPUs are lost (said by `lost_note`): not "a container without --gpus"
     if profile.state == STATE_OK:
         for g in profile.gpus:
             if g.cc is None:
@@ -265,6 +270,18 @@ def _messages(profile: HostProfile, results: Sequence[ProbeResult], info: wsl.Ws
             "resolve for another machine."
         )
     return out + _timeout_note(by_source)
+
+
+def lost_note(profile: HostProfile) -> str:
+    """What a lost GPU means and what to do: the driver lists it, nothing can use it."""
+    lost = ", ".join(f"{g.pci_bus_id} ({g.source}: {g.error})" for g in profile.lost_gpus)
+    n = len(profile.lost_gpus)
+    answer = f"; resolving for the {len(profile.gpus)} that answer" if profile.gpus else ""
+    return (
+        f"{n} GPU{'s are' if n > 1 else ' is'} lost: {lost}: the driver lists "
+        f"{'them' if n > 1 else 'it'} but cannot open {'them' if n > 1 else 'it'} (the kernel "
+        f"log, dmesg, says why; a reboot or a reseat brings a GPU back){answer}"
+    )
 
 
 def _timeout_note(by_source: Mapping[str, ProbeResult]) -> list[str]:
