@@ -199,7 +199,7 @@ def _decision_plan(
     from resolver.solve import solve
 
     pytorch_index = request_opts.pytorch_index
-    catalog = catalog_mod.load()
+    catalog = catalog_mod.load().for_index(pytorch_index)  # a mirror's releases too
     request = request_opts.request(target_opts)
     target, profile = target_opts.resolve(catalog, python=env.version)
     if target.platform != here:

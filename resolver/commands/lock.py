@@ -181,7 +181,7 @@ def lock(
     )
     if options.hashes and lockfiles.REQUIREMENTS not in options.files:
         raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
-    catalog = catalog_mod.load()
+    catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
     if spec is not None:
         given = [*target.given(), *request.given()]
         if conda_source != "pip":
