@@ -66,10 +66,15 @@ def test_gpu_or_driver_mismatch_only_warns(
     assert "locked for" in err and "driver 570.124.06, GPUs 8.9" in err
     assert "this host has no usable NVIDIA GPU" in err
 
-    monkeypatch.setattr(host_mod, "detect", lambda **kw: _host("580.65.06", ["9.0", "9.0"]))
+    monkeypatch.setattr(host_mod, "detect", lambda **kw: _host("560.35.03", ["9.0", "9.0"]))
     code, _, err = _install(capsys, lock)
     assert code == 0, err
-    assert "this host's driver is 580.65.06" in err and "this host's GPUs are 9.0 x2" in err
+    assert "this host's driver is older: 560.35.03" in err
+    assert "this host's GPUs are 9.0 x2" in err
+
+    monkeypatch.setattr(host_mod, "detect", lambda **kw: _host("580.65.06", ["8.9", "8.9"]))
+    code, _, err = _install(capsys, lock)
+    assert code == 0 and "warning" not in err  # a newer driver, GPUs the lock was made for
 
     monkeypatch.setattr(host_mod, "detect", lambda **kw: _host("570.124.06", ["8.9"]))
     code, _, err = _install(capsys, lock)

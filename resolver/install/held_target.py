@@ -4,7 +4,8 @@ A lock made for Python 3.12 planned into a 3.11 environment, or made for linux-a
 installed on x86-64, fails late (pip cannot find a wheel) or, worse, installs something else.
 The platform and the Python decide which wheels fit: a mismatch is bad input (exit 2) naming both.
 The GPUs and the driver only decide whether the build runs here, and images are built on hosts
-without a GPU: a mismatch there is a warning.
+without a GPU: a mismatch there (no GPU, an older driver, a GPU the lock was not made for) is
+a warning.
 """
 
 from __future__ import annotations
@@ -84,12 +85,14 @@ def _gpu_warnings(lock_file: str, target: Target, host: HostProfile | None) -> l
         ]
     if not target.nvidia:
         return [f"{said}; this host has NVIDIA GPUs the lock does not use"] if gpu_here else []
+    # A team's lock records the union of its machines (their GPUs, the lowest driver): a host
+    # is outside it only with an older driver or a GPU none of them has.
     out: list[str] = []
-    if target.driver and host.driver and Driver.parse(target.driver) != Driver.parse(host.driver):
-        out.append(f"{said}; this host's driver is {host.driver}")
+    if target.driver and host.driver and Driver.parse(host.driver) < Driver.parse(target.driver):
+        out.append(f"{said}; this host's driver is older: {host.driver}")
     if target.gpus:
-        want = sorted(cc_str(g.cc) for g in target.gpus)
+        want = {cc_str(g.cc) for g in target.gpus}
         have = sorted(g.cc for g in host.gpus if g.cc)
-        if sorted(set(want)) != sorted(set(have)):
+        if not set(have) <= want or len(have) < len(host.gpus):
             out.append(f"{said}; this host's GPUs are {_ccs(have) or 'of unknown models'}")
     return out
