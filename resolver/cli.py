@@ -7,6 +7,7 @@ Subcommands live in ``resolver/commands/`` and are imported only when invoked, s
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
                 err=True,
             )
         sys.exit(2)
+    _escape_unencodable()
     try:
         code = _run(argv)
         sys.stdout.flush()  # here, not at exit, where a failed write cannot be handled
@@ -115,6 +117,16 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"gpuresolve: error: {_os_error_text(exc)}", err=True)
         sys.exit(2)
     sys.exit(code)
+
+
+def _escape_unencodable() -> None:
+    """A character the terminal's encoding lacks is written escaped (``\\xe9``), never a crash:
+    under PYTHONIOENCODING=ascii (or a C locale's ASCII) a diff or a GPU name holding "é"
+    ended in UnicodeEncodeError, exit 70."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            with suppress(AttributeError, OSError, ValueError):
+                stream.reconfigure(errors="backslashreplace")
 
 
 def _silence_stdout() -> None:

@@ -237,3 +237,30 @@ def test_check_says_the_database_changed_and_no_input_did(
     code, _, err = run(capsys, "lock", "--check", "-o", str(out))
     assert code == 1, err
     assert "with a database of the same date (2026-01-01) whose facts or rules changed" in err
+
+
+def test_a_lock_checked_out_with_crlf_is_current_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """git's core.autocrlf on Windows checks every text file out with CRLF: the lock is current
+    (exit 0) and --check says the line endings differ; a real edit under CRLF is still drift."""
+    out = tmp_path / "lock"
+    code, _, err = run(capsys, "lock", *DESCRIBED, "-o", str(out))
+    assert code == 0, err
+    path = out / "requirements.txt"
+    text = path.read_text(encoding="utf-8")
+    path.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+    code, stdout, err = run(capsys, "lock", "--check", "-o", str(out))
+    assert code == 0 and stdout.startswith("all current"), stdout + err
+    assert "line endings differ" in err and "requirements.txt" in err
+    code, stdout, _ = run(capsys, "lock", "--check", "--json", "-o", str(out))
+    data = json.loads(stdout)
+    assert code == 0 and data["files"][0]["line_endings"] == "crlf"
+    assert data["files"][0]["status"] == "current"
+
+    pinned = next(ln for ln in text.splitlines() if ln.startswith("torch=="))
+    edited = text.replace(pinned, "torch==2.0.0+cu118").replace("\n", "\r\n")
+    path.write_bytes(edited.encode("utf-8"))
+    code, stdout, err = run(capsys, "lock", "--check", "-o", str(out))
+    assert code == 1 and "(drift): requirements.txt" in err
+    assert "-torch==2.0.0+cu118\n" in stdout and "\r" not in stdout  # a diff of lines

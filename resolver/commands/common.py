@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from resolver.core.errors import UserError
+from resolver.core.errors import UserError, unsafe_char
 from resolver.core.platforms import MACOS
 
 if TYPE_CHECKING:
@@ -62,6 +62,10 @@ class TargetOptions:
         )
         if profile is not None and self.host_file:
             profile.messages.extend(self.overrides(profile))
+        if profile is not None and profile.lost_gpus:
+            from resolver.host.detection import lost_note
+
+            click.echo(f"gpuresolve: warning: {lost_note(profile)}", err=True)
         return target, profile
 
     def overrides(self, recorded: HostProfile) -> list[str]:
@@ -163,6 +167,36 @@ class Seconds(click.FloatRange):
         return number
 
 
+def _refuse_unsafe(
+    kind: SafePath | SafeText, value: Any, param: click.Parameter | None, ctx: click.Context | None
+) -> None:
+    """A control or bidi character in a path is exit 2, before anything is created or printed:
+    `-o $'out\\a'` made a folder whose name rang the terminal's bell in every later message."""
+    ch = unsafe_char(value) if isinstance(value, str) else None
+    if ch is not None:
+        kind.fail(f"holds the control or bidi character U+{ord(ch):04X}: refused", param, ctx)
+
+
+class SafePath(click.Path):
+    """A path option or argument (click.Path) that refuses control and bidi characters."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        _refuse_unsafe(self, value, param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class SafeText(click.types.StringParamType):
+    """A string naming a path (``--python X.Y|PATH``, ``URL|PATH``, ``FILE``) that refuses
+    control and bidi characters."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        _refuse_unsafe(self, value, param, ctx)
+        return super().convert(value, param, ctx)
+
+
+SAFE_TEXT = SafeText()
+
+
 def _bundle(func: F, key: str, cls: type[Any], options: list[Callable[[Any], Any]]) -> F:
     names = [f.name for f in fields(cls)]
 
@@ -202,7 +236,12 @@ def target_options(func: F) -> F:
             shell_complete=_complete("complete_gpu"),
         ),
         click.option("--no-gpu", is_flag=True, help="Describe a machine without an NVIDIA GPU."),
-        click.option("--python", metavar="X.Y|PATH", help="Python version or interpreter path."),
+        click.option(
+            "--python",
+            metavar="X.Y|PATH",
+            type=SAFE_TEXT,
+            help="Python version or interpreter path.",
+        ),
         click.option(
             "--platform",
             metavar="NAME",
@@ -212,7 +251,7 @@ def target_options(func: F) -> F:
         click.option(
             "--host",
             "host_file",
-            type=click.Path(dir_okay=False),
+            type=SafePath(dir_okay=False),
             help="A file written by `gpuresolve detect --json` on the target machine.",
         ),
     ]

@@ -56,7 +56,7 @@ def confirm_and_resolve(
     for line in outcome.lines:
         click.echo(f"confirm: {line}", err=True)
     if outcome.status in ("confirmed", "contradicted"):
-        catalog = catalog_mod.load()
+        catalog = catalog_mod.load().for_index(pytorch_index)
         decision = solve(catalog, target, request)
     return catalog, decision, outcome
 

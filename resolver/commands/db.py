@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from resolver.commands.common import Seconds, check_url, emit_json
+from resolver.commands.common import SafePath, Seconds, check_url, emit_json
 from resolver.dbupdate import DEFAULT_PYTORCH_INDEX, PYTORCH_INDEX_ENV
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 _DATA_OPTION = click.option(
     "--data",
     "data_dir",
-    type=click.Path(file_okay=False),
+    type=SafePath(file_okay=False),
     help="This data directory instead of the one in use.",
 )
 
@@ -114,7 +114,7 @@ def show(data_dir: str | None, as_json: bool) -> None:
 @click.option("--no-pypi", is_flag=True, help="Do not read the default index at all.")
 @click.option(
     "--write-data",
-    type=click.Path(file_okay=False),
+    type=SafePath(file_okay=False),
     help="Update this data directory in place (a checkout's data/, for a release).",
 )
 @click.option(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from resolver.commands.common import emit_json
+from resolver.commands.common import SAFE_TEXT, emit_json
 
 if TYPE_CHECKING:
     from resolver.wheels.torchwheel import WheelReport
@@ -40,7 +40,7 @@ def byte_progress(label: str) -> tuple[Callable[[int], None] | None, Callable[[]
 
 
 @click.command("inspect-wheel")
-@click.argument("where", metavar="URL|PATH")
+@click.argument("where", metavar="URL|PATH", type=SAFE_TEXT)
 @click.option("--json", "as_json", is_flag=True, help="As JSON (a stable contract).")
 @click.option(
     "--budget",
@@ -252,7 +252,7 @@ def update_read_wheels(
 
 
 @click.command("export-observations")
-@click.argument("file", metavar="FILE")
+@click.argument("file", metavar="FILE", type=SAFE_TEXT)
 def export_observations(file: str) -> None:
     """Write your observations (wheels read, builds verified) as a YAML file to share.
 
@@ -275,7 +275,7 @@ def export_observations(file: str) -> None:
 
 
 @click.command("import")
-@click.argument("file", metavar="FILE")
+@click.argument("file", metavar="FILE", type=SAFE_TEXT)
 @click.option("--dry-run", is_flag=True, help="Check and compare; record nothing.")
 def import_observations(file: str, dry_run: bool) -> None:
     """Merge an observations file (from `db export-observations`) into your database.

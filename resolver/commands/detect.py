@@ -78,6 +78,8 @@ def detect(as_json: bool) -> None:
     if as_json:
         emit_json(profile.to_json())
         return
+    from resolver.host.detection import lost_note
+
     src = profile.sources
     python = profile.python_full or profile.python
     glibc = f", glibc {profile.glibc}" if profile.glibc else ""
@@ -109,6 +111,10 @@ def detect(as_json: bool) -> None:
         if gpu.mig:
             parts.append(f"MIG {gpu.mig}")
         click.echo(", ".join(parts))
+    for lost in profile.lost_gpus:
+        click.echo(f"GPU ?: lost, PCI bus {lost.pci_bus_id} ({lost.source}: {lost.error})")
+    if profile.lost_gpus:
+        click.echo(f"warning: {lost_note(profile)}")
     for message in profile.messages:
         click.echo(f"note: {message}")
 

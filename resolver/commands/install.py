@@ -12,6 +12,7 @@ import click
 
 from resolver.commands.common import (
     RequestOptions,
+    SafePath,
     TargetOptions,
     emit_json,
     request_options,
@@ -35,9 +36,14 @@ _FAIL_TAIL = 12
 @click.option(
     "--lock",
     "lock_file",
-    type=click.Path(dir_okay=False),
+    type=SafePath(dir_okay=False),
     help="Install this lock instead of resolving: requirements.txt, environment.yml, "
     "conda-lock.yml or pylock.toml (with uv).",
+)
+@click.option(
+    "--ignore-target",
+    is_flag=True,
+    help="With --lock: install it even where the platform or Python it records differs.",
 )
 @click.option(
     "--system",
@@ -63,6 +69,7 @@ def install(
     target: TargetOptions,
     request: RequestOptions,
     lock_file: str | None,
+    ignore_target: bool,
     system: bool,
     installer: str,
     dry_run: bool,
@@ -103,8 +110,11 @@ def install(
             used += ["--evidence"] if request.evidence != "documented" else []
             if used:
                 raise UserError(f"--lock installs the lock as written: drop {', '.join(used)}")
+            _hold_target(lock_file, here, env.version, ignore_target, say)
             plan, staged = _lock_plan(lock_file, here, env, tools, installer, pytorch_index, say)
         else:
+            if ignore_target:
+                raise UserError("--ignore-target goes with --lock (a lock's recorded target)")
             plan = _decision_plan(env, tools, installer, here, say, target, request, as_json)
         say(f"into: {env.python} ({env.kind}, Python {env.version}) with {plan.installer}")
         for line in plan.lines():
@@ -189,7 +199,7 @@ def _decision_plan(
     from resolver.solve import solve
 
     pytorch_index = request_opts.pytorch_index
-    catalog = catalog_mod.load()
+    catalog = catalog_mod.load().for_index(pytorch_index)  # a mirror's releases too
     request = request_opts.request(target_opts)
     target, profile = target_opts.resolve(catalog, python=env.version)
     if target.platform != here:
@@ -217,6 +227,32 @@ def _decision_plan(
         env,
         chosen,
     )
+
+
+def _hold_target(
+    lock_file: str, here: str, python: str, ignore: bool, say: Callable[[str], None]
+) -> None:
+    """The lock's recorded target against this environment (exit 2 for another platform or
+    Python, warnings for another GPU or driver), or with --ignore-target a line saying so."""
+    from resolver.install import held_target
+
+    if ignore:
+        try:
+            target = held_target.recorded_target(lock_file)
+        except UserError:  # a damaged record is what --ignore-target passes over
+            target = None
+        what = held_target.describe(target) if target else "none readable"
+        say(f"--ignore-target: the lock's recorded target ({what}) is not checked")
+        return
+    from resolver.host import detect
+
+    try:
+        host = detect()
+    except Exception:  # detection never blocks an install: the GPU side is advice
+        host = None
+    held = held_target.hold(lock_file, here, python, host)
+    for warning in held.warnings:
+        click.echo(f"gpuresolve: warning: {warning}", err=True)
 
 
 def _lock_plan(

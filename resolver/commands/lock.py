@@ -17,6 +17,7 @@ from resolver import render
 from resolver.commands import lock_inputs
 from resolver.commands.common import (
     RequestOptions,
+    SafePath,
     TargetOptions,
     check_channel,
     check_url,
@@ -36,7 +37,7 @@ MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one 
 
 
 @click.command()
-@click.argument("spec", required=False, type=click.Path(dir_okay=False))
+@click.argument("spec", required=False, type=SafePath(dir_okay=False))
 @target_options
 @request_options
 @click.option(
@@ -55,7 +56,7 @@ MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one 
     "-o",
     "--output",
     "output",
-    type=click.Path(file_okay=False),
+    type=SafePath(file_okay=False),
     default=None,
     help="The directory to write into (default: ., or environments/<name>/ for a spec).",
 )
@@ -180,7 +181,7 @@ def lock(
     )
     if options.hashes and lockfiles.REQUIREMENTS not in options.files:
         raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
-    catalog = catalog_mod.load()
+    catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
     if spec is not None:
         given = [*target.given(), *request.given()]
         if conda_source != "pip":
@@ -359,6 +360,7 @@ def _write_or_check(
                 "format": _format_of(f.name),
                 "status": f.status,
                 "changes": list(f.changes),
+                **({"line_endings": "crlf"} if f.crlf else {}),  # git's core.autocrlf
             }
             for f in result.files
         ]

@@ -52,7 +52,7 @@ def suggest(
     from resolver import render
     from resolver.solve import solve
 
-    catalog = catalog_mod.load()
+    catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
     wanted = request.request(target)
     machine, profile = target.resolve(catalog)
     decision = solve(catalog, machine, wanted)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from resolver.commands.common import Seconds, emit_json
+from resolver.commands.common import SAFE_TEXT, Seconds, emit_json
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
@@ -26,6 +26,7 @@ _LABEL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
     "--python",
     "python",
     metavar="PATH",
+    type=SAFE_TEXT,
     help="Interpreter (or environment directory) to check; default: the active virtualenv or "
     "conda env, else this Python.",
 )
@@ -33,6 +34,7 @@ _LABEL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
     "--lock",
     "lock_file",
     metavar="FILE",
+    type=SAFE_TEXT,
     help="requirements.txt, environment.yml, conda-lock.yml or pylock.toml the environment "
     "must match.",
 )

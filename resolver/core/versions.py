@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from dataclasses import dataclass
 
 from resolver.core.errors import UserError
 
-# Bounded digit runs: NVIDIA's parts have at most 3-5 digits, and int() of a 5,000-digit string
-# raises instead of parsing (Python's int-conversion limit).
-_DRIVER_RE = re.compile(r"^[0-9]{1,6}(\.[0-9]{1,6}){0,3}$")
+# The one driver grammar (options, specs, node lists, host files, the locks' records): a branch
+# and up to two more parts, each 1-4 ASCII digits ("580", "581.57", "570.124.06"). Bounded digit
+# runs: NVIDIA's parts have at most 3 digits, and int() of a 5,000-digit string raises.
+_DRIVER_RE = re.compile(r"[0-9]{1,4}(?:\.[0-9]{1,4}){0,2}", re.ASCII)
+# Windows' Device Manager spelling: 560.94 is 32.0.15.6094 (its last five digits), 456.71 is
+# 27.21.14.5671.
+_DEVICE_MANAGER_RE = re.compile(r"[0-9]{2}\.[0-9]{1,2}\.[0-9]{2}\.[0-9]{4}", re.ASCII)
+_SHOWN = 40
 _CC_RE = re.compile(r"^(?:sm_|compute_)?([0-9]{1,3})\.?([0-9])?([af]?)$", re.IGNORECASE)
 _MAX_CC_DIGITS = 4
 
@@ -16,13 +23,60 @@ DriverKey = tuple[int, ...]
 CC = tuple[int, int]
 
 
+@functools.total_ordering
+@dataclass(frozen=True, eq=False)
+class Driver:
+    """An NVIDIA driver version: one grammar wherever a driver is read, so every value one part
+    accepts (``lock --driver``) another reads back (``lock --check``).
+
+    ``str()`` is NVIDIA's own spelling, leading zeros kept ("570.124.06"); order and equality
+    are numeric (570.124.6 == 570.124.06), and "580" sorts before every 580.x.
+    """
+
+    text: str
+
+    @classmethod
+    def parse(cls, value: str) -> Driver:
+        """The driver ``value`` names; anything else is a UserError (exit 2 at the edge)."""
+        if not isinstance(value, str):
+            raise UserError(f"not a driver version: {value!r} (expected e.g. 570.124.06)")
+        text = value.strip()
+        if _DEVICE_MANAGER_RE.fullmatch(text):
+            _, _, build, low = text.split(".")
+            digits = (build + low)[-5:]
+            text = f"{int(digits[:3])}.{digits[3:]}"
+        if not _DRIVER_RE.fullmatch(text):
+            shown = value if len(value) <= _SHOWN else f"{value[: _SHOWN - 3]}..."
+            raise UserError(f"not a driver version: {shown!r} (expected e.g. 570.124.06)")
+        return cls(text)
+
+    @property
+    def key(self) -> DriverKey:
+        """(570, 124, 6): what order compares."""
+        return tuple(int(p) for p in self.text.split("."))
+
+    @property
+    def branch(self) -> int:
+        """The major number: a Linux driver's release branch (580 for 580.65.06). Windows
+        numbers past a branch's own (581.57 is R580) need the database's table."""
+        return self.key[0]
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Driver) and self.key == other.key
+
+    def __lt__(self, other: Driver) -> bool:
+        return self.key < other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
 def driver_key(version: str) -> DriverKey:
     """Numeric key of a driver version: "580.65.06" -> (580, 65, 6); "580" sorts before it."""
-    v = version.strip()
-    if not _DRIVER_RE.match(v):
-        shown = version if len(version) <= 40 else f"{version[:37]}..."
-        raise UserError(f"not a driver version: {shown!r} (expected e.g. 570.124.06)")
-    return tuple(int(p) for p in v.split("."))
+    return Driver.parse(version).key
 
 
 def parse_cc(spec: str) -> CC:

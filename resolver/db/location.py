@@ -51,10 +51,19 @@ def shipped_data_dir() -> Path:
     return inside if (inside / "torch.yaml").is_file() else package.parent / "data"
 
 
+def _xdg(variable: str, default: Path) -> Path:
+    """An XDG base directory: "If an implementation encounters a relative path in any of these
+    variables it should consider the path invalid and ignore it" (the XDG Base Directory
+    specification), so a relative one (which would land in whatever folder gpuresolve runs
+    from) falls back to the default, as an unset or empty one does."""
+    value = os.environ.get(variable) or ""
+    return Path(value) if os.path.isabs(value) else default
+
+
 def _local_base() -> Path:
     if os.name == "nt":
         return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return _xdg("XDG_DATA_HOME", Path.home() / ".local" / "share")
 
 
 def user_data_dir() -> Path:
@@ -70,7 +79,7 @@ def cache_dir() -> Path:
     if os.name == "nt":
         base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
         return base / "gpuresolve" / "cache"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuresolve"
+    return _xdg("XDG_CACHE_HOME", Path.home() / ".cache") / "gpuresolve"
 
 
 @dataclass(frozen=True, order=True)

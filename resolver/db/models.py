@@ -7,7 +7,7 @@ that plain data), so nothing outside this package can construct one behind the p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -152,6 +152,9 @@ class Release:
     python_prov: Provenance | None = None  # the Python tags' own sources (None: the release's)
     # companion versions made for this release but yanked on the Package Index (never paired)
     yanked: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # the mirror `db update --pytorch-index` read it from (None: the database's own index, or
+    # curated): offered only with that --pytorch-index (`Catalog.for_index`)
+    index: str | None = None
 
     @cached_property
     def key(self) -> tuple[int, ...]:
@@ -231,6 +234,14 @@ class Catalog:
         if mirror:
             return mirror.rstrip("/") + "/" + variant
         return self.index_url_template.format(variant=variant)
+
+    def for_index(self, mirror: str | None) -> Catalog:
+        """The releases a user of ``mirror`` (--pytorch-index; None: the database's own index)
+        can install: every curated one or one the default index lists, and the mirror's own.
+        A release only a mirror lists is never offered to someone who does not use it."""
+        want = mirror.rstrip("/") if mirror else None
+        keep = tuple(r for r in self.releases if r.index is None or r.index == want)
+        return self if len(keep) == len(self.releases) else replace(self, releases=keep)
 
     def release(self, version: str) -> Release | None:
         return next((r for r in self.releases if r.version == version), None)

@@ -462,7 +462,22 @@ def _series(r: _Reader) -> Iterable[Release]:
             companion_prov=comp_prov,
             companion_untagged=untagged,
             yanked=_yanked(rr),
+            index=_index(rr),
         )
+
+
+def _index(r: _Reader) -> str | None:
+    """A release's ``index:``, the mirror `db update --pytorch-index` read it from (none: the
+    database's own index, or curated)."""
+    value = r.text("index", optional=True)
+    if value is None:
+        return None
+    from resolver.io.urls import index_url
+
+    try:
+        return index_url(value, "index").rstrip("/")
+    except UserError as exc:
+        raise r.fail(str(exc)) from None
 
 
 def _yanked(r: _Reader) -> dict[str, tuple[str, ...]]:

@@ -202,6 +202,13 @@ class _Merger:
             self._write_sources()
             self._stamp()
 
+    def _mirror(self) -> str | None:
+        """The index read when it is not the database's own (``index_url``): a mirror's
+        releases record it, so only a user of that mirror is offered them."""
+        default = str(self.torch.get("index_url") or "").split("{variant}")[0].rstrip("/")
+        read = self.facts.index_url.rstrip("/")
+        return None if read == default else read
+
     def _cite(self, record: dict[str, Any], key: str | None = None) -> None:
         key = key or self.key
         _cite(record, key)
@@ -312,6 +319,9 @@ class _Merger:
             record["variants"] = [n for n in full if n in names]
             self.pinned.append((series, record))
         record["source"] = [self.key]
+        mirror = self._mirror()
+        if mirror:  # offered only to --pytorch-index MIRROR, never to a plain suggest
+            record["index"] = mirror
         self.used.add(self.key)
         series.setdefault("releases", [])
         _insert_sorted(series["releases"], record, lambda r: release_key(str(r["version"])))
@@ -325,6 +335,9 @@ class _Merger:
         self, series: dict[str, Any], rel: dict[str, Any], rf: ReleaseFacts
     ) -> None:
         version = rf.version
+        if rel.get("index") and self._mirror() is None:
+            del rel["index"]  # the default index lists it now: every user may be offered it
+            self.summary.notes.append(f"torch {version}: now on the default index too")
         have = release_variants(series, rel)
         for name in sorted(rf.builds, key=_variant_order):
             if name in have:

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from resolver.core.errors import UserError, shown
+from resolver.core.versions import Driver
 from resolver.host import nvml, procfs, smi, wsl
 from resolver.host import platform as host_platform
 from resolver.host.probe import ProbeResult
@@ -136,11 +138,16 @@ def _merge(
     for fact in ("driver", "driver_cuda", "driver_build_branch"):
         for r in results:
             value = getattr(r, fact)
+            if value and fact == "driver":
+                value = _driver(profile, r, value)
             if value:
                 setattr(profile, fact, value)
                 profile.sources[fact] = r.sources.get(fact, r.source)
                 break
 
+    lost = next((r for r in results if r.lost), None)
+    if lost is not None:
+        profile.lost_gpus = list(lost.lost)
     first = next((r for r in results if r.gpus), None)
     if first is not None and first.gpus:
         profile.gpus = copy.deepcopy(first.gpus)
@@ -172,6 +179,16 @@ def _merge(
             profile.sources["state"] = src
 
 
+def _driver(profile: HostProfile, r: ProbeResult, value: str) -> str | None:
+    """A probe's driver in `Driver`'s one grammar (a lock records it, --check reads it back);
+    another answer is said and left for the next probe."""
+    try:
+        return str(Driver.parse(value))
+    except UserError:
+        profile.messages.append(f"{r.source} reported the driver as {shown(value)}: ignored")
+        return None
+
+
 def _fill(gpus: list[GpuInfo], later: Sequence[GpuInfo]) -> None:
     """Fill facts a GPU lacks from a later probe's GPU of the same index and (known) name."""
     by_index = {g.index: g for g in later}
@@ -189,6 +206,8 @@ def _messages(profile: HostProfile, results: Sequence[ProbeResult], info: wsl.Ws
     """Plain advice for the state found: what it means here and what to do."""
     by_source = {r.source: r for r in results}
     out: list[str] = []
+    if profile.lost_gpus and profile.state == STATE_NO_GPU:
+        return out  # its GPUs are lost (said by `lost_note`): not "a container without --gpus"
     if profile.state == STATE_OK:
         for g in profile.gpus:
             if g.cc is None:
@@ -251,6 +270,18 @@ def _messages(profile: HostProfile, results: Sequence[ProbeResult], info: wsl.Ws
             "resolve for another machine."
         )
     return out + _timeout_note(by_source)
+
+
+def lost_note(profile: HostProfile) -> str:
+    """What a lost GPU means and what to do: the driver lists it, nothing can use it."""
+    lost = ", ".join(f"{g.pci_bus_id} ({g.source}: {g.error})" for g in profile.lost_gpus)
+    n = len(profile.lost_gpus)
+    answer = f"; resolving for the {len(profile.gpus)} that answer" if profile.gpus else ""
+    return (
+        f"{n} GPU{'s are' if n > 1 else ' is'} lost: {lost}: the driver lists "
+        f"{'them' if n > 1 else 'it'} but cannot open {'them' if n > 1 else 'it'} (the kernel "
+        f"log, dmesg, says why; a reboot or a reseat brings a GPU back){answer}"
+    )
 
 
 def _timeout_note(by_source: Mapping[str, ProbeResult]) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from resolver.core.errors import escaped
-from resolver.host.profile import GpuInfo
+from resolver.host.profile import GpuInfo, LostGpu
 
 
 @dataclass
@@ -25,6 +25,7 @@ class ProbeResult:
     sources: dict[str, str] = field(default_factory=dict)  # host fact -> probe (sysfs vs procfs)
     status: str = "ok"  # one line for HostProfile.probes: "ok", "not installed", an error name
     detail: str | None = None  # the tool's own words (error text), quoted in user messages
+    lost: list[LostGpu] = field(default_factory=list)  # listed by the driver, not answering
 
 
 def gpu(index: int, source: str, **facts: str | int | None) -> GpuInfo:

@@ -10,8 +10,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from resolver.core.errors import shown, unsafe_char
+from resolver.core.errors import UserError, shown, unsafe_char
 from resolver.core.platforms import PLATFORMS, PYTHON_RE
+from resolver.core.versions import Driver
 
 # Detection states, named plainly for the user.
 STATE_OK = "ok"  # a driver and at least one usable GPU
@@ -30,6 +31,8 @@ SOURCE_NAME_LOOKUP = "name-lookup"  # CC looked up from the GPU's name in the da
 _CC_RE = re.compile(r"^[0-9]+\.[0-9]$")  # "8.6", "12.0"
 _BRANCH_RE = re.compile(r"^[0-9]{3,4}$")  # "580"
 _BUILD_BRANCH_RE = re.compile(r"^[rR]?[0-9]{3,4}(?:[._][0-9]{1,4}){0,3}$")  # "r582_49"
+PCI_BUS_ID_RE = re.compile(r"[0-9A-Fa-f]{3,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]")  # 0000:17:00.0
+MAX_LOST_ERROR = 200  # the driver's reason, one short line
 
 
 @dataclass
@@ -43,6 +46,16 @@ class GpuInfo:
     pci_device_id: str | None = None  # "0x2335" (device id only, lower-case hex)
     mig: str | None = None  # "enabled" | "disabled" | None (not supported or unknown)
     sources: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class LostGpu:
+    """A GPU the driver lists but cannot open (fallen off the bus, "GPU is lost"): its PCI bus
+    id and the tool's reason. Not a GPU to build for, but the machine is not whole."""
+
+    pci_bus_id: str  # "0000:17:00.0", as the driver printed it
+    error: str  # "Unknown Error", "GPU is lost. Reboot the system to recover this GPU"
+    source: str  # the probe that said so
 
 
 @dataclass
@@ -66,6 +79,7 @@ class HostProfile:
     # What each probe said ("ok", "not installed", "NVML_ERROR_DRIVER_NOT_LOADED", "not run: ..."),
     # so a shared `detect --json` shows why a fact is missing.
     probes: dict[str, str] = field(default_factory=dict)
+    lost_gpus: list[LostGpu] = field(default_factory=list)  # listed by the driver, unusable
 
     @property
     def driver_os(self) -> str:
@@ -119,7 +133,7 @@ class HostProfile:
             python_full=doc.text("python_full"),
             glibc=doc.text("glibc"),
             wsl=wsl,
-            driver=doc.text("driver", like="580.65.06"),
+            driver=_driver(doc.text("driver", like="580.65.06")),
             driver_cuda=doc.text("driver_cuda"),
             driver_branch=doc.text("driver_branch", like="580", pattern=_BRANCH_RE),
             driver_build_branch=doc.text(
@@ -130,6 +144,7 @@ class HostProfile:
             sources=doc.strings("sources"),
             messages=list(messages),
             probes=doc.strings("probes"),
+            lost_gpus=[_lost(item, i) for i, item in enumerate(doc.items("lost_gpus"))],
         )
 
 
@@ -209,3 +224,23 @@ def _kind(value: Any) -> str:
     return {bool: "a boolean", int: "a number", float: "a number", str: "a string"}.get(
         type(value), "a list" if isinstance(value, list) else "an object"
     )
+
+
+def _driver(value: str | None) -> str | None:
+    """A host file's driver in `Driver`'s one grammar (a lock records it; --check reads it)."""
+    if value is None:
+        return None
+    try:
+        return str(Driver.parse(value))
+    except UserError:
+        got = shown(value)
+        raise ValueError(f"driver: expected a version like '580.65.06', got {got}") from None
+
+
+def _lost(item: Any, i: int) -> LostGpu:
+    doc = _Doc(item, f"lost_gpus[{i}]")
+    bus = doc.need("pci_bus_id", like="0000:17:00.0", pattern=PCI_BUS_ID_RE)
+    error = doc.need("error")
+    if len(error) > MAX_LOST_ERROR:
+        raise ValueError(f"lost_gpus[{i}].error: longer than {MAX_LOST_ERROR} characters")
+    return LostGpu(bus, error, doc.need("source"))

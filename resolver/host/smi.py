@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from resolver.core.errors import escaped
 from resolver.host.probe import ProbeResult, gpu, pci_device_hex
 from resolver.host.profile import (
+    MAX_LOST_ERROR,
+    PCI_BUS_ID_RE,
     SOURCE_SMI,
     STATE_MISMATCH,
     STATE_NO_DRIVER,
     STATE_NO_GPU,
     STATE_OK,
     GpuInfo,
+    LostGpu,
 )
 
 QUERY_FIELDS = (
@@ -39,6 +42,15 @@ TIMEOUT_S = 10.0
 _CC_RE = re.compile(r"^[0-9]+\.[0-9]+$")
 _DRIVER_RE = re.compile(r"^[0-9]+(\.[0-9]+)+$")
 _LIB_VERSION_RE = re.compile(r"NVML library version:\s*([0-9.]+)")
+# A GPU that fell off the bus: nvidia-smi prints the rows it could read, then one line per lost
+# GPU, and exits 15 ("GPU is lost"). Its wording: "Unable to determine the device handle for
+# GPU0000:17:00.0: Unknown Error" (newer drivers), "... for GPU 0000:02:00.0: GPU is lost.
+# Reboot the system to recover this GPU" (older).
+_LOST_RE = re.compile(
+    r"Unable to (?:determine|detect) the device handle for GPU ?(" + PCI_BUS_ID_RE.pattern + r")"
+    r":\s*(.*)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -161,15 +173,31 @@ def parse_query(
     return driver, gpus
 
 
+def parse_lost(text: str) -> list[LostGpu]:
+    """The GPUs nvidia-smi lists but cannot open, each once, by PCI bus id."""
+    lost: dict[str, LostGpu] = {}
+    for line in text.splitlines():
+        m = _LOST_RE.search(line)
+        if m and m.group(1) not in lost:
+            reason = " ".join(m.group(2).split())[:MAX_LOST_ERROR] or "no reason given"
+            lost[m.group(1)] = LostGpu(m.group(1), escaped(reason), SOURCE_SMI)
+    return list(lost.values())
+
+
 def interpret(result: CommandResult, fields: Sequence[str] = QUERY_FIELDS) -> ProbeResult:
-    """Facts and state from one finished nvidia-smi query."""
+    """Facts and state from one finished nvidia-smi query.
+
+    A failed exit with "Unable to determine the device handle" lines is a host with GPUs lost,
+    not one without a driver: the rows it printed are the GPUs that answer."""
     probe = ProbeResult(source=SOURCE_SMI)
     text = "\n".join(t for t in (result.stdout, result.stderr) if t.strip())
     if result.returncode is None:
         probe.status = "timed out"
         probe.detail = "nvidia-smi did not answer in time (a hung GPU or driver?)"
         return probe
-    driver, gpus = parse_query(result.stdout, fields) if result.returncode == 0 else (None, [])
+    probe.lost = parse_lost(text)
+    readable = result.returncode == 0 or bool(probe.lost)
+    driver, gpus = parse_query(result.stdout, fields) if readable else (None, [])
     if gpus:
         probe.driver = driver
         if driver:
@@ -177,8 +205,10 @@ def interpret(result: CommandResult, fields: Sequence[str] = QUERY_FIELDS) -> Pr
         probe.gpus = gpus
         probe.state = STATE_OK
         probe.status = "ok" if "compute_cap" in fields else "ok (no compute_cap field: old driver)"
+        if probe.lost:
+            probe.status = f"{len(gpus)} GPU(s) answered, {len(probe.lost)} lost"
         return probe
-    probe.state = classify_error(text)
+    probe.state = STATE_NO_GPU if probe.lost else classify_error(text)
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     probe.status = escaped(first) or f"exit status {result.returncode}"  # shown on the terminal
     probe.detail = "\n".join(map(escaped, text.strip().splitlines())) or None

@@ -4,7 +4,10 @@ pip's order (its documented file format): a line ending in ``\`` is joined to th
 unless the line is a comment, which never continues —, then comments (``#`` at the start or
 after whitespace) are dropped, then ``${NAME}`` (upper-case letters, digits, ``_``) is replaced
 by that environment variable where it is set. ``-r``/``-c`` include other files (relative to the
-including one, nested at most ``MAX_INCLUDES`` deep); ``-i``/``--extra-index-url`` are kept; other
+including one) as a graph: each file is read once, a file that includes itself (pip refuses it
+too) is one error, and the whole graph is bounded (``MAX_INCLUDES`` deep, ``MAX_INCLUDED_FILES``
+files, ``LOCK_LIMIT`` bytes in all), so a few tiny files including each other cannot make
+`install --lock` or `verify --lock` run forever. ``-i``/``--extra-index-url`` are kept; other
 options pin nothing.
 """
 
@@ -13,13 +16,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver.core.errors import UserError
 from resolver.io.bounded import LOCK_LIMIT, read_text
 from resolver.readers.pins import Pin, canonical, variant_of_index, variant_of_local
 
-MAX_INCLUDES = 16
+MAX_INCLUDES = 16  # nesting depth of -r/-c includes
+MAX_INCLUDED_FILES = 256  # files in one lock's include graph, the lock itself counted
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 _ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
 
@@ -52,10 +57,42 @@ def _joined(text: str) -> Iterator[tuple[int, str]]:
         yield first, "".join(parts)
 
 
-def read_requirements(text: str, path: Path, depth: int = 0) -> tuple[list[Pin], list[str]]:
+@dataclass
+class _Graph:
+    """What one lock's include graph has read so far: each file once, the total bounded."""
+
+    read: set[Path] = field(default_factory=set)
+    size: int = 0
+
+    def enter(self, path: Path, text: str, where: str) -> None:
+        self.read.add(path)
+        self.size += len(text)
+        if len(self.read) > MAX_INCLUDED_FILES:
+            raise UserError(
+                f"{where}: more than {MAX_INCLUDED_FILES} requirement files included: "
+                "not a lock file"
+            )
+        if self.size > LOCK_LIMIT:
+            raise UserError(
+                f"{where}: the included requirement files hold more than "
+                f"{LOCK_LIMIT // (1024 * 1024)} MiB in all: not a lock file"
+            )
+
+
+def read_requirements(
+    text: str,
+    path: Path,
+    depth: int = 0,
+    graph: _Graph | None = None,
+    stack: tuple[Path, ...] = (),
+) -> tuple[list[Pin], list[str]]:
     """The pins and index URLs of requirements ``text`` (read from ``path``)."""
     from packaging.requirements import InvalidRequirement
 
+    if graph is None:
+        graph = _Graph()
+        stack = (path.resolve(),)
+        graph.enter(stack[0], text, path.name)
     pins: list[Pin] = []
     urls: list[str] = []
     for number, line in logical_lines(text):
@@ -71,11 +108,16 @@ def read_requirements(text: str, path: Path, depth: int = 0) -> tuple[list[Pin],
                 if depth >= MAX_INCLUDES:
                     raise UserError(f"{where}: requirement files nested too deep")
                 inc = (path.parent / value).resolve()
+                if inc in stack:  # pip refuses this too
+                    raise UserError(f"{where}: {value}: includes itself (a cycle of -r/-c)")
+                if inc in graph.read:
+                    continue  # read once: its pins and URLs are in already
                 try:
                     inc_text = read_text(inc, limit=LOCK_LIMIT, what="a requirements file")
                 except UserError as exc:
                     raise UserError(f"{where}: {value}: {exc}") from None
-                more, more_urls = read_requirements(inc_text, inc, depth + 1)
+                graph.enter(inc, inc_text, where)
+                more, more_urls = read_requirements(inc_text, inc, depth + 1, graph, (*stack, inc))
                 pins.extend(more)
                 urls.extend(more_urls)
             continue  # other options (--find-links, --hash alone, -e ...) pin nothing

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, shown
 from resolver.core.platforms import MACOS, PLATFORMS, PYTHON_RE
-from resolver.core.versions import driver_key, parse_cc
+from resolver.core.versions import Driver, parse_cc
 from resolver.host.profile import STATE_OK, HostProfile
 from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
 
@@ -27,17 +27,9 @@ _LONG_NUMBER = re.compile(r"[0-9]{13}")
 
 
 def normalize_driver(value: str) -> str:
-    """A driver version as NVIDIA prints it; Windows' Device Manager form is translated.
-
-    Device Manager shows 560.94 as 32.0.15.6094: the last five digits are the NVIDIA version.
-    """
-    text = value.strip()
-    parts = text.split(".")
-    if len(parts) == 4 and all(p.isascii() and p.isdigit() for p in parts) and len(parts[0]) <= 2:
-        digits = (parts[2] + parts[3].zfill(4))[-5:]
-        text = f"{int(digits[:3])}.{digits[3:]}"
-    driver_key(text)  # validates, raising a UserError
-    return text
+    """A driver version as NVIDIA prints it (Windows' Device Manager form translated): the one
+    grammar of `Driver`, a UserError otherwise."""
+    return str(Driver.parse(value))
 
 
 def python_version(value: str) -> str:

@@ -31,6 +31,7 @@ from typing import Any
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, unsafe_char
 from resolver.core.platforms import by_kubernetes
+from resolver.core.versions import Driver
 from resolver.io.bounded import open_regular
 from resolver.solve.shapes import Shape, ShapeGpu
 from resolver.team.jsonstream import JsonStream
@@ -80,7 +81,6 @@ _READ = (  # every label a node's shape depends on (with MIG "mixed": also its p
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")  # a DNS subdomain
 _PRODUCT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")  # GFD's sanitised name, <= 63
 _MIG_SUFFIX = re.compile(r"-MIG-([A-Za-z0-9._-]{1,40})$")
-_DRIVER = re.compile(r"^[0-9]{2,4}\.[0-9]{1,4}(\.[0-9]{1,4})?$")
 _DRIVER_PART = re.compile(r"^[0-9]{1,4}$")
 _SMALL_INT = re.compile(r"^[0-9]{1,6}$")
 _WORD = re.compile(r"^[a-z][a-z-]{0,31}$")
@@ -394,11 +394,10 @@ class _Reader:
         return self._models[model]
 
     def _driver(self, node: str, labels: dict[str, Any]) -> str | None:
+        """The node's driver, in `Driver`'s one grammar (what `lock --check` reads back)."""
         full = self._label(node, labels, DRIVER_FULL)
         if full is not None:
-            if not _DRIVER.fullmatch(full):
-                raise self.fail(node, DRIVER_FULL, f"not a driver version: {full!r}")
-            return full
+            return self._parsed(node, DRIVER_FULL, full)
         for major_key, minor_key, rev_key in DRIVER_PARTS:
             major = self._match(node, labels, major_key, _DRIVER_PART)
             if major is None:
@@ -407,8 +406,11 @@ class _Reader:
             if minor is None:
                 raise self.fail(node, minor_key, f"missing (the node has {major_key})")
             rev = self._match(node, labels, rev_key, _REVISION)
-            text = f"{major}.{minor}" + (f".{rev}" if rev else "")
-            if not _DRIVER.fullmatch(text):
-                raise self.fail(node, major_key, f"not a driver version: {text!r}")
-            return text
+            return self._parsed(node, major_key, f"{major}.{minor}" + (f".{rev}" if rev else ""))
         return None
+
+    def _parsed(self, node: str, label: str, text: str) -> str:
+        try:
+            return str(Driver.parse(text))
+        except UserError:
+            raise self.fail(node, label, f"not a driver version: {text!r}") from None

@@ -243,6 +243,19 @@ def check_cuda_available(ctx: Context) -> CheckResult:
         return skip
     title = CHECKS["cuda"]
     cuda = ctx.probe.get("cuda") or {}
+    lost = ctx.host.lost_gpus if ctx.host is not None else []
+    if lost:  # torch may run on the others; this machine is not the one the lock was made for
+        n = cuda.get("device_count", len(cuda.get("devices") or [])) if cuda.get("available") else 0
+        which = ", ".join(f"{g.pci_bus_id} ({g.source}: {g.error})" for g in lost)
+        return CheckResult(
+            "cuda",
+            title,
+            FAIL,
+            f"{len(lost)} GPU{'s' if len(lost) > 1 else ''} lost: {which}; torch sees {n} device"
+            f"{'s' if n != 1 else ''}",
+            "the driver lists the GPU but cannot open it: the kernel log (dmesg) says why; "
+            "reboot (or reseat the GPU), then run `gpuresolve verify` again",
+        )
     if cuda.get("available") and not cuda.get("error"):
         n = cuda.get("device_count", len(cuda.get("devices") or []))
         return CheckResult("cuda", title, PASS, f"True, {n} device{'s' if n != 1 else ''}")

@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 from packaging.version import InvalidVersion, Version
 
 from resolver.writers import recorded
-from resolver.writers.outputs import diff_files, read_current
+from resolver.writers.outputs import diff_text, read_current
 
 FileStatus = Literal["current", "missing", "drift", "stale", "comments"]
 CURRENT: Final = "current"
@@ -40,6 +40,7 @@ class FileCheck:
     unrecorded: bool = False  # no inputs line at all (an older gpuresolve, or not ours)
     changes: tuple[str, ...] = ()  # what differs between the recorded inputs and today's
     new_database: str | None = None
+    crlf: bool = False  # checked out with CRLF line endings (git core.autocrlf): compared as LF
 
 
 @dataclass(frozen=True)
@@ -83,36 +84,51 @@ def _build_line(text: str) -> str | None:
 def compare(directory: Path, files: Mapping[str, str]) -> CheckResult:
     """Each file's status against ``files`` (what `gpuresolve lock` would write now)."""
     checks: list[FileCheck] = []
-    shown: dict[str, str] = {}
+    diff: list[str] = []
     for name, text in files.items():
         old = read_current(directory, name)
         if old is None:
             checks.append(FileCheck(name, MISSING))
-            shown[name] = text
+            diff.append(diff_text(name, None, text))
             continue
+        # git's core.autocrlf (Windows) checks a lock out with CRLF: the same lines, said once.
+        lf = old.replace("\r\n", "\n")
+        crlf, old = lf != old, lf
         if old == text:
-            checks.append(FileCheck(name, CURRENT))
+            checks.append(FileCheck(name, CURRENT, crlf=crlf))
             continue
         record = recorded.read(name, old) or {}
         database = record.get("database")
         old_db = _shown(database) if database else None
         if not recorded.intact(name, old):
-            checks.append(FileCheck(name, DRIFT, old_database=old_db, unrecorded=not record))
-            shown[name] = text
+            checks.append(
+                FileCheck(name, DRIFT, old_database=old_db, unrecorded=not record, crlf=crlf)
+            )
+            diff.append(diff_text(name, old, text))
             continue
         now = recorded.read(name, text) or {}
         new_db = _shown(now["database"]) if now.get("database") else None
         changes = tuple(input_changes(record, now))
         if recorded.payload(old, name) == recorded.payload(text, name):
-            checks.append(FileCheck(name, COMMENTS, None, None, old_db, False, changes, new_db))
+            checks.append(
+                FileCheck(name, COMMENTS, None, None, old_db, False, changes, new_db, crlf)
+            )
         else:
             checks.append(
                 FileCheck(
-                    name, STALE, _build_line(old), _build_line(text), old_db, False, changes, new_db
+                    name,
+                    STALE,
+                    _build_line(old),
+                    _build_line(text),
+                    old_db,
+                    False,
+                    changes,
+                    new_db,
+                    crlf,
                 )
             )
-            shown[name] = text
-    return CheckResult(tuple(checks), diff_files(directory, shown))
+            diff.append(diff_text(name, old, text))
+    return CheckResult(tuple(checks), "".join(diff))
 
 
 def _shown(value: object) -> str:
@@ -204,6 +220,13 @@ def messages(result: CheckResult, database: str | None, what: str = "") -> list[
     """The lines that say what --check found (for stderr), most important first."""
     out: list[str] = []
     by = {s: [f for f in result.files if f.status == s] for s in (MISSING, DRIFT, STALE, COMMENTS)}
+    crlf = [f.name for f in result.files if f.crlf]
+    if crlf:
+        out.append(
+            f"note: the line endings differ{what}: {', '.join(crlf)} "
+            f"{'has' if len(crlf) == 1 else 'have'} CRLF line endings (git core.autocrlf?), "
+            "gpuresolve writes LF; compared line by line"
+        )
     changes = result.changes
     # Besides the database, did an input change? Then the input, not the database, is the cause.
     inputs_changed = [c for c in changes if not c.startswith("the database changed")]

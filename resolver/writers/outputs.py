@@ -118,21 +118,25 @@ def read_current(directory: Path, name: str, limit: int = READ_LIMIT) -> str | N
 
 def diff_files(directory: Path, files: Mapping[str, str]) -> str:
     """A unified diff from what is on disk to ``files``; empty when every file is current."""
-    out: list[str] = []
-    for name, text in files.items():
-        old = read_current(directory, name)
-        if old == text:
-            continue
-        out.extend(
-            difflib.unified_diff(
-                (old or "").splitlines(keepends=True),
-                text.splitlines(keepends=True),
-                fromfile=f"a/{name}" if old is not None else "/dev/null",
-                tofile=f"b/{name}",
-            )
+    return "".join(
+        diff_text(name, read_current(directory, name), text) for name, text in files.items()
+    )
+
+
+def diff_text(name: str, old: str | None, text: str) -> str:
+    """A unified diff of one file from ``old`` (None: not there) to ``text``."""
+    if old == text:
+        return ""
+    out = list(
+        difflib.unified_diff(
+            (old or "").splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=f"a/{name}" if old is not None else "/dev/null",
+            tofile=f"b/{name}",
         )
-        if out and not out[-1].endswith("\n"):
-            out[-1] += "\n\\ No newline at end of file\n"
+    )
+    if out and not out[-1].endswith("\n"):
+        out[-1] += "\n\\ No newline at end of file\n"
     return "".join(out)
 
 

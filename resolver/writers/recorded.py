@@ -23,7 +23,7 @@ from typing import Any
 
 from resolver.core.errors import UserError
 from resolver.core.platforms import PLATFORMS, PYTHON_RE
-from resolver.core.versions import parse_cc
+from resolver.core.versions import Driver, parse_cc
 from resolver.solve import Target, TargetGpu
 
 KEY = "gpuresolve-inputs:"
@@ -32,7 +32,6 @@ _MARKDOWN = (".md",)
 MAX_LINE = 1024 * 1024  # a recorded line longer than this is not ours (GPUs are counted)
 MAX_GPUS = 100_000  # per target, counted; more is not a machine
 _GLIBC = re.compile(r"^2\.\d{1,3}$", re.ASCII)
-_DRIVER = re.compile(r"^\d{1,4}(\.\d{1,4}){0,2}$", re.ASCII)
 _DRIVER_OS = ("linux", "windows")
 _PYPROJECT = "pyproject.toml"
 MAX_PYPROJECT = 4 * 1024 * 1024  # a uv project's pyproject.toml, read whole
@@ -176,9 +175,8 @@ def target_from_record(record: Mapping[str, Any], where: str) -> tuple[Target, s
                 raise ValueError(count)
             name = _text(g["name"]) if g.get("name") else None
             gpus.extend([TargetGpu(parse_cc(_text(g["cc"])), name)] * count)
-        driver = _text(record["driver"]) if record.get("driver") else None
-        if driver is not None and not _DRIVER.match(driver):
-            raise ValueError(driver)
+        # the grammar `lock --driver` accepted: every value written reads back
+        driver = str(Driver.parse(_text(record["driver"]))) if record.get("driver") else None
         target = Target(
             platform=_text(record["platform"]),
             python=_text(record["python"]),
