@@ -9,7 +9,6 @@ caller's environment says: it can take a shared host's GPUs out of service.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resolver.io import subprocs
 from resolver.verify.nccl_worker import STAGE_PREFIX
 
 WORKER_FILE = Path(__file__).with_name("nccl_worker.py")
@@ -129,13 +129,11 @@ def run_nccl(
             for size in sizes:
                 args += ["--size", str(size)]
             procs.append(
-                subprocess.Popen(
+                subprocs.start(  # its own group, watched: it ends with us, SIGKILL included
                     args,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
+                    stdout=subprocs.PIPE,
+                    stderr=subprocs.PIPE,
                     env=child_env(os.environ if environ is None else environ, rank, world),
-                    start_new_session=True,
                 )
             )
         outputs = _collect(procs, started, timeout_s, result)
@@ -168,14 +166,9 @@ def _collect(
 
 
 def _kill(p: subprocess.Popen[bytes]) -> None:
-    if p.poll() is not None:
-        return
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        p.kill()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        p.wait(timeout=10)
+    if p.poll() is None:
+        subprocs.kill_group(p)
+    subprocs.forget(p)
 
 
 def _rank(rank: int, p: subprocess.Popen[bytes], out: bytes, err: bytes, source: str) -> Rank:
