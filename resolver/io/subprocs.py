@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
@@ -109,6 +110,9 @@ def start(argv: Sequence[str], **popen: Any) -> subprocess.Popen[Any]:
         popen["start_new_session"] = True
     else:  # pragma: no cover - Windows: a new group, killed by taskkill-less terminate
         popen.setdefault("creationflags", getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0))
+    if _POSIX:  # the watchdog first: registering the child must not wait for its start-up
+        with _watch_lock:
+            _watchdog_fd()
     proc = subprocess.Popen(list(argv), **popen)
     _live.add(proc)
     if _POSIX:
@@ -268,3 +272,60 @@ def run(
                 out, err = "", ""
             return Result(proc.returncode, out or "", err or "", timed_out=True)
     return Result(proc.returncode, out or "", err or "")
+
+
+@dataclass
+class Collected:
+    """What a child printed, read with a bound: ``overflow`` names the stream that passed it
+    (the child was then killed), ``timed_out`` a child killed at its deadline."""
+
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
+    overflow: str | None = None
+
+
+def collect(proc: subprocess.Popen[bytes], *, timeout: float, limit: int) -> Collected:
+    """Read ``proc``'s stdout and stderr (binary pipes) until it exits, ``timeout`` seconds
+    pass or a stream passes ``limit`` bytes; in the last two cases its group is killed.
+
+    ``communicate`` keeps whatever a child prints: a program that floods its output (a hostile
+    or broken module in the environment being verified) would fill our memory first."""
+    streams = {"stdout": proc.stdout, "stderr": proc.stderr}
+    bufs = {name: bytearray() for name in streams}
+    over: list[str] = []
+
+    def pump(name: str) -> None:
+        stream, buf = streams[name], bufs[name]
+        assert stream is not None
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := os.read(stream.fileno(), 65536):
+                if len(buf) + len(chunk) > limit:
+                    buf += chunk[: limit - len(buf)]
+                    over.append(name)
+                    return
+                buf += chunk
+
+    threads = [
+        threading.Thread(target=pump, args=(name,), daemon=True)
+        for name, stream in streams.items()
+        if stream is not None
+    ]
+    for thread in threads:
+        thread.start()
+    end = time.monotonic() + timeout
+    while not over and any(t.is_alive() for t in threads) and time.monotonic() < end:
+        for thread in threads:
+            thread.join(0.05)
+    timed_out = False
+    if not over:
+        try:
+            proc.wait(max(end - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    if over or timed_out:
+        kill_group(proc)
+    for thread in threads:  # the pipes end once the group is gone (a stray holder: 10 s)
+        thread.join(10)
+    overflow = over[0] if over else None
+    return Collected(bytes(bufs["stdout"]), bytes(bufs["stderr"]), timed_out, overflow)
