@@ -449,3 +449,21 @@ def test_a_live_updates_folder_is_left_alone(synth_dir: Path) -> None:
     with locked(synth_dir):
         assert clean_leftovers(synth_dir) == [] and live.is_dir()
     assert clean_leftovers(synth_dir) == [live] and not live.exists()
+
+
+def test_an_update_to_a_full_disk_is_one_line_and_keeps_the_database(
+    capsys: pytest.CaptureFixture[str], index: IndexServer, synth_dir: Path, tmp_path: Path
+) -> None:
+    from test_stores import _fill, _tmpfs
+
+    with _tmpfs(tmp_path / "disk", "size=2m") as disk:
+        target = disk / "data"
+        shutil.copytree(synth_dir, target)
+        before = tree_snapshot(target)
+        _fill(disk)
+        code, _out, err = run(capsys, *update_args(index, "--write-data", str(target)))
+        lines = [line for line in err.splitlines() if line.startswith("gpuresolve:")]
+        assert code == 2 and len(lines) == 1 and "full" in lines[0], err
+        assert "Traceback" not in err
+        assert tree_snapshot(target) == before
+        assert [n for n in siblings(target) if n != "filler"] == ["data"]  # no .data.new-*

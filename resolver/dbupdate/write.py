@@ -8,6 +8,7 @@ the new one is in place).
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -128,7 +129,7 @@ def _write_locked(
             _keep_own_files(target, tmp, replaced=source_dir != target)
         if source_dir != target:  # the database it started from, all of it (not only FILES)
             own = _read_own_observations(tmp)
-            shutil.copytree(source_dir, tmp, dirs_exist_ok=True, symlinks=True)
+            shutil.copytree(source_dir, tmp, dirs_exist_ok=True, symlinks=True, copy_function=_copy)
             _merge_own_observations(tmp, own)
         # The target's own mode (or mkdir's), not mkdtemp's 0700 nor base's that copytree copied.
         os.chmod(tmp, mode)
@@ -150,9 +151,9 @@ def _write_locked(
             more = f" (and {len(new) - 3} more)" if len(new) > 3 else ""
             raise UpdateError("the updated database fails its check: " + "; ".join(new[:3]) + more)
         _swap(tmp, target)
-    except OSError as exc:  # a full or read-only disk: the old database stands, whole
+    except (OSError, _CopyFailed) as exc:  # a full or read-only disk: the old one stands
         shutil.rmtree(tmp, ignore_errors=True)
-        raise write_error(target, exc) from None
+        raise write_error(target, exc.error if isinstance(exc, _CopyFailed) else exc) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -190,6 +191,27 @@ def _merge_own_observations(tmp: Path, own: str | None) -> None:
     store.save(path, merged)
 
 
+_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+
+
+class _CopyFailed(Exception):
+    """A copy that failed for want of disk space or a writable disk, raised past ``copytree``
+    (which would fold it into a list of strings) to become one line, exit 2."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _copy(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
+    try:
+        return shutil.copy2(src, dst, follow_symlinks=follow_symlinks)
+    except OSError as exc:
+        if exc.errno in _DISK_ERRORS:
+            raise _CopyFailed(exc) from None
+        raise
+
+
 def _keep_own_files(target: Path, tmp: Path, *, replaced: bool) -> None:
     """Copy what ``target`` holds into ``tmp``; when the update starts from another database
     (``replaced``), the database files there are not read at all (they may be what is damaged:
@@ -201,7 +223,7 @@ def _keep_own_files(target: Path, tmp: Path, *, replaced: bool) -> None:
 
     try:
         if not replaced:
-            shutil.copytree(target, tmp, dirs_exist_ok=True, symlinks=True)
+            shutil.copytree(target, tmp, dirs_exist_ok=True, symlinks=True, copy_function=_copy)
             return
         for entry in sorted(target.iterdir()):
             if entry.name in DB_FILES:
@@ -209,10 +231,12 @@ def _keep_own_files(target: Path, tmp: Path, *, replaced: bool) -> None:
                     raise UpdateError(f"{entry} is a directory, in the way of a database file")
                 continue
             if entry.is_dir() and not entry.is_symlink():
-                shutil.copytree(entry, tmp / entry.name, symlinks=True)
+                shutil.copytree(entry, tmp / entry.name, symlinks=True, copy_function=_copy)
             else:
-                shutil.copy2(entry, tmp / entry.name, follow_symlinks=False)
+                _copy(entry, tmp / entry.name, follow_symlinks=False)
     except OSError as exc:
+        if exc.errno in _DISK_ERRORS:
+            raise _CopyFailed(exc) from None
         detail = " ".join(str(exc).split())[:200]
         raise UpdateError(f"cannot carry over the files in {target} ({detail})") from None
 
