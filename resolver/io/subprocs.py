@@ -17,8 +17,10 @@ a ``preexec_fn`` (unsafe with threads) and is Linux-only; a subreaper (``PR_SET_
 only adopts orphans while it lives, so gpuresolve as its own subreaper dies with the same
 SIGKILL, and a separate subreaper would have to spawn every child itself. A pipe's end is
 seen by the kernel on any death, and a process group reaches grandchildren, on Linux and macOS.
-What it cannot reach: a descendant that leaves the group (``setsid``, a daemon), and a child
-killed in the instant between its start and its registration (microseconds).
+A group is dropped from the watchdog once its leader is reaped (its id may then be reused by
+an unrelated process). What it cannot reach: a descendant that leaves the group (``setsid``, a
+daemon), one left running by a child that itself exited normally, and a child started in the
+instant before gpuresolve is killed and its registration written (microseconds).
 """
 
 from __future__ import annotations
@@ -186,7 +188,7 @@ def kill_all(grace: float = 0.0) -> None:
     for proc in list(_live):
         if proc.poll() is None:
             kill_group(proc, grace)
-        _live.discard(proc)
+        forget(proc)
 
 
 def kill_group(proc: subprocess.Popen[Any], grace: float = 0.0) -> None:
@@ -202,7 +204,7 @@ def kill_group(proc: subprocess.Popen[Any], grace: float = 0.0) -> None:
         proc.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(5)
-    _live.discard(proc)
+    forget(proc)  # reaped: its id may be reused, so the watchdog must not signal it later
 
 
 def _signal_group(proc: subprocess.Popen[Any], sig: signal.Signals) -> None:
