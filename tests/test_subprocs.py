@@ -7,8 +7,10 @@ that none of them is left once gpuresolve has returned.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -260,3 +262,61 @@ def test_sigkill_during_pips_build_step_ends_pip_and_the_build(tmp_path: Path) -
             proc.kill()
             proc.wait()
         _kill_leftovers(pids)
+
+
+def _children_of(pid: int) -> list[int]:
+    """Direct children of ``pid``, from /proc (Linux)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    out.append(int(entry.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc")
+def test_sigkill_during_installs_real_pip_ends_pip(tmp_path: Path) -> None:
+    """`gpuresolve install` runs a real pip in a real virtualenv against an index that accepts
+    the connection and never answers; gpuresolve is SIGKILLed while pip waits on it."""
+    venv_dir = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv_dir)], check=True, timeout=300)
+    python = venv_dir / "bin" / "python"
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # never accepted: pip's request hangs until its own timeout
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/whl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    env |= {"PIP_CONFIG_FILE": os.devnull, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
+    argv = ["install", "--python", str(python), "--pytorch-index", url, "--installer", "pip"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "resolver", *argv, "--gpu", "8.6", "--driver", "580.65.06"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pips: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not pips:
+            assert time.monotonic() < deadline and proc.poll() is None, "pip never started"
+            pips = [
+                p
+                for p in _children_of(proc.pid)
+                if b"pip" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[2:4]
+            ]
+            time.sleep(0.1)
+        time.sleep(1.0)  # pip is waiting on the index
+        assert _alive(pips[0])
+        proc.kill()
+        proc.wait(30)
+        assert _gone(pips, wait_s=15), "pip outlived a SIGKILLed gpuresolve install"
+    finally:
+        silent.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _kill_leftovers(pips)
