@@ -409,3 +409,61 @@ def test_a_wheel_with_a_member_name_that_is_not_utf8_is_one_line_never_70(
     assert "the database is unchanged" in lines[-1]
     assert "Traceback" not in err and "internal error" not in err
     assert tree_snapshot(synth_dir) == before
+
+
+def test_the_next_update_removes_what_a_killed_one_left(
+    capsys: pytest.CaptureFixture[str], index: IndexServer, synth_dir: Path, tmp_path: Path
+) -> None:
+    """A killed update leaves its ``.data.new-*`` folder (mkdtemp's name beside the database);
+    the next run removes it under the database's lock, and nothing that is not provably its
+    own: a link of that name, a file of that name, another name."""
+    parent = synth_dir.parent
+    left = parent / ".data.new-k1ll3d"
+    (left / "sub").mkdir(parents=True)
+    (left / "torch.yaml").write_text("half")
+    old = parent / ".data.old-k1ll3d"
+    old.mkdir()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (parent / ".data.new-link").symlink_to(mine, target_is_directory=True)
+    (parent / ".data.new-file").write_text("a user's")
+    (parent / ".datab.new-x").mkdir()
+    assert run(capsys, *update_args(index, "--write-data", str(synth_dir)))[0] == 0
+    assert not left.exists() and not old.exists()
+    assert (parent / ".data.new-link").is_symlink() and mine.is_dir()
+    assert (parent / ".data.new-file").read_text() == "a user's"
+    assert (parent / ".datab.new-x").is_dir()
+    # a second run that finds the database current cleans up as well
+    left.mkdir()
+    code, out, _err = run(capsys, *update_args(index, "--write-data", str(synth_dir)))
+    assert code == 0 and "the database is current" in out and not left.exists()
+
+
+def test_a_live_updates_folder_is_left_alone(synth_dir: Path) -> None:
+    """While a run holds the database's lock, its temporary folder is in use: never removed."""
+    from resolver.dbupdate.write import clean_leftovers
+    from resolver.io.filelock import locked
+
+    live = synth_dir.parent / ".data.new-l1ve"
+    live.mkdir()
+    with locked(synth_dir):
+        assert clean_leftovers(synth_dir) == [] and live.is_dir()
+    assert clean_leftovers(synth_dir) == [live] and not live.exists()
+
+
+def test_an_update_to_a_full_disk_is_one_line_and_keeps_the_database(
+    capsys: pytest.CaptureFixture[str], index: IndexServer, synth_dir: Path, tmp_path: Path
+) -> None:
+    from test_stores import _fill, _tmpfs
+
+    with _tmpfs(tmp_path / "disk", "size=2m") as disk:
+        target = disk / "data"
+        shutil.copytree(synth_dir, target)
+        before = tree_snapshot(target)
+        _fill(disk)
+        code, _out, err = run(capsys, *update_args(index, "--write-data", str(target)))
+        lines = [line for line in err.splitlines() if line.startswith("gpuresolve:")]
+        assert code == 2 and len(lines) == 1 and "full" in lines[0], err
+        assert "Traceback" not in err
+        assert tree_snapshot(target) == before
+        assert [n for n in siblings(target) if n != "filler"] == ["data"]  # no .data.new-*

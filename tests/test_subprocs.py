@@ -7,8 +7,10 @@ that none of them is left once gpuresolve has returned.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -164,3 +166,157 @@ def test_run_returns_output_and_status() -> None:
     assert echoed.stdout == "cba\n"
     with pytest.raises(FileNotFoundError):
         subprocs.run(["gpuresolve-no-such-program"], timeout=5)
+
+
+# --- SIGKILL: no handler of ours runs, the watchdog ends the children -------------------------
+
+
+def _sigkill_during(argv: list[str], tmp_path: Path, name: str) -> None:
+    """Start gpuresolve ``argv``, SIGKILL it once ``name`` and its child run, and require that
+    both are gone soon after (the watchdog's SIGTERM, then SIGKILL)."""
+    env = {**os.environ, "PATH": f"{tmp_path}:/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "resolver", *argv],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pids: list[int] = []
+    try:
+        pids = _pids(tmp_path, name)
+        assert all(_alive(p) for p in pids)
+        proc.kill()
+        proc.wait(30)
+        assert _gone(pids, wait_s=15), f"{name} or its child outlived a SIGKILLed gpuresolve"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _kill_leftovers(pids)
+
+
+def test_sigkill_during_verify_ends_the_probe_and_its_child(tmp_path: Path) -> None:
+    python = _fake(tmp_path, "python3")
+    _sigkill_during(["verify", "--python", str(python), "--no-record"], tmp_path, "python3")
+
+
+def test_sigkill_during_install_ends_its_child_and_grandchild(tmp_path: Path) -> None:
+    python = _fake(tmp_path, "python3")
+    argv = ["install", "--python", str(python), "--no-gpu", "--platform", "linux-x86_64"]
+    _sigkill_during([*argv, "--installer", "pip"], tmp_path, "python3")
+
+
+def _scrubbed_env(tmp: str) -> dict[str, str]:
+    """pip from a clean environment: no configuration file, no PIP_*/UV_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    return {**env, "PIP_CONFIG_FILE": os.devnull, "PYTHONPATH": str(ROOT), "TMPDIR": tmp}
+
+
+def test_sigkill_during_pips_build_step_ends_pip_and_the_build(tmp_path: Path) -> None:
+    """A real pip building a real source tree: the build step (pip's child, our grandchild)
+    starts a child of its own and sleeps; gpuresolve's process is SIGKILLed meanwhile."""
+    pytest.importorskip("setuptools")
+    src = tmp_path / "slowpkg"
+    src.mkdir()
+    (tmp_path / "tmp").mkdir()  # pip's own temporary folders, left by its SIGKILL
+    (src / "setup.py").write_text(
+        "import os, subprocess, time\n"
+        "child = subprocess.Popen(['sleep', '300'])\n"
+        f"open({str(tmp_path / 'build.child')!r}, 'w').write(str(child.pid))\n"
+        f"open({str(tmp_path / 'pip.pid')!r}, 'w').write(str(os.getppid()))\n"
+        f"open({str(tmp_path / 'build.pid')!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(300)\n",
+        encoding="utf-8",
+    )
+    pip = [sys.executable, "-m", "pip", "install", "--no-index", "--no-build-isolation"]
+    pip += ["--target", str(tmp_path / "site"), str(src)]
+    driver = (
+        "import sys\nfrom resolver.io import subprocs\n"
+        f"subprocs.run({pip!r}, timeout=None, capture=False)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", driver],
+        env=_scrubbed_env(str(tmp_path / "tmp")),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pids: list[int] = []
+    try:
+        files = [tmp_path / n for n in ("pip.pid", "build.pid", "build.child")]
+        deadline = time.monotonic() + 120
+        while not all(f.is_file() and f.read_text().strip() for f in files):
+            assert time.monotonic() < deadline and proc.poll() is None, "the build never started"
+            time.sleep(0.1)
+        pids = [int(f.read_text()) for f in files]
+        assert all(_alive(p) for p in pids)
+        proc.kill()
+        proc.wait(30)
+        assert _gone(pids, wait_s=15), "pip or its build step outlived a SIGKILLed gpuresolve"
+        assert not (tmp_path / "site" / "slowpkg").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _kill_leftovers(pids)
+
+
+def _children_of(pid: int) -> list[int]:
+    """Direct children of ``pid``, from /proc (Linux)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    out.append(int(entry.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc")
+def test_sigkill_during_installs_real_pip_ends_pip(tmp_path: Path) -> None:
+    """`gpuresolve install` runs a real pip in a real virtualenv against an index that accepts
+    the connection and never answers; gpuresolve is SIGKILLed while pip waits on it."""
+    venv_dir = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv_dir)], check=True, timeout=300)
+    python = venv_dir / "bin" / "python"
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # never accepted: pip's request hangs until its own timeout
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/whl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    env |= {"PIP_CONFIG_FILE": os.devnull, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
+    argv = ["install", "--python", str(python), "--pytorch-index", url, "--installer", "pip"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "resolver", *argv, "--gpu", "8.6", "--driver", "580.65.06"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pips: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not pips:
+            assert time.monotonic() < deadline and proc.poll() is None, "pip never started"
+            pips = [
+                p
+                for p in _children_of(proc.pid)
+                if b"pip" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[2:4]
+            ]
+            time.sleep(0.1)
+        time.sleep(1.0)  # pip is waiting on the index
+        assert _alive(pips[0])
+        proc.kill()
+        proc.wait(30)
+        assert _gone(pips, wait_s=15), "pip outlived a SIGKILLed gpuresolve install"
+    finally:
+        silent.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _kill_leftovers(pips)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -285,29 +286,32 @@ def import_observations(file: str, dry_run: bool) -> None:
     refused (run `gpuresolve db update` first). Exit 2 on an invalid file.
     """
     from resolver import catalog as catalog_mod
+    from resolver.io.filelock import locked
     from resolver.observe import compare, store
 
     incoming = store.load_required(Path(file))
     target = observations_file(None)
     doc = compare.read_torch_doc(catalog_mod.data_dir())
-    mine = store.load(target)
-    counts = {"added": 0, "same": 0, "differs": 0, "refused": 0}
-    lines: list[str] = []
-    for kind, entries in (("observations", incoming.wheels), ("runtime", incoming.runtime)):
-        for entry in entries:
-            curated = compare.find(doc, entry["torch"], entry["variant"], entry["platform"])
-            found = compare.contradictions(entry, curated)
-            if curated is None and kind == "observations":
-                counts["refused"] += 1
-                lines += [f"refused: {line}" for line in compare.describe(entry, found)]
-                continue
-            if found:
-                entry = {**entry, "contradicts": found}
-                lines += [f"contradiction: {line}" for line in compare.describe(entry, found)]
-            status, _old = mine.add(store.validate_entry(entry, kind, file), kind)
-            counts[status] += 1
-    if not dry_run and (counts["added"] or counts["differs"]):
-        store.save(target, mine)
+    # read, merge and write under the database folder's lock: concurrent imports all land
+    with contextlib.nullcontext() if dry_run else locked(target.parent):
+        mine = store.load(target)
+        counts = {"added": 0, "same": 0, "differs": 0, "refused": 0}
+        lines: list[str] = []
+        for kind, entries in (("observations", incoming.wheels), ("runtime", incoming.runtime)):
+            for entry in entries:
+                curated = compare.find(doc, entry["torch"], entry["variant"], entry["platform"])
+                found = compare.contradictions(entry, curated)
+                if curated is None and kind == "observations":
+                    counts["refused"] += 1
+                    lines += [f"refused: {line}" for line in compare.describe(entry, found)]
+                    continue
+                if found:
+                    entry = {**entry, "contradicts": found}
+                    lines += [f"contradiction: {line}" for line in compare.describe(entry, found)]
+                status, _old = mine.add(store.validate_entry(entry, kind, file), kind)
+                counts[status] += 1
+        if not dry_run and (counts["added"] or counts["differs"]):
+            store.save(target, mine)
     for line in lines:
         click.echo(line)
     verb = "would import" if dry_run else "imported"

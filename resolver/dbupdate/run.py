@@ -46,8 +46,13 @@ def run_update(
     """Update ``base`` from the indexes into ``target`` (atomically), or raise UpdateError
     (the write) or FetchError, IndexFormatError, MetadataError (the read).
 
-    Nothing is written when the index has nothing new, on ``dry_run``, or on any error.
+    Nothing is written when the index has nothing new, on ``dry_run``, or on any error; a
+    folder a killed update left beside ``target`` is removed either way (not on ``dry_run``).
     """
+    if not dry_run:
+        from resolver.dbupdate.write import clean_leftovers
+
+        clean_leftovers(target)
     raw = read_raw(base)
     known_problems = check(catalog.load(base))
     try:

@@ -8,8 +8,10 @@ the new one is in place).
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -19,6 +21,7 @@ from resolver.core.errors import UserError
 from resolver.db.yamlfile import dump_yaml
 from resolver.dbupdate import UpdateError
 from resolver.io.atomic import replacement_mode
+from resolver.io.filelock import locked, write_error
 
 _HEADER = "# Updated by `gpuresolve db update` at {stamp} (schema: SCHEMA.md).\n"
 
@@ -51,15 +54,74 @@ def write_database(
     Files not in ``changed`` are copied byte for byte from ``base`` (comments kept), as are the
     other files there (SCHEMA.md, optional data files); files only in ``target`` are kept.
     Raises UpdateError, leaving ``target`` untouched, when the result does not load or
-    ``check()`` finds a problem that ``known_problems`` (the old database's) does not list.
+    ``check()`` finds a problem that ``known_problems`` (the old database's) does not list;
+    UserError when the disk is full or read-only (nothing half-written is left).
     """
+    target = Path(os.path.abspath(target))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(target.parent, exc) from None
+    # The folder's lock (verify and db import take it to record observations there) is held
+    # from the copy of the old folder to the swap: nothing recorded meanwhile is lost, and
+    # any temporary folder of ours found now belongs to no live run.
+    with locked(target):
+        remove_leftovers(target)
+        _write_locked(target, raw, base, set(changed), stamp, known_problems)
+
+
+def clean_leftovers(target: Path) -> list[Path]:
+    """Remove what a killed `db update` left beside ``target`` unless a live run holds its
+    lock (then its folders are in use, and the run removes them itself); never fails."""
+    target = Path(os.path.abspath(target))
+    if not target.parent.is_dir():
+        return []
+    try:
+        with locked(target, wait_s=0):
+            return remove_leftovers(target)
+    except UserError:  # held by a live run, or no lock file can be made here
+        return []
+
+
+def remove_leftovers(target: Path) -> list[Path]:
+    """Remove the ``.NAME.new-*``/``.NAME.old-*`` folders a killed `db update` left beside
+    ``target``; called with ``target``'s lock held, so no live run is using one. Only what is
+    provably ours goes: that name, a real folder (not a link), owned by this user."""
+    removed: list[Path] = []
+    try:
+        entries = list(target.parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        if not name.startswith((f".{target.name}.new-", f".{target.name}.old-")):
+            continue
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != getattr(os, "getuid", lambda: 0)():
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def _write_locked(
+    target: Path,
+    raw: Mapping[str, Any],
+    base: Path,
+    changed: set[str],
+    stamp: str,
+    known_problems: Iterable[str],
+) -> None:
     from resolver import catalog
     from resolver.db.check import check
 
-    target = Path(os.path.abspath(target))
-    changed = set(changed)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    except OSError as exc:
+        raise write_error(target.parent, exc) from None
     try:
         mode = replacement_mode(target, 0o777)
         source_dir = Path(os.path.abspath(base))
@@ -67,7 +129,7 @@ def write_database(
             _keep_own_files(target, tmp, replaced=source_dir != target)
         if source_dir != target:  # the database it started from, all of it (not only FILES)
             own = _read_own_observations(tmp)
-            shutil.copytree(source_dir, tmp, dirs_exist_ok=True, symlinks=True)
+            shutil.copytree(source_dir, tmp, dirs_exist_ok=True, symlinks=True, copy_function=_copy)
             _merge_own_observations(tmp, own)
         # The target's own mode (or mkdir's), not mkdtemp's 0700 nor base's that copytree copied.
         os.chmod(tmp, mode)
@@ -89,6 +151,9 @@ def write_database(
             more = f" (and {len(new) - 3} more)" if len(new) > 3 else ""
             raise UpdateError("the updated database fails its check: " + "; ".join(new[:3]) + more)
         _swap(tmp, target)
+    except (OSError, _CopyFailed) as exc:  # a full or read-only disk: the old one stands
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise write_error(target, exc.error if isinstance(exc, _CopyFailed) else exc) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -126,6 +191,27 @@ def _merge_own_observations(tmp: Path, own: str | None) -> None:
     store.save(path, merged)
 
 
+_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+
+
+class _CopyFailed(Exception):
+    """A copy that failed for want of disk space or a writable disk, raised past ``copytree``
+    (which would fold it into a list of strings) to become one line, exit 2."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _copy(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
+    try:
+        return shutil.copy2(src, dst, follow_symlinks=follow_symlinks)
+    except OSError as exc:
+        if exc.errno in _DISK_ERRORS:
+            raise _CopyFailed(exc) from None
+        raise
+
+
 def _keep_own_files(target: Path, tmp: Path, *, replaced: bool) -> None:
     """Copy what ``target`` holds into ``tmp``; when the update starts from another database
     (``replaced``), the database files there are not read at all (they may be what is damaged:
@@ -137,7 +223,7 @@ def _keep_own_files(target: Path, tmp: Path, *, replaced: bool) -> None:
 
     try:
         if not replaced:
-            shutil.copytree(target, tmp, dirs_exist_ok=True, symlinks=True)
+            shutil.copytree(target, tmp, dirs_exist_ok=True, symlinks=True, copy_function=_copy)
             return
         for entry in sorted(target.iterdir()):
             if entry.name in DB_FILES:
@@ -145,10 +231,12 @@ def _keep_own_files(target: Path, tmp: Path, *, replaced: bool) -> None:
                     raise UpdateError(f"{entry} is a directory, in the way of a database file")
                 continue
             if entry.is_dir() and not entry.is_symlink():
-                shutil.copytree(entry, tmp / entry.name, symlinks=True)
+                shutil.copytree(entry, tmp / entry.name, symlinks=True, copy_function=_copy)
             else:
-                shutil.copy2(entry, tmp / entry.name, follow_symlinks=False)
+                _copy(entry, tmp / entry.name, follow_symlinks=False)
     except OSError as exc:
+        if exc.errno in _DISK_ERRORS:
+            raise _CopyFailed(exc) from None
         detail = " ".join(str(exc).split())[:200]
         raise UpdateError(f"cannot carry over the files in {target} ({detail})") from None
 

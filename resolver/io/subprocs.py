@@ -4,7 +4,23 @@ Every program gpuresolve starts (the verify probe, nvidia-smi, uv and pip, conda
 rattler child, gpuresolve itself) goes through here. A child runs in its own session, so a
 terminal's Ctrl-C reaches only gpuresolve; on a timeout, Ctrl-C (KeyboardInterrupt), SIGTERM or
 any error while it runs, its whole process group is killed (first SIGTERM when ``grace`` allows
-it a clean exit, then SIGKILL), grandchildren included. Standard library only (core layer).
+it a clean exit, then SIGKILL), grandchildren included. Standard library only.
+
+When gpuresolve itself is killed outright (SIGKILL: the OOM killer, a CI runner's cancel) none
+of that code runs, so on POSIX a watchdog does it instead: one small process per gpuresolve,
+started with the first child, in its own session, holding the read end of a pipe whose only
+write end is ours. Each child's process group is registered on the pipe; when the pipe ends
+(our exit, however it happens, closes the write end), the watchdog sends every registered
+group SIGTERM, then SIGKILL after ``WATCHDOG_GRACE_S``. Why a pipe watchdog and not the others:
+``PR_SET_PDEATHSIG`` reaches the direct child only (pip's build steps are grandchildren), needs
+a ``preexec_fn`` (unsafe with threads) and is Linux-only; a subreaper (``PR_SET_CHILD_SUBREAPER``)
+only adopts orphans while it lives, so gpuresolve as its own subreaper dies with the same
+SIGKILL, and a separate subreaper would have to spawn every child itself. A pipe's end is
+seen by the kernel on any death, and a process group reaches grandchildren, on Linux and macOS.
+A group is dropped from the watchdog once its leader is reaped (its id may then be reused by
+an unrelated process). What it cannot reach: a descendant that leaves the group (``setsid``, a
+daemon), one left running by a child that itself exited normally, and a child started in the
+instant before gpuresolve is killed and its registration written (microseconds).
 """
 
 from __future__ import annotations
@@ -13,6 +29,9 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
@@ -22,6 +41,58 @@ PIPE = subprocess.PIPE
 STDOUT = subprocess.STDOUT
 _POSIX = os.name == "posix"
 _live: set[subprocess.Popen[Any]] = set()  # started and not yet known to be over
+WATCHDOG_GRACE_S = 2.0  # SIGTERM to SIGKILL, once gpuresolve has gone
+
+# Runs as ``python -I -S -c WATCHDOG fd grace``: lines "+pgid" / "-pgid" on fd register and
+# drop a group; end of file (gpuresolve gone) ends every registered group. It ignores the
+# terminal's signals (its own session anyway) and treats SIGTERM as the end of file.
+WATCHDOG = """
+import os, signal, sys, time
+fd, grace = int(sys.argv[1]), float(sys.argv[2])
+groups = set()
+def alive(g):
+    try:
+        os.killpg(g, 0)
+        return True
+    except OSError:
+        return False
+def sweep(*_):
+    for g in list(groups):
+        try:
+            os.killpg(g, signal.SIGTERM)
+        except OSError:
+            groups.discard(g)
+    end = time.monotonic() + grace
+    while groups and time.monotonic() < end:
+        time.sleep(0.05)
+        groups.intersection_update([g for g in groups if alive(g)])
+    for g in groups:
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(0)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, sweep)
+buf = b""
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except InterruptedError:
+        continue
+    if not chunk:
+        sweep()
+    buf += chunk
+    *lines, buf = buf.split(b"\\n")
+    for line in lines:
+        if line[:1] == b"+" and line[1:].isdigit():
+            groups.add(int(line[1:]))
+        elif line[:1] == b"-" and line[1:].isdigit():
+            groups.discard(int(line[1:]))
+"""
+_watch_lock = threading.Lock()
+_watch: dict[str, Any] = {}  # "proc": the watchdog's Popen, "fd": our write end, "pid": ours
 
 
 @dataclass
@@ -41,14 +112,74 @@ def start(argv: Sequence[str], **popen: Any) -> subprocess.Popen[Any]:
         popen["start_new_session"] = True
     else:  # pragma: no cover - Windows: a new group, killed by taskkill-less terminate
         popen.setdefault("creationflags", getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0))
+    if _POSIX:  # the watchdog first: registering the child must not wait for its start-up
+        with _watch_lock:
+            _watchdog_fd()
     proc = subprocess.Popen(list(argv), **popen)
     _live.add(proc)
+    if _POSIX:
+        _tell_watchdog(f"+{proc.pid}")
     return proc
 
 
 def forget(proc: subprocess.Popen[Any]) -> None:
-    """``proc`` is over (reaped by its owner): `kill_all` leaves it alone."""
+    """``proc`` is over (reaped by its owner): `kill_all` and the watchdog leave it alone."""
+    if proc in _live and _POSIX:
+        _tell_watchdog(f"-{proc.pid}")
     _live.discard(proc)
+
+
+def _tell_watchdog(line: str) -> None:
+    """Send one line to the watchdog, starting it first (or again, after a fork or its death).
+
+    Without a watchdog (no interpreter to run it, no pipe) children still end on every exit
+    gpuresolve itself sees; only the SIGKILL case is lost, so this never fails a command."""
+    with _watch_lock:
+        for _attempt in range(2):
+            fd = _watchdog_fd()
+            if fd is None:
+                return
+            try:
+                os.write(fd, f"{line}\n".encode())
+                return
+            except OSError:  # it died (someone killed it): the next attempt starts another
+                _drop_watchdog()
+
+
+def _watchdog_fd() -> int | None:
+    if _watch.get("pid") == os.getpid() and _watch["proc"].poll() is None:
+        return int(_watch["fd"])
+    _drop_watchdog()
+    if not sys.executable:
+        return None
+    read_end, write_end = os.pipe()  # both close-on-exec: no other child inherits them
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", WATCHDOG, str(read_end), str(WATCHDOG_GRACE_S)],
+            pass_fds=(read_end,),
+            stdin=DEVNULL,
+            stdout=DEVNULL,
+            stderr=DEVNULL,
+            cwd="/",  # holds no folder busy (an unmount, a temporary folder's removal)
+            start_new_session=True,
+        )
+    except OSError:
+        os.close(write_end)
+        return None
+    finally:
+        os.close(read_end)
+    _watch.update(proc=proc, fd=write_end, pid=os.getpid())
+    return write_end
+
+
+def _drop_watchdog() -> None:
+    """Forget a dead watchdog, or one inherited through a fork (its pipe is the parent's)."""
+    if "fd" in _watch and _watch.get("pid") == os.getpid():
+        with contextlib.suppress(OSError):
+            os.close(_watch["fd"])
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            _watch["proc"].wait(1)
+    _watch.clear()
 
 
 def kill_all(grace: float = 0.0) -> None:
@@ -57,7 +188,7 @@ def kill_all(grace: float = 0.0) -> None:
     for proc in list(_live):
         if proc.poll() is None:
             kill_group(proc, grace)
-        _live.discard(proc)
+        forget(proc)
 
 
 def kill_group(proc: subprocess.Popen[Any], grace: float = 0.0) -> None:
@@ -73,7 +204,7 @@ def kill_group(proc: subprocess.Popen[Any], grace: float = 0.0) -> None:
         proc.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(5)
-    _live.discard(proc)
+    forget(proc)  # reaped: its id may be reused, so the watchdog must not signal it later
 
 
 def _signal_group(proc: subprocess.Popen[Any], sig: signal.Signals) -> None:
@@ -143,3 +274,60 @@ def run(
                 out, err = "", ""
             return Result(proc.returncode, out or "", err or "", timed_out=True)
     return Result(proc.returncode, out or "", err or "")
+
+
+@dataclass
+class Collected:
+    """What a child printed, read with a bound: ``overflow`` names the stream that passed it
+    (the child was then killed), ``timed_out`` a child killed at its deadline."""
+
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
+    overflow: str | None = None
+
+
+def collect(proc: subprocess.Popen[bytes], *, timeout: float, limit: int) -> Collected:
+    """Read ``proc``'s stdout and stderr (binary pipes) until it exits, ``timeout`` seconds
+    pass or a stream passes ``limit`` bytes; in the last two cases its group is killed.
+
+    ``communicate`` keeps whatever a child prints: a program that floods its output (a hostile
+    or broken module in the environment being verified) would fill our memory first."""
+    streams = {"stdout": proc.stdout, "stderr": proc.stderr}
+    bufs = {name: bytearray() for name in streams}
+    over: list[str] = []
+
+    def pump(name: str) -> None:
+        stream, buf = streams[name], bufs[name]
+        assert stream is not None
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := os.read(stream.fileno(), 65536):
+                if len(buf) + len(chunk) > limit:
+                    buf += chunk[: limit - len(buf)]
+                    over.append(name)
+                    return
+                buf += chunk
+
+    threads = [
+        threading.Thread(target=pump, args=(name,), daemon=True)
+        for name, stream in streams.items()
+        if stream is not None
+    ]
+    for thread in threads:
+        thread.start()
+    end = time.monotonic() + timeout
+    while not over and any(t.is_alive() for t in threads) and time.monotonic() < end:
+        for thread in threads:
+            thread.join(0.05)
+    timed_out = False
+    if not over:
+        try:
+            proc.wait(max(end - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    if over or timed_out:
+        kill_group(proc)
+    for thread in threads:  # the pipes end once the group is gone (a stray holder: 10 s)
+        thread.join(10)
+    overflow = over[0] if over else None
+    return Collected(bytes(bufs["stdout"]), bytes(bufs["stderr"]), timed_out, overflow)

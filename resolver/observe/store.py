@@ -29,6 +29,7 @@ from resolver.core.platforms import PLATFORMS, PYTHON_RE
 from resolver.db.yamlfile import dump_yaml
 from resolver.io.atomic import atomic_write
 from resolver.io.bounded import load_yaml, open_regular, read_optional_text
+from resolver.io.filelock import locked, write_error
 
 FILE = "observations.yaml"
 MAX_BYTES = 8 * 1024 * 1024
@@ -296,8 +297,8 @@ def save(path: Path, doc: Observations) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, doc.to_yaml())
-    except OSError as exc:
-        raise UserError(f"{path}: cannot write it ({exc.strerror or exc})") from None
+    except OSError as exc:  # a full or read-only disk: the old file stands, no temporary left
+        raise write_error(path, exc) from None
 
 
 def written_by_us(path: Path) -> bool:
@@ -310,10 +311,13 @@ def written_by_us(path: Path) -> bool:
 
 
 def record(path: Path, entry: dict[str, Any], kind: str) -> tuple[str, dict[str, Any] | None]:
-    """Validate ``entry``, merge it into the file at ``path`` and write it back atomically."""
+    """Validate ``entry``, merge it into the file at ``path`` and write it back atomically,
+    under the lock of the folder holding it (the database folder: `db update` takes the same
+    one), so that concurrent runs each add to what the last one wrote."""
     checked = validate_entry(entry, kind, f"{kind} entry")
-    doc = load(path)
-    status, old = doc.add(checked, kind)
-    if status != "same" or kind == "runtime":
-        save(path, doc)
+    with locked(path.parent):
+        doc = load(path)
+        status, old = doc.add(checked, kind)
+        if status != "same" or kind == "runtime":
+            save(path, doc)
     return status, old

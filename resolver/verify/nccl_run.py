@@ -9,7 +9,6 @@ caller's environment says: it can take a shared host's GPUs out of service.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -21,7 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resolver.core.errors import escaped
+from resolver.io import subprocs
 from resolver.verify.nccl_worker import STAGE_PREFIX
+from resolver.verify.run import PROBE_OUTPUT_MAX, foreign
 
 WORKER_FILE = Path(__file__).with_name("nccl_worker.py")
 DEFAULT_TIMEOUT_S = 60.0
@@ -129,13 +131,11 @@ def run_nccl(
             for size in sizes:
                 args += ["--size", str(size)]
             procs.append(
-                subprocess.Popen(
+                subprocs.start(  # its own group, watched: it ends with us, SIGKILL included
                     args,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
+                    stdout=subprocs.PIPE,
+                    stderr=subprocs.PIPE,
                     env=child_env(os.environ if environ is None else environ, rank, world),
-                    start_new_session=True,
                 )
             )
         outputs = _collect(procs, started, timeout_s, result)
@@ -151,31 +151,23 @@ def run_nccl(
 def _collect(
     procs: Sequence[subprocess.Popen[bytes]], started: float, timeout_s: float, result: NcclRun
 ) -> list[tuple[bytes, bytes]]:
+    """Each worker's output, read with a bound (a flood stops every worker, as a hang does)."""
     outputs: list[tuple[bytes, bytes]] = []
     for p in procs:
         left = max(timeout_s - (time.monotonic() - started), 0.1)
-        try:
-            outputs.append(p.communicate(timeout=left))
-        except subprocess.TimeoutExpired:
-            result.timed_out = True
+        got = subprocs.collect(p, timeout=left, limit=PROBE_OUTPUT_MAX)
+        if got.timed_out or got.overflow:
+            result.timed_out = result.timed_out or got.timed_out
             for q in procs:
                 _kill(q)
-            try:
-                outputs.append(p.communicate(timeout=10))
-            except subprocess.TimeoutExpired:
-                outputs.append((b"", b""))
+        outputs.append((got.stdout, got.stderr))
     return outputs
 
 
 def _kill(p: subprocess.Popen[bytes]) -> None:
-    if p.poll() is not None:
-        return
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        p.kill()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        p.wait(timeout=10)
+    if p.poll() is None:
+        subprocs.kill_group(p)
+    subprocs.forget(p)
 
 
 def _rank(rank: int, p: subprocess.Popen[bytes], out: bytes, err: bytes, source: str) -> Rank:
@@ -188,18 +180,18 @@ def _rank(rank: int, p: subprocess.Popen[bytes], out: bytes, err: bytes, source:
     lines: list[str] = []
     for line in err.decode("utf-8", "replace").replace(source, "<worker>").splitlines():
         if line.startswith(STAGE_PREFIX):
-            r.stage = line[len(STAGE_PREFIX) :].strip()[:40]
+            r.stage = escaped(line[len(STAGE_PREFIX) :].strip()[:40])
         elif line.strip():
             line = line.rstrip()
-            lines.append(line if len(line) <= _LINE_MAX else f"{line[: _LINE_MAX - 3]}...")
+            lines.append(escaped(line if len(line) <= _LINE_MAX else f"{line[: _LINE_MAX - 3]}..."))
     r.stderr_tail = lines[-8:]
     text = out.decode("utf-8", "replace").strip()
     if text:
         try:
             data = json.loads(text.splitlines()[-1])
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
-        r.data = data if isinstance(data, dict) else None
+        r.data = foreign(data) if isinstance(data, dict) else None  # the environment's words
     if r.data is not None and r.signal:
         r.data = None  # killed after printing: not a result to trust
     if r.data is not None and isinstance(r.data.get("stage"), str):

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping
@@ -20,13 +19,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver.core.errors import UserError
+from resolver.core.errors import UserError, escaped
 from resolver.io import subprocs
 from resolver.verify.probe import STAGE_PREFIX
 
 PROBE_FILE = Path(__file__).with_name("probe.py")
 DEFAULT_TIMEOUT_S = 120.0
 _TAIL_LINES = 12
+PROBE_OUTPUT_MAX = 16 * 2**20  # bytes per stream: its JSON is some kB; more is a flood
+_FOREIGN_DEPTH = 32  # nesting kept from the probe's document (it has 4 levels)
+
+
+def foreign(value: Any, depth: int = 0) -> Any:
+    """The probe's document as input from the verified environment: every string (keys too)
+    with control and bidi characters escaped (``\\x1b``, ``\\u202e``), as nvidia-smi's output
+    is, so a hostile ``torch.__version__`` or device name never reaches a terminal raw;
+    nesting past ``_FOREIGN_DEPTH`` is dropped."""
+    if isinstance(value, str):
+        return escaped(value)
+    if depth >= _FOREIGN_DEPTH:
+        return None
+    if isinstance(value, dict):
+        return {escaped(str(k)): foreign(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [foreign(v, depth + 1) for v in value]
+    return value
 
 
 @dataclass
@@ -42,6 +59,7 @@ class ProbeRun:
     stage: str | None = None  # the last stage the probe announced
     stderr_tail: list[str] = field(default_factory=list)  # its last lines, stage marks dropped
     elapsed_s: float = 0.0
+    overflow: str | None = None  # "stdout"/"stderr": it printed more than PROBE_OUTPUT_MAX
 
     @property
     def started(self) -> bool:
@@ -52,6 +70,12 @@ class ProbeRun:
     def failure(self) -> str | None:
         """One line saying why there is no usable result, or None when there is one."""
         where = f" during {self.stage!r}" if self.stage and self.stage != "done" else ""
+        if self.overflow:
+            return (
+                f"the probe printed more than {PROBE_OUTPUT_MAX // 2**20} MiB on its "
+                f"{self.overflow} and was stopped{where} (torch or a module it imports floods "
+                "it; run `python -c 'import torch'` in that environment to see)"
+            )
         if self.timed_out:
             return f"the probe did not finish within {self.timeout_s:g} s (hung{where})"
         if self.signal:
@@ -138,19 +162,12 @@ class ProbeProcess:
 
     def finish(self) -> ProbeRun:
         left = max(self.timeout_s - (time.monotonic() - self.started_at), 0.1)
-        timed_out = False
-        try:
-            out, err = self.proc.communicate(timeout=left)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            subprocs.kill_group(self.proc)
-            try:
-                out, err = self.proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:  # a grandchild kept the pipes open
-                out, err = b"", b""
+        try:  # bounded: a torch that floods its output is stopped, never read to MemoryError
+            got = subprocs.collect(self.proc, timeout=left, limit=PROBE_OUTPUT_MAX)
         except BaseException:  # Ctrl-C, SIGTERM: the probe and its children end with us
             subprocs.kill_group(self.proc)
             raise
+        out, err, timed_out = got.stdout, got.stderr, got.timed_out
         subprocs.forget(self.proc)
         run = ProbeRun(
             python=self.python,
@@ -158,23 +175,25 @@ class ProbeProcess:
             timed_out=timed_out,
             timeout_s=self.timeout_s,
             elapsed_s=round(time.monotonic() - self.started_at, 3),
+            overflow=got.overflow,
         )
         rc = self.proc.returncode
-        if rc is not None and rc < 0 and not timed_out:
+        if rc is not None and rc < 0 and not timed_out and not got.overflow:
             try:
                 run.signal = signal.Signals(-rc).name
             except ValueError:
                 run.signal = f"signal {-rc}"
         # Not a Python (`--python /bin/ls`) may echo its arguments: never the probe's source.
         _read_stderr(run, err.decode("utf-8", "replace").replace(self.source, "<probe>"))
-        if not timed_out and out.strip():
+        if not timed_out and not got.overflow and out.strip():
             try:
                 data = json.loads(out.decode("utf-8", "replace").strip().splitlines()[-1])
-                run.data = data if isinstance(data, dict) else None
-            except (ValueError, IndexError):
+                run.data = foreign(data) if isinstance(data, dict) else None
+            except (ValueError, IndexError, RecursionError):
                 run.data = None
         if run.data is not None and not run.signal:
-            run.stage = run.data.get("stage") or run.stage
+            stage = run.data.get("stage")
+            run.stage = stage if isinstance(stage, str) else run.stage
         return run
 
 
@@ -185,10 +204,11 @@ def _read_stderr(run: ProbeRun, text: str) -> None:
     lines: list[str] = []
     for line in text.splitlines():
         if line.startswith(STAGE_PREFIX):
-            run.stage = line[len(STAGE_PREFIX) :].strip()
+            run.stage = escaped(line[len(STAGE_PREFIX) :].strip()[:_LINE_MAX])
         elif line.strip():
             line = line.rstrip()
-            lines.append(line if len(line) <= _LINE_MAX else f"{line[: _LINE_MAX - 3]}...")
+            line = line if len(line) <= _LINE_MAX else f"{line[: _LINE_MAX - 3]}..."
+            lines.append(escaped(line))
     run.stderr_tail = lines[-_TAIL_LINES:]
 
 
