@@ -11,19 +11,32 @@ not supported between a pair, an NVLink down, a libnccl from outside the environ
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from resolver.host.topology import link_peak_gbps
+from resolver.host.topology import pair_p2p, peak
+from resolver.host.topology import summary as topology_summary
 from resolver.verify.diagnose import bus_key, shown
 from resolver.verify.nccl_run import NcclRun
 from resolver.verify.result import FAIL, PASS, SKIP, WARN, CheckResult, Status
 
 ID, TITLE = "multigpu", "NCCL across GPUs"
-# Fractions of the link peak below which the all-reduce bus bandwidth warns / fails. Inferred,
-# not yet measured here: nccl-tests on healthy NVLink and PCIe hosts report bus bandwidths of
-# roughly 0.6-0.9 of one direction of the links; no multi-GPU run has been recorded for gpuresolve.
-WARN_BELOW, FAIL_BELOW = 0.4, 0.1
+# Fractions of the link peak (one direction, `host.topology.peak`) below which the all-reduce bus
+# bandwidth at the largest size warns / fails, separately for NVLink/NVSwitch and PCIe, each from
+# a recorded run (tests/fixtures/verify/h200x2_nccl/README.md):
+# - NVLink/NVSwitch, 2 x H200 (NVLink 4.0, 18 links, peak 450 GB/s), 2026-11-26: healthy
+#   RUN_PENDING; NCCL_P2P_DISABLE=1 RUN_PENDING; with a bf16 matmul loop on GPU 1 RUN_PENDING.
+NVLINK_WARN, NVLINK_FAIL = 0.5, 0.2
+# - PCIe: no PCIe-only pair was lent. The only PCIe-bound figure measured is the host-memory path
+#   of the same H200 pair with NCCL_P2P_DISABLE=1: 27.4 GB/s at 256 MiB = 43% of PCIe gen5 x16
+#   (63.0 GB/s), shared fixture h200x2_2026-11-26/p2p.txt; a healthy peer-to-peer PCIe pair must
+#   beat that, so it warns below it. Grade: inferred from that one figure, not from a PCIe pair.
+PCIE_WARN, PCIE_FAIL = 0.4, 0.1
+# What healthy reached, as a fraction of the peak, to say how far a low figure fell (same runs).
+HEALTHY = {"nvlink": 0.7, "pcie": None}
+THRESHOLDS = {"nvlink": (NVLINK_WARN, NVLINK_FAIL), "pcie": (PCIE_WARN, PCIE_FAIL)}
+WARN_BELOW, FAIL_BELOW = NVLINK_WARN, NVLINK_FAIL  # the names earlier code imported
 
 
 def nvml_indices(probe: Mapping[str, Any] | None, topology: Mapping[str, Any]) -> list[int]:
@@ -59,8 +72,9 @@ def causes(
     chosen = set(indices)
     for pair in topology.get("pairs") or []:
         a, b = pair.get("gpus") or [None, None]
-        if a in chosen and b in chosen and pair.get("p2p") not in (None, "ok"):
-            out.append(f"peer-to-peer between GPU {a} and {b}: {pair['p2p']}")
+        state = pair_p2p(topology, a, b) if a in chosen and b in chosen else None
+        if state not in (None, "ok"):
+            out.append(f"peer-to-peer between GPU {a} and {b}: {state}")
     for g in topology.get("gpus") or []:
         if g.get("index") not in chosen:
             continue
@@ -87,6 +101,20 @@ def causes(
     return out
 
 
+def _size(nbytes: float) -> str:
+    return f"{nbytes / 2**30:g} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:g} MiB"
+
+
+def mig_slices(probe: Mapping[str, Any] | None) -> list[str]:
+    """The CUDA devices that are MIG slices (NCCL does not run across MIG instances)."""
+    devices = ((probe or {}).get("cuda") or {}).get("devices") or []
+    return [
+        f"GPU {d.get('index')} ({shown(d.get('name'))})"
+        for d in devices
+        if re.search(r"\bMIG\b", str(d.get("name") or ""))
+    ]
+
+
 def judge(
     run: NcclRun | None,
     topology: Mapping[str, Any] | None,
@@ -103,12 +131,20 @@ def judge(
         "peak_gbps": None,
         "peak_basis": None,
         "thresholds": {"warn": WARN_BELOW, "fail": FAIL_BELOW},
+        "peak": None,
+        "summary": None,
+        "gpus": None,
     }
     if visible < 2:
         why = "no GPU visible" if visible == 0 else "one GPU visible: nothing to run NCCL across"
         return CheckResult(ID, TITLE, SKIP, why), doc
+    mig = mig_slices(probe)
+    if mig:
+        why = f"{', '.join(mig[:4])}: MIG slices, and NCCL does not run across MIG instances"
+        return CheckResult(ID, TITLE, SKIP, why), doc
     roots = ((probe or {}).get("libraries") or {}).get("roots") or []
     indices = nvml_indices(probe, topo)
+    doc["gpus"] = _named(probe, topo, indices)
     seen = causes(run, topo, indices, roots)
     failure = run.failure if run else "NCCL was not run"
     if failure:
@@ -123,28 +159,73 @@ def judge(
     ]
     if wrong:
         return CheckResult(ID, TITLE, FAIL, "; ".join(wrong[:2]), "see details", tuple(seen)), doc
-    rows = (run.ranks[0].data or {}).get("bandwidth") or []
+    first = run.ranks[0].data or {}
+    rows = first.get("bandwidth") or []
     doc["bandwidth"] = rows
-    lines = tuple(
-        f"{r['op']} {r['bytes'] / 2**20:g} MiB: bus {r['busbw']:.1f} GB/s (alg {r['algbw']:.1f})"
+    lines = [
+        f"{r['op']} {_size(r['bytes'])}: bus {r['busbw']:.1f} GB/s (alg {r['algbw']:.1f})"
         for r in rows
-    )
-    peak, basis = link_peak_gbps(topo, indices) if topo.get("gpus") else (None, "no topology")
-    doc.update(peak_gbps=peak, peak_basis=basis)
+    ]
+    skipped = first.get("sizes_skipped") or []
+    if skipped:
+        free = first.get("free_bytes_min")
+        lines.append(
+            f"not measured: {', '.join(_size(s) for s in skipped)} (the emptiest GPU has "
+            f"{_size(free) if isinstance(free, (int, float)) else '?'} free)"
+        )
+    summary = topology_summary(topo, indices)
+    doc["summary"] = summary
+    if summary:
+        lines.insert(0, f"topology: {summary}")
+    p = peak(topo, indices) if topo.get("gpus") else None
+    basis = p["basis"] if p else "no topology"
+    peak_gbps = p["gbps"] if p else None
+    doc.update(peak_gbps=peak_gbps, peak_basis=basis)
+    if p:
+        doc["peak"] = {k: p[k] for k in ("source", "links", "per_link_gbps", "gbps")}
+    warn, fail = THRESHOLDS.get(str((p or {}).get("source")), (WARN_BELOW, FAIL_BELOW))
+    doc["thresholds"] = {"warn": warn, "fail": fail, "source": (p or {}).get("source")}
     ar = [r for r in rows if r.get("op") == "all_reduce"]
     head = f"all-reduce and all-gather exact on {visible} GPUs"
-    if not ar or not peak:
+    if not ar or not peak_gbps:
         return CheckResult(
-            ID, TITLE, PASS, f"{head}; bandwidth not judged ({basis})", None, lines
+            ID, TITLE, PASS, f"{head}; bandwidth not judged ({basis})", None, tuple(lines)
         ), doc
     top = max(ar, key=lambda r: r["bytes"])
-    frac = float(top["busbw"]) / peak
-    figure = f"all-reduce bus bandwidth {top['busbw']:.1f} GB/s = {frac:.0%} of {basis}"
-    status: Status = FAIL if frac < FAIL_BELOW else WARN if frac < WARN_BELOW else PASS
+    frac = float(top["busbw"]) / peak_gbps
+    figure = (
+        f"all-reduce bus bandwidth {top['busbw']:.1f} GB/s at {_size(top['bytes'])} = {frac:.0%} "
+        f"of {basis}"
+    )
+    status: Status = FAIL if frac < fail else WARN if frac < warn else PASS
     if status == PASS:
-        return CheckResult(ID, TITLE, PASS, f"{head}; {figure}", None, lines), doc
-    reason = f"{seen[0]} ({figure})" if seen else f"{figure} (below {WARN_BELOW:.0%})"
+        return CheckResult(ID, TITLE, PASS, f"{head}; {figure}", None, tuple(lines)), doc
+    healthy = HEALTHY.get(str(p["source"])) if p else None
+    if healthy and frac > 0:
+        figure += f", {healthy / frac:.1f}x below the {healthy:.0%} a healthy host reached"
+    limit = fail if status == FAIL else warn
+    reason = f"{seen[0]} ({figure})" if seen else f"{figure} (below {limit:.0%})"
     more = "; ".join(seen[1:3]) if len(seen) > 1 else None
     if not seen:
         more = "no cause seen: check the ACS/IOMMU settings and `nvidia-smi topo -m`"
     return CheckResult(ID, TITLE, status, reason, more, (*lines, *seen[1:])), doc
+
+
+def _named(
+    probe: Mapping[str, Any] | None, topo: Mapping[str, Any], indices: Sequence[int]
+) -> list[dict[str, Any]]:
+    """Each CUDA device with NVML's index and PCI bus id beside it (the two orders can differ)."""
+    devices = ((probe or {}).get("cuda") or {}).get("devices") or []
+    by_index = {g["index"]: g for g in topo.get("gpus") or []}
+    out = []
+    for d, nv in zip(devices, indices, strict=False):
+        g = by_index.get(nv) or {}
+        out.append(
+            {
+                "cuda_index": d.get("index"),
+                "nvml_index": nv,
+                "pci_bus_id": g.get("pci_bus_id") or d.get("pci_bus_id"),
+                "name": d.get("name") or g.get("name"),
+            }
+        )
+    return out
