@@ -349,7 +349,16 @@ def conv_bench(torch: Any, seconds: float, index: int = 0) -> dict[str, Any]:
 
 
 def benchmark(torch: Any, seconds: float = 1.0, index: int = 0) -> dict[str, Any]:
-    """conv2d with cuDNN on and off; a float32 matmul with TF32 on and off (on GPU ``index``)."""
+    """conv2d with cuDNN on and off; a float32 matmul with TF32 on and off (on GPU ``index``).
+
+    The GPU is made the current device: ``torch.cuda.synchronize()`` waits for the current
+    device only, so timing GPU 1 from GPU 0 measured launches, not work (3x the datasheet peak
+    on a 2 x H200 host, 2026-11-26)."""
+    with torch.cuda.device(index):
+        return _benchmark(torch, seconds, index)
+
+
+def _benchmark(torch: Any, seconds: float, index: int) -> dict[str, Any]:
     dev = torch.device("cuda", index)
     out: dict[str, Any] = {"device": index}
     x = torch.randn(32, 64, 56, 56, device=dev)
