@@ -120,7 +120,9 @@ def verify(
         stderr_tail=run.stderr_tail,
     )
     nccl_doc = (
-        _nccl_check(interpreter, run, results, timeout) if nccl or _visible(run) > 1 else None
+        _nccl_check(interpreter, run, results, timeout, state)
+        if nccl or _visible(run) > 1
+        else None
     )
     bench = (run.data or {}).get("benchmark") if benchmark else None
     recorded = None if no_record else _record(run.data, curated)
@@ -148,7 +150,11 @@ def _visible(run: ProbeRun) -> int:
 
 
 def _nccl_check(
-    interpreter: str, run: ProbeRun, results: list[CheckResult], timeout: float
+    interpreter: str,
+    run: ProbeRun,
+    results: list[CheckResult],
+    timeout: float,
+    state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One NCCL worker per visible GPU (after the probe: both use the GPUs), judged."""
     from resolver.host import topology
@@ -161,7 +167,7 @@ def _nccl_check(
         if visible > 1
         else None
     )
-    check, doc = nccl_check.judge(ran, topo, run.data, visible)
+    check, doc = nccl_check.judge(ran, topo, run.data, visible, state)
     results.append(check)
     return doc
 
