@@ -112,13 +112,11 @@ def judge_node(
     busy = [gpu_state(state, probe, a.get("device"))[1] for a in annotated]
     gpus: list[dict[str, Any]] = []
     for n, (a, check) in enumerate(judged):
-        gpus.append(_gpu_entry(probe, state, results, devices, a, check, relative[n], models, n))
-        entry = gpus[-1]
-        if entry["status"] != PASS and entry["cause"] is None and models.count(models[n]) > 1:
-            peers = [busy[k] for k in range(len(busy)) if k != n and models[k] == models[n]]
-            found = _clock_cause(busy[n], peers)
-            if found:
-                entry["cause"], entry["detail"] = found.kind, f"{found.text}; {entry['detail']}"
+        peers = [busy[k] for k in range(len(busy)) if k != n and models[k] == models[n]]
+        clock = _clock_cause(busy[n], peers) if peers else None
+        gpus.append(
+            _gpu_entry(probe, state, results, devices, a, check, relative[n], models, n, clock)
+        )
     top = dict(annotated[0]) if annotated else {}
     top["gpus"] = gpus
     if len(judged) == 1:
@@ -136,6 +134,7 @@ def _gpu_entry(
     relative: float,
     models: Sequence[str],
     n: int,
+    clock: diagnose.Cause | None = None,
 ) -> dict[str, Any]:
     index = a.get("device")
     device = devices.get(index) or {}
@@ -147,6 +146,9 @@ def _gpu_entry(
     if outlier and status == PASS:
         status = WARN
     causes = [c for c in diagnose.speed_causes(a, probe, state, results) if c.kind]
+    if clock:  # slower clocks than its peers explain more than a power cap they all hit
+        at = next((k for k, c in enumerate(causes) if "power cap" in c.text), len(causes))
+        causes.insert(at, clock)
     pcie = _pcie_cause(snap)
     if pcie:
         causes.append(pcie)
