@@ -11,7 +11,6 @@ It reports facts only; judging them against the host and the database is gpureso
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import importlib
 import json
@@ -349,16 +348,8 @@ def conv_bench(torch: Any, seconds: float, index: int = 0) -> dict[str, Any]:
 
 
 def benchmark(torch: Any, seconds: float = 1.0, index: int = 0) -> dict[str, Any]:
-    """conv2d with cuDNN on and off; a float32 matmul with TF32 on and off (on GPU ``index``).
-
-    The GPU is made the current device: ``torch.cuda.synchronize()`` waits for the current
-    device only, so timing GPU 1 from GPU 0 measured launches, not work (3x the datasheet peak
-    on a 2 x H200 host, 2026-11-26)."""
-    with torch.cuda.device(index):
-        return _benchmark(torch, seconds, index)
-
-
-def _benchmark(torch: Any, seconds: float, index: int) -> dict[str, Any]:
+    """conv2d with cuDNN on and off; a float32 matmul with TF32 on and off, on GPU ``index``,
+    which the caller makes the current device (``synchronize()`` waits for that one only)."""
     dev = torch.device("cuda", index)
     out: dict[str, Any] = {"device": index}
     x = torch.randn(32, 64, 56, 56, device=dev)
@@ -518,22 +509,15 @@ def probe_torch(result: dict[str, Any], bench: bool) -> None:
         if bench:
             # every GPU, one at a time: in parallel they would share this process's launching
             # thread and the node's power and cooling, and disturb each other's figures
-            stage(result, "benchmark")
-            try:
-                result["benchmark"] = benchmark(torch)
-            except Exception as exc:
-                result["benchmark"] = {"error": error_of(exc)}
-            others = []
-            for d in cuda["devices"][1:]:
-                stage(result, f"benchmark-{d['index']}")
-                try:
-                    others.append(benchmark(torch, index=d["index"]))
+            runs: list[dict[str, Any]] = []
+            for d in cuda["devices"]:
+                stage(result, f"benchmark-{d['index']}" if runs else "benchmark")
+                try:  # timed from GPU 0, GPU 1 read 3x its peak (launches, not work: 2 x H200)
+                    with torch.cuda.device(d["index"]):
+                        runs.append(benchmark(torch, index=d["index"]))
                 except Exception as exc:
-                    others.append({"device": d["index"], "error": error_of(exc)})
-                with contextlib.suppress(Exception):
-                    torch.cuda.synchronize(d["index"])
-                    torch.cuda.empty_cache()
-            result["benchmark_others"] = others
+                    runs.append({"device": d["index"], "error": error_of(exc)})
+            result["benchmark"], result["benchmark_others"] = runs[0], runs[1:]
 
 
 def run(result: dict[str, Any], argv: list[str]) -> None:
