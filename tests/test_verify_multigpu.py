@@ -428,3 +428,44 @@ def test_detect_prints_and_reports_the_recorded_topology(
     assert "topology: 2 × H200, NVSwitch, 18 × NVLink 4.0 each, P2P ok" in out.splitlines()
     _, out, _ = run_cli(capsys, "detect", "--json")
     assert json.loads(out)["topology"] == doc["topology"]
+
+
+FINAL = REC / "final"
+
+
+@pytest.mark.parametrize("name", ["nccl_p2p_off", "bench_load", "bench_healthy"])
+def test_final_code_recording_replays_to_its_own_verdicts(name: str) -> None:
+    """The confirmation run on the final code: today's judgement of its recorded answers is the
+    verdict it printed, word for word (the NCCL check, and with --benchmark the node's speed)."""
+    doc = load(FINAL / f"{name}.json")
+    recorded = {c["id"]: c for c in doc["checks"]}
+    check, _ = judge(doc)
+    assert (check.status, check.reason) == (
+        recorded["multigpu"]["status"],
+        recorded["multigpu"]["reason"],
+    )
+    if "speed" in recorded:
+        top, speed_check = node(doc)
+        assert (speed_check.status, speed_check.reason) == (
+            recorded["speed"]["status"],
+            recorded["speed"]["reason"],
+        )
+        assert top["gpus"] == doc["benchmark"]["gpus"]
+    text = (FINAL / f"{name}.txt").read_text(encoding="utf-8")
+    line = next(ln for ln in text.splitlines() if "NCCL across GPUs" in ln)
+    assert line.startswith(check.status.upper())  # the text run was a run of its own
+
+
+def test_final_code_recording_names_gpu1_and_the_variable() -> None:
+    load_line = next(
+        ln
+        for ln in (FINAL / "bench_load.txt").read_text(encoding="utf-8").splitlines()
+        if ln.startswith("WARN  GPU speed")
+    )
+    assert f"GPU 1 (NVIDIA H200, {BUS[1]}): another process uses this GPU" in load_line
+    assert "GPU 0" not in load_line
+    p2p = (FINAL / "nccl_p2p_off.txt").read_text(encoding="utf-8")
+    assert "FAIL  NCCL across GPUs  NCCL_P2P_DISABLE=1 is set" in p2p
+    assert "fix: unset NCCL_P2P_DISABLE" in p2p
+    healthy = (FINAL / "nccl_healthy.txt").read_text(encoding="utf-8")
+    assert re.search(r"PASS  NCCL across GPUs .* at 1 GiB = 7[0-9]% of NVSwitch", healthy)
