@@ -1,8 +1,9 @@
 """The NCCL check across GPUs (issue 24), on one machine without GPUs.
 
-No multi-GPU run has been recorded: every topology and bandwidth below is SYNTHETIC, built by
-hand to exercise one rule, and labelled so. The launcher is run for real with stand-in
-interpreters (shell scripts) that hang, crash or answer, so killing and stage naming are real.
+Every topology and bandwidth below is SYNTHETIC, built by hand to exercise one rule, and labelled
+so; the recorded 2 x H200 runs replay in test_verify_multigpu.py. The launcher is run for real
+with stand-in interpreters (shell scripts) that hang, crash or answer, so killing and stage naming
+are real.
 """
 
 from __future__ import annotations
@@ -42,7 +43,13 @@ def synthetic_topology(links: int = 18, active: int = 18, p2p: str = "ok") -> di
             "pci_bus_id": f"00000000:{0x18 + i:02X}:00.0",
             "pcie": {"gen": 5, "max_gen": 5, "width": 16, "max_width": 16},
             "nvlinks": [
-                {"link": n, "active": n < active, "version": 4, "remote_bus_id": None}
+                {
+                    "link": n,
+                    "active": n < active,
+                    "version": 6,  # NVML_NVLINK_VERSION_4_0
+                    "remote_bus_id": "FFFFFFFF:FF:FF.0",
+                    "remote_type": "switch",
+                }
                 for n in range(links)
             ],
         }
@@ -100,8 +107,9 @@ def test_synthetic_link_peaks() -> None:
 def test_synthetic_healthy_nvlink_passes() -> None:
     check, doc = nccl_check.judge(synthetic_run(380.0), synthetic_topology(), PROBE, 2)
     assert check.status == PASS
-    assert "all-reduce bus bandwidth 380.0 GB/s = 84% of NVLink" in check.reason
+    assert "all-reduce bus bandwidth 380.0 GB/s at 256 MiB = 84% of NVSwitch" in check.reason
     assert doc["peak_gbps"] == 450.0 and doc["bandwidth"][0]["busbw"] == 380.0
+    assert doc["peak"] == {"source": "nvlink", "links": 18, "per_link_gbps": 25.0, "gbps": 450.0}
 
 
 def test_synthetic_p2p_disabled_is_named_with_the_drop() -> None:
@@ -109,7 +117,9 @@ def test_synthetic_p2p_disabled_is_named_with_the_drop() -> None:
     check, _ = nccl_check.judge(run, synthetic_topology(), PROBE, 2)
     assert check.status == FAIL
     assert check.reason.startswith("NCCL_P2P_DISABLE=1 is set")
-    assert "20.0 GB/s = 4% of NVLink" in check.reason
+    assert "20.0 GB/s at 256 MiB = 4% of NVSwitch" in check.reason
+    assert "below the 73% a healthy host reached" in check.reason
+    assert check.fix is not None and check.fix.startswith("unset NCCL_P2P_DISABLE")
 
 
 def test_synthetic_link_down_pair_without_p2p_and_foreign_nccl() -> None:
@@ -198,6 +208,9 @@ def test_json_document_keys() -> None:
         "peak_gbps",
         "peak_basis",
         "thresholds",
+        "peak",
+        "summary",
+        "gpus",
     ]
     json.dumps(doc)
 

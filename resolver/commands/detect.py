@@ -75,8 +75,11 @@ def detect(as_json: bool) -> None:
         profile.messages.append(
             f"the database could not be read ({db.error}): only what the probes report is shown"
         )
+    topo = _topology(profile)
     if as_json:
-        emit_json(profile.to_json())
+        data = profile.to_json()
+        data["topology"] = topo
+        emit_json(data)
         return
     from resolver.host.detection import lost_note
 
@@ -115,8 +118,33 @@ def detect(as_json: bool) -> None:
         click.echo(f"GPU ?: lost, PCI bus {lost.pci_bus_id} ({lost.source}: {lost.error})")
     if profile.lost_gpus:
         click.echo(f"warning: {lost_note(profile)}")
+    line = _topology_line(topo)
+    if line:
+        click.echo(f"topology: {line}")
     for message in profile.messages:
         click.echo(f"note: {message}")
+
+
+def _topology(profile: Any) -> dict[str, Any] | None:
+    """How the GPUs are linked (NVML, nvidia-smi where it does not answer), with its summary;
+    None when NVML found no GPU (nothing to link)."""
+    if not profile.gpus or profile.sources.get("driver") != "nvml":
+        return None
+    from resolver.host import topology
+
+    topo = topology.collect()
+    if topo.get("gpus"):
+        topo["summary"] = topology.summary(topo)
+        topo["peak"] = topology.peak(topo, [g["index"] for g in topo["gpus"]])
+    return topo
+
+
+def _topology_line(topo: dict[str, Any] | None) -> str | None:
+    if not topo:
+        return None
+    if topo.get("error"):
+        return f"not read ({topo['error']})"
+    return topo.get("summary")
 
 
 def _outside_window(catalog: Catalog, profile: Any) -> list[str]:

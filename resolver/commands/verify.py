@@ -120,7 +120,9 @@ def verify(
         stderr_tail=run.stderr_tail,
     )
     nccl_doc = (
-        _nccl_check(interpreter, run, results, timeout) if nccl or _visible(run) > 1 else None
+        _nccl_check(interpreter, run, results, timeout, state)
+        if nccl or _visible(run) > 1
+        else None
     )
     bench = (run.data or {}).get("benchmark") if benchmark else None
     recorded = None if no_record else _record(run.data, curated)
@@ -148,7 +150,11 @@ def _visible(run: ProbeRun) -> int:
 
 
 def _nccl_check(
-    interpreter: str, run: ProbeRun, results: list[CheckResult], timeout: float
+    interpreter: str,
+    run: ProbeRun,
+    results: list[CheckResult],
+    timeout: float,
+    state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One NCCL worker per visible GPU (after the probe: both use the GPUs), judged."""
     from resolver.host import topology
@@ -161,7 +167,7 @@ def _nccl_check(
         if visible > 1
         else None
     )
-    check, doc = nccl_check.judge(ran, topo, run.data, visible)
+    check, doc = nccl_check.judge(ran, topo, run.data, visible, state)
     results.append(check)
     return doc
 
@@ -208,7 +214,11 @@ def _judge_speed(
     except UserError as exc:  # a damaged peaks file: measured, not judged
         results.append(CheckResult("speed", "GPU speed", SKIP, str(exc)))
         return bench
-    annotated, check = speed.judge_run(run.data, bench, peaks, results, state)
+    from resolver.verify import node_speed
+
+    others = (run.data or {}).get("benchmark_others") or []
+    benches = [bench, *(b for b in others if isinstance(b, dict))]
+    annotated, check = node_speed.judge_node(run.data, benches, peaks, results, state)
     results.append(check)
     return annotated
 
@@ -352,6 +362,21 @@ def benchmark_lines(run: ProbeRun, bench: Any) -> list[str]:
         if shapes.get("conv2d_judged"):
             out.append(
                 f"  (conv2d 3x3 {shapes['conv2d_judged']}, this interpreter's cuDNN switches)"
+            )
+    gpus = bench.get("gpus") or []
+    if len(gpus) > 1:
+        out.append("  every GPU, measured one at a time (the table above is GPU 0's):")
+        out.append(
+            f"  {'GPU':<5}{'PCI bus id':<19}{'name':<22}{'of peak':>8}{'of fastest':>11}  verdict"
+        )
+        for g in gpus:
+            pct, rel = g.get("percent_of_peak"), g.get("relative_to_fastest")
+            verdict = str(g.get("status")).upper() + (f" ({g['cause']})" if g.get("cause") else "")
+            out.append(
+                f"  {g.get('index')!s:<5}{g.get('pci_bus_id') or '?'!s:<19}"
+                f"{str(g.get('name') or '?')[:21]:<22}"
+                f"{(f'{pct:.0f}%' if isinstance(pct, (int, float)) else '-'):>8}"
+                f"{(f'{rel:.0%}' if isinstance(rel, (int, float)) else '-'):>11}  {verdict}"
             )
     gpu = bench.get("peak_gpu")
     if gpu:

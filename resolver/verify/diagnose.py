@@ -42,6 +42,9 @@ class Cause:
     cases: frozenset[str]
     text: str
     fix: str
+    # `verify --json`'s benchmark.gpus[].cause: clocks, other_process, temperature, power,
+    # pcie_link; None for causes of the software (switches, libraries, variables)
+    kind: str | None = None
 
     def explains(self, case: str) -> bool:
         return self.cases is ALL or case in self.cases
@@ -115,7 +118,12 @@ def speed_causes(
         )
         many = "another process uses" if len(procs) == 1 else f"{len(procs)} other processes use"
         out.append(
-            Cause(ALL, f"{many} this GPU: {who}{busy_note}", "stop it, or run on an idle GPU")
+            Cause(
+                ALL,
+                f"{many} this GPU: {who}{busy_note}",
+                "stop it, or run on an idle GPU",
+                "other_process",
+            )
         )
     elif isinstance(util, int) and util >= BUSY_BEFORE_PCT:
         out.append(
@@ -124,6 +132,7 @@ def speed_causes(
                 f"the GPU was {util}% busy before the benchmark (no process of it visible here: "
                 "another container or VM?)",
                 "run on an idle GPU (nvidia-smi on the host shows who uses it)",
+                "other_process",
             )
         )
     if env.get("NVIDIA_TF32_OVERRIDE") == "0":
@@ -242,6 +251,7 @@ def _state_causes(snap: Mapping[str, Any] | None, busy: Mapping[str, Any] | None
                 ALL,
                 f"the power limit is {limit:g} W, below the default {default:g} W",
                 "nvidia-smi -q -d POWER; an administrator set it (nvidia-smi -pl)",
+                "power",
             )
         )
     if snap.get("mig"):
@@ -253,6 +263,7 @@ def _state_causes(snap: Mapping[str, Any] | None, busy: Mapping[str, Any] | None
                 ALL,
                 f"applications clocks are set to {app} of {top} MHz",
                 "nvidia-smi -q -d CLOCK; an administrator set them (nvidia-smi -ac / -rac)",
+                "clocks",
             )
         )
     reasons = [r for r in (busy or {}).get("clock_event_reasons") or [] if r != "GPU idle"]
@@ -268,6 +279,7 @@ def _state_causes(snap: Mapping[str, Any] | None, busy: Mapping[str, Any] | None
                 + (f", {hot} °C" if hot else "")
                 + ")",
                 "check cooling and power delivery (nvidia-smi -q -d PERFORMANCE,TEMPERATURE)",
+                "temperature" if any("thermal" in r for r in severe) else "power",
             )
         )
     if "SW power cap" in reasons:
@@ -279,6 +291,7 @@ def _state_causes(snap: Mapping[str, Any] | None, busy: Mapping[str, Any] | None
                 + (f", {drew:g} of {limit:g} W" if drew and limit else "")
                 + ")",
                 "normal under full load at the default limit; below it, see the power limit",
+                "power",
             )
         )
     return out

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 STAGE_PREFIX = "@@gpuresolve-stage "
+FIT_FACTOR = 4  # a size is measured when 4x it is free on every GPU
 ENV_KEYS = (
     "NCCL_P2P_DISABLE",
     "NCCL_SHM_DISABLE",
@@ -123,12 +124,18 @@ def run(result: dict[str, Any], argv: list[str]) -> None:
     result["libraries"] = nccl_libraries()
 
     stage(result, "bandwidth")
+    # Only sizes that fit comfortably in the emptiest GPU: a quarter of its free memory holds the
+    # buffer, the gather's part and NCCL's own staging with room to spare.
+    free = torch.tensor([float(torch.cuda.mem_get_info()[0])], device="cuda")
+    dist.all_reduce(free, op=dist.ReduceOp.MIN)
+    result["free_bytes_min"] = int(free.item())
+    result["sizes_skipped"] = [s for s in sizes if s * FIT_FACTOR > free.item()]
     rows = []
-    for size in sizes:
+    for size in [s for s in sizes if s * FIT_FACTOR <= free.item()]:
         n = max(size // 4 // world * world, world)
         buf = torch.ones(n, dtype=torch.float32, device="cuda")
         part = torch.ones(n // world, dtype=torch.float32, device="cuda")
-        iters = 20 if size <= (64 << 20) else 5
+        iters = 20 if size <= (64 << 20) else 10
         s_ar = timed(torch, dist, lambda b=buf: dist.all_reduce(b), iters)
         s_ag = timed(torch, dist, lambda b=buf, p=part: dist.all_gather_into_tensor(b, p), iters)
         nbytes = n * 4
@@ -140,6 +147,8 @@ def run(result: dict[str, Any], argv: list[str]) -> None:
             rows.append(
                 {"op": op, "bytes": nbytes, "us": s * 1e6, "algbw": algbw, "busbw": algbw * factor}
             )
+        del buf, part
+        torch.cuda.empty_cache()
     result["bandwidth"] = rows
     stage(result, "destroy")
     dist.destroy_process_group()

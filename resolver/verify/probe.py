@@ -320,10 +320,10 @@ def switches(torch: Any) -> dict[str, Any]:
     return out
 
 
-def conv_bench(torch: Any, seconds: float) -> dict[str, Any]:
+def conv_bench(torch: Any, seconds: float, index: int = 0) -> dict[str, Any]:
     """A ResNet-50 stage-3 3x3 convolution, big enough to be bound by arithmetic, in bf16 and
     TF32, channels_last, under this interpreter's own cuDNN switches (so a slow path is seen)."""
-    dev = torch.device("cuda", 0)
+    dev = torch.device("cuda", index)
     n, c, hw = 256, 256, 14
     flop = 2.0 * n * c * c * hw * hw * 9
     out: dict[str, Any] = {}
@@ -347,10 +347,11 @@ def conv_bench(torch: Any, seconds: float) -> dict[str, Any]:
     return out
 
 
-def benchmark(torch: Any, seconds: float = 1.0) -> dict[str, Any]:
-    """conv2d with cuDNN on and off; a float32 matmul with TF32 on and off (on GPU 0)."""
-    dev = torch.device("cuda", 0)
-    out: dict[str, Any] = {"device": 0}
+def benchmark(torch: Any, seconds: float = 1.0, index: int = 0) -> dict[str, Any]:
+    """conv2d with cuDNN on and off; a float32 matmul with TF32 on and off, on GPU ``index``,
+    which the caller makes the current device (``synchronize()`` waits for that one only)."""
+    dev = torch.device("cuda", index)
+    out: dict[str, Any] = {"device": index}
     x = torch.randn(32, 64, 56, 56, device=dev)
     w = torch.randn(64, 64, 3, 3, device=dev)
     conv_flop = 2.0 * 32 * 64 * 56 * 56 * 64 * 9
@@ -379,7 +380,7 @@ def benchmark(torch: Any, seconds: float = 1.0) -> dict[str, Any]:
             ah, bh = a.bfloat16(), b.bfloat16()
             s = bench_time(torch, lambda: ah @ bh, seconds)
             out["matmul_bf16"] = {"ms": s * 1e3, "tflops": 2.0 * n**3 / s / 1e12}
-        out.update(conv_bench(torch, seconds))
+        out.update(conv_bench(torch, seconds, index))
     out["shapes"] = {
         "conv2d": "32x64x56x56 * 64x64x3x3 fp32",
         "conv2d_judged": "256x256x14x14 * 256x256x3x3 channels_last (bf16, fp32 as TF32)",
@@ -506,11 +507,17 @@ def probe_torch(result: dict[str, Any], bench: bool) -> None:
                 tests.append({"device": d["index"], "error": error_of(exc)})
         result["gpu_tests"] = tests
         if bench:
-            stage(result, "benchmark")
-            try:
-                result["benchmark"] = benchmark(torch)
-            except Exception as exc:
-                result["benchmark"] = {"error": error_of(exc)}
+            # every GPU, one at a time: in parallel they would share this process's launching
+            # thread and the node's power and cooling, and disturb each other's figures
+            runs: list[dict[str, Any]] = []
+            for d in cuda["devices"]:
+                stage(result, f"benchmark-{d['index']}" if runs else "benchmark")
+                try:  # timed from GPU 0, GPU 1 read 3x its peak (launches, not work: 2 x H200)
+                    with torch.cuda.device(d["index"]):
+                        runs.append(benchmark(torch, index=d["index"]))
+                except Exception as exc:
+                    runs.append({"device": d["index"], "error": error_of(exc)})
+            result["benchmark"], result["benchmark_others"] = runs[0], runs[1:]
 
 
 def run(result: dict[str, Any], argv: list[str]) -> None:
