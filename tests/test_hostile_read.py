@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_support import run_cli
+from cli_support import run_cli, top_level
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = Path(__file__).parent / "fixtures" / "host" / "h100_driver580" / "detect.json"
@@ -29,7 +29,7 @@ needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def gpuresolve(tmp: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GPURESOLVE_CACHE_DIR": str(tmp / "cache")}
     return subprocess.run(
-        [sys.executable, "-m", "resolver", *argv],
+        [sys.executable, "-m", "resolver", *top_level(argv)],
         capture_output=True,
         text=True,
         env=env,
