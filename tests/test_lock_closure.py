@@ -171,3 +171,35 @@ def test_options_default_to_a_full_lock_with_hashes() -> None:
     assert not LockOptions(hashes=False).with_hashes
     with pytest.raises(ValueError, match="top-level"):
         LockOptions(top_level=True, hashes=True)
+
+
+def test_a_record_from_before_full_locks_checks_as_top_level(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Files recorded without ``top_level`` and with ``hashes: false`` were top-level pins:
+    `--check` re-resolves them as such (no index needed), not as a full lock."""
+    out = tmp_path / "out"
+    code, _, err = run_cli(capsys, "lock", *MAC, "--top-level", "-o", str(out))
+    assert code == 0, err
+    req = out / "requirements.txt"
+    req.write_text(req.read_text().replace(',"top_level":true', ""))
+    assert '"hashes":false' in req.read_text() and "top_level" not in req.read_text()
+    code, _, err = run_cli(capsys, "lock", "--check", "-o", str(out))
+    assert code == 0, err
+
+
+def test_a_spec_says_lock_top_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "team.yaml"
+    body = "python: '3.11'\npackages: {torch: '==2.8.0'}\ntargets:\n  - {platform: macos-arm64}\n"
+    spec.write_text(f"name: team\nlock: top-level\n{body}")
+    code, _, err = run_cli(capsys, "lock", str(spec))  # no index reachable, none needed
+    assert code == 0, err
+    text = (tmp_path / "team" / "requirements.txt").read_text()
+    assert "NOT a full lock" in text and _pins(text) == {"torch": "2.8.0"}
+    code, _, err = run_cli(capsys, "lock", str(spec), "--check")
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "lock", str(spec), "--hashes")
+    assert code == 2 and "--top-level --hashes" in err
+    spec.write_text(f"name: team\nlock: partial\n{body}")
+    code, _, err = run_cli(capsys, "lock", str(spec))
+    assert code == 2 and "lock: 'partial': expected full or top-level" in err
