@@ -255,8 +255,17 @@ def test_a_fifo_as_an_output_file_is_refused_at_once(
     os.mkfifo(out / "requirements.txt")
     env = {**os.environ, "GPURESOLVE_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run(
-        [sys.executable, "-m", "resolver", "lock", *DESCRIBED, "--top-level", "-o", str(out)]
-        + list(extra),
+        [
+            sys.executable,
+            "-m",
+            "resolver",
+            "lock",
+            *DESCRIBED,
+            "--top-level",
+            "-o",
+            str(out),
+            *extra,
+        ],
         capture_output=True,
         text=True,
         env=env,
