@@ -81,7 +81,8 @@ catalog = catalog_mod.load()
 t1 = time.perf_counter()
 spec = load_spec(sys.argv[1], catalog)
 t2 = time.perf_counter()
-team = lock_team(catalog, spec, lockfiles.LockOptions(formats=frozenset({"requirements"})))
+options = lockfiles.LockOptions(formats=frozenset({"requirements"}), top_level=True)  # no index
+team = lock_team(catalog, spec, options)
 lockfiles.write_files(Path(sys.argv[2]), team.files)
 t3, c3 = time.perf_counter(), time.process_time()
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,11 +11,27 @@ import yaml
 
 from resolver.cli import main
 
+# Options that say how much `lock` pins: a call that gives none of them is made top-level.
+CLOSURE_CHOICES = ("--top-level", "--hashes", "--no-hashes", "--check")
+
+
+def top_level(args: Sequence[str]) -> list[str]:
+    """``args`` with ``--top-level`` after `lock` when they choose nothing about the closure.
+
+    A full lock (the default) resolves the closure on the PyTorch index, which tests cannot
+    reach; tests of the closure itself give ``--hashes``/``--no-hashes`` and a fixture index
+    (tests/closure_index.py); `--check` re-resolves as the files record."""
+    argv = list(args)
+    if "lock" not in argv[:1] or any(a in CLOSURE_CHOICES for a in argv):
+        return argv
+    return [argv[0], "--top-level", *argv[1:]]
+
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `gpuresolve ARGS`; main() always ends in SystemExit."""
+    """(exit code, stdout, stderr) of `gpuresolve ARGS`; main() always ends in SystemExit.
+    `lock` without a closure choice is top-level (``top_level``)."""
     with pytest.raises(SystemExit) as exc:
-        main(list(args))
+        main(top_level(args))
     out, err = capsys.readouterr()
     code = exc.value.code
     return (code if isinstance(code, int) else 1), out, err

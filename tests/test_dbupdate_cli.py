@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import top_level
 from packaging.specifiers import SpecifierSet
 from pytorch_index import (
     RANGE_WHEEL,
@@ -61,7 +62,7 @@ def shipped_copy(tmp_path: Path) -> Path:
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     try:
-        main(list(args))
+        main(top_level(args))
         code = 0
     except SystemExit as exc:
         code = int(exc.code or 0)

@@ -80,7 +80,7 @@ def test_a_relative_xdg_directory_is_ignored(
 
 def test_an_ascii_terminal_gets_the_diff_escaped_not_exit_70(tmp_path: Path) -> None:
     out = tmp_path / "lock"
-    argv = [sys.executable, "-m", "resolver", "lock", "--no-gpu", "--python", "3.12"]
+    argv = [sys.executable, "-m", "resolver", "lock", "--top-level", "--no-gpu", "--python", "3.12"]
     made = subprocess.run([*argv, "-o", str(out)], capture_output=True, env=_env(), timeout=120)
     assert made.returncode == 0, made.stderr
     path = out / "requirements.txt"

@@ -281,10 +281,10 @@ def test_team_lock_tells_progress_of_each_target_and_shape(shipped: Catalog) -> 
         told[label] = 0
         return lambda n: told.__setitem__(label, told[label] + n)
 
-    lock_team(shipped, spec, lockfiles.LockOptions(), progress=progress)
+    lock_team(shipped, spec, lockfiles.LockOptions(top_level=True), progress=progress)
     assert told == {"grouping 4 machine shapes": 4}
     told.clear()
-    lock_team(shipped, spec, lockfiles.LockOptions(), split=False, progress=progress)
+    lock_team(shipped, spec, lockfiles.LockOptions(top_level=True), split=False, progress=progress)
     assert told == {"solving 4 targets": 4}
 
 
@@ -331,7 +331,7 @@ def test_cpu_members_get_the_cpu_build_in_their_own_file_and_the_report_names_th
 
     path = tmp_path / "ci.yaml"
     path.write_text(CI_SPEC)
-    team = lock_team(shipped, load_spec(path, shipped), lockfiles.LockOptions())
+    team = lock_team(shipped, load_spec(path, shipped), lockfiles.LockOptions(top_level=True))
     gpu = team.files["linux-x86_64/requirements.txt"]
     cpu = team.files["linux-x86_64-cpu/requirements.txt"]
     torch_gpu = next(line for line in gpu.splitlines() if line.startswith("torch=="))

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_support import run_cli
+from cli_support import run_cli, top_level
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = Path(__file__).parent / "fixtures" / "host" / "h100_driver580" / "detect.json"
@@ -29,7 +29,7 @@ needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def gpuresolve(tmp: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GPURESOLVE_CACHE_DIR": str(tmp / "cache")}
     return subprocess.run(
-        [sys.executable, "-m", "resolver", *argv],
+        [sys.executable, "-m", "resolver", *top_level(argv)],
         capture_output=True,
         text=True,
         env=env,
@@ -109,7 +109,7 @@ def test_an_output_file_that_is_not_a_file_is_refused(kind: str, tmp_path: Path)
         if not Path("/dev/zero").exists():
             pytest.skip("needs /dev/zero")
         target.symlink_to("/dev/zero")
-    proc = gpuresolve(tmp_path, "lock", "--check", "-o", str(out))
+    proc = gpuresolve(tmp_path, "lock", "--top-level", "--check", "-o", str(out))
     assert proc.returncode == 2, proc.stderr[-500:]
     assert "regular file" in one_error(proc.stderr)  # a link or a FIFO: refused as not a plain file
     assert target.is_symlink() == (kind == "dev-zero")  # left as it was

@@ -241,7 +241,7 @@ def test_an_output_file_linked_to_dev_zero_is_refused(
     out = tmp_path / "lock"
     out.mkdir()
     (out / "requirements.txt").symlink_to("/dev/zero")
-    code, _, err = run(capsys, "lock", *DESCRIBED, "-o", str(out), *extra)
+    code, _, err = run(capsys, "lock", *DESCRIBED, "--top-level", "-o", str(out), *extra)
     assert code == 2 and "requirements.txt" in one_error(err)
 
 
@@ -255,7 +255,17 @@ def test_a_fifo_as_an_output_file_is_refused_at_once(
     os.mkfifo(out / "requirements.txt")
     env = {**os.environ, "GPURESOLVE_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run(
-        [sys.executable, "-m", "resolver", "lock", *DESCRIBED, "-o", str(out), *extra],
+        [
+            sys.executable,
+            "-m",
+            "resolver",
+            "lock",
+            *DESCRIBED,
+            "--top-level",
+            "-o",
+            str(out),
+            *extra,
+        ],
         capture_output=True,
         text=True,
         env=env,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import write_db
+from cli_support import top_level, write_db
 
 from resolver.cli import main
 from resolver.host.platform import probe as probe_platform
@@ -258,7 +258,7 @@ def installed(python: str) -> dict[str, str]:
 
 def gpuresolve(capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as exc:
-        main(list(args))
+        main(top_level(args))
     out, err = capfd.readouterr()
     code = exc.value.code
     return (code if isinstance(code, int) else 1), out, err

@@ -199,7 +199,7 @@ def test_a_file_without_recorded_inputs_is_named_as_such(
     assert run(capsys, "lock", *CPU, "-o", str(out))[0] == 0
     req = out / "requirements.txt"
     req.write_text("".join(ln for ln in req.read_text().splitlines(True) if KEY not in ln))
-    code, _, err = run(capsys, "lock", *CPU, "--check", "-o", str(out))
+    code, _, err = run(capsys, "lock", *CPU, "--top-level", "--check", "-o", str(out))
     assert code == 1 and "no recorded inputs" in err and "requirements.txt" in err
 
 

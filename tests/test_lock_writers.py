@@ -44,7 +44,7 @@ def target(
 def render(
     cat: Catalog, t: Target, request: Request = REQ, glibc: str | None = None, **opts: Any
 ) -> dict[str, str]:
-    options = LockOptions(**opts)
+    options = LockOptions(**{"top_level": True, **opts})  # no index here
     lock = prepare(cat, t, request, options, glibc)
     assert lock.unmet(options) is None
     return render_files(cat, lock, options)

@@ -13,16 +13,17 @@ import json
 import random
 import re
 import struct
-import threading
 import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from local_server import local_server
 
 REAL = Path(__file__).parent / "fixtures" / "wheels" / "real_wheels.json"
 
@@ -198,15 +199,6 @@ def _handler(state: WheelServer) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def serve_wheels(files: dict[str, bytes], mode: str = "range") -> Iterator[WheelServer]:
     state = WheelServer(files=files, mode=mode)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    httpd.daemon_threads = True
-    state.port = httpd.server_address[1]
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    try:
+    with local_server(_handler(state)) as port:
+        state.port = port
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)

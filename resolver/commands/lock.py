@@ -73,9 +73,16 @@ MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one 
     "edited (drift) or now resolves to other pins (stale); a newer database alone passes.",
 )
 @click.option(
-    "--hashes",
+    "--hashes/--no-hashes",
+    default=None,
+    help="requirements.txt's pins carry sha256 hashes (default, except with --top-level).",
+)
+@click.option(
+    "--top-level",
     is_flag=True,
-    help="requirements.txt pins the whole closure with sha256 hashes (runs uv; needs the index).",
+    help="requirements.txt pins only what was asked (the torch set, a spec's packages.pip as "
+    "given), not the whole closure: not a full lock, but made without an index (a spec: "
+    "`lock: top-level`).",
 )
 @click.option(
     "--conda-source",
@@ -116,7 +123,8 @@ def lock(
     output: str | None,
     split: bool | None,
     check: bool,
-    hashes: bool,
+    hashes: bool | None,
+    top_level: bool,
     conda_source: str,
     channel: str | None,
     default_index: str | None,
@@ -142,6 +150,7 @@ def lock(
     lock_opts: dict[str, Any] = {
         "formats": formats,
         "hashes": hashes,
+        "top_level": top_level,
         "conda_source": conda_source,
         "channel": channel,
         "env_name": env_name,
@@ -170,16 +179,18 @@ def lock(
     if lock_opts["env_name"] is not None:
         lock_inputs.check_env_name(lock_opts["env_name"])
     pytorch_index = request.pytorch_index
+    top, hashed = lock_inputs.closure_choice(bool(lock_opts["top_level"]), lock_opts["hashes"])
     options = lockfiles.LockOptions(
         formats=frozenset(lock_opts["formats"]),
         pytorch_index=pytorch_index,
         conda_source=lock_opts["conda_source"],
         channel=lock_opts["channel"].strip() if lock_opts["channel"] else None,
-        hashes=bool(lock_opts["hashes"]),
+        top_level=top,
+        hashes=hashed,
         name=lock_opts["env_name"],
         default_index=index.url,
     )
-    if options.hashes and lockfiles.REQUIREMENTS not in options.files:
+    if hashes and lockfiles.REQUIREMENTS not in options.files:
         raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
     catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
     if spec is not None:
@@ -257,6 +268,7 @@ def lock(
     used = lockfiles.uses_default_index(catalog, lock_input.decision, options)
     lock_inputs.say_index(index, verbose=verbose, used=used)
     lock_opts["default_index"] = options.default_index if used else None  # an input where used
+    lock_opts["top_level"], lock_opts["hashes"] = options.top_level, options.with_hashes
     record = lock_inputs.inputs_record(request, wanted, lock_opts)
     existing = _existing(directory, options.files)
     files = lockfiles.render_files(catalog, lock_input, options, inputs=record, existing=existing)
@@ -429,6 +441,10 @@ def _lock_team(
         if evidence != "documented":  # given on the command line: overrides the spec's
             spec = replace(spec, request=replace(spec.request, evidence=evidence))
         options = replace(options, conda_source=spec.conda_source)
+        ctx = click.get_current_context()
+        if spec.lock == "top-level" and not lock_inputs.given(ctx, "top_level"):
+            top, hashed = lock_inputs.closure_choice(True, options.hashes)
+            options = replace(options, top_level=top, hashes=hashed)
         if index is not None:
             lock_inputs.say_index(index[0], verbose=index[1], used=bool(spec.pip))
         directory = Path(output) if output else default_output(spec)
@@ -438,7 +454,7 @@ def _lock_team(
                 f"{spec.name} first, or point -o at the folder its files are in)"
             )
         if check:  # the formats the team's files record, unless given again
-            options = _recorded_team_formats(directory, options)
+            options = lock_inputs.recorded_team_formats(directory, options)
         team = lock_team(
             catalog,
             spec,
@@ -560,37 +576,3 @@ def _lock_team(
             }
         )
     sys.exit(0 if ok else 1)
-
-
-def _recorded_team_formats(
-    directory: Path, options: lockfiles.LockOptions
-) -> lockfiles.LockOptions:
-    """``options`` with the formats, --hashes and mirror that report.md records (when not
-    given)."""
-    from resolver.writers import recorded
-
-    ctx = click.get_current_context()
-    text = _read_existing(directory / "report.md")
-    record = recorded.read("report.md", text) if text is not None else None
-    files = record.get("files") if record else None
-    if not isinstance(files, dict):
-        return options
-    where = str(directory / "report.md")
-    formats, hashes = files.get("formats"), files.get("hashes")
-    mirror = files.get("pytorch_index")
-    if not lock_inputs.given(ctx, "pytorch_index") and mirror:
-        mirror = lock_inputs.as_option(ctx, where, "pytorch_index", mirror)
-        options = replace(options, pytorch_index=mirror)
-    if not lock_inputs.given(ctx, "default_index") and "default_index" in files:
-        default = lock_inputs.as_option(ctx, where, "default_index", files["default_index"])
-        options = replace(options, default_index=default)
-    try:
-        if not lock_inputs.given(ctx, "formats") and isinstance(formats, list) and formats:
-            options = replace(options, formats=frozenset(str(f) for f in formats))
-        if not lock_inputs.given(ctx, "hashes") and isinstance(hashes, bool):
-            options = replace(options, hashes=hashes)
-    except ValueError:
-        raise UserError(
-            f"{directory / 'report.md'}: the recorded formats are damaged; rerun `gpuresolve lock`"
-        ) from None
-    return options

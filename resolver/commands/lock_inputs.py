@@ -19,14 +19,23 @@ import click
 from resolver.commands.common import RequestOptions, TargetOptions
 from resolver.core.errors import UserError, escaped, plain_text, shown
 from resolver.host.pipconfig import PipIndex
-from resolver.io.bounded import open_regular
+from resolver.io.bounded import open_regular, read_optional_text
 from resolver.solve import Target
 from resolver.writers import lockfiles, recorded
 
 # lock's own options a lock records (click parameter name -> record key)
-LOCK_OPTIONS = ("formats", "hashes", "conda_source", "channel", "env_name", "default_index")
+LOCK_OPTIONS = (
+    "formats",
+    "hashes",
+    "top_level",
+    "conda_source",
+    "channel",
+    "env_name",
+    "default_index",
+)
 TARGET_FLAGS = ("driver", "gpus", "no_gpu", "platform", "host_file")
 MAX_READ = 4 * 1024 * 1024
+MAX_REPORT_BYTES = 1024 * 1024  # report.md, read back for a team lock's --check
 
 
 def given(ctx: click.Context, name: str) -> bool:
@@ -146,6 +155,9 @@ def apply_record(
         ) from None
     rec_files = record.get("files") if isinstance(record.get("files"), dict) else {}
     options = dict(lock_options)
+    if isinstance(rec_files, dict) and "top_level" not in rec_files and "hashes" in rec_files:
+        # recorded before full locks were the default: no hashes meant top-level pins
+        rec_files = {**rec_files, "top_level": rec_files["hashes"] is False}
     for key in LOCK_OPTIONS:
         known = isinstance(rec_files, dict) and key in rec_files
         value = _tuple(rec_files[key]) if known and isinstance(rec_files, dict) else None
@@ -266,3 +278,49 @@ def check_env_name(name: str) -> None:
         raise UserError(
             f"--name {shown(name)}: a conda environment name without spaces, '/', '\\', ':' or '#'"
         )
+
+
+def closure_choice(top_level: bool, hashes: bool | None) -> tuple[bool, bool | None]:
+    """(top-level pins only, hashes): a full lock with hashes unless told otherwise; exit 2 for
+    hashes without the closure they are computed from."""
+    if top_level and hashes:
+        raise UserError(
+            "--top-level --hashes: top-level pins carry no hashes (they need the whole closure); "
+            "drop --top-level for a full lock with hashes, or --hashes"
+        )
+    return top_level, (False if top_level else hashes)
+
+
+def recorded_team_formats(directory: Path, options: lockfiles.LockOptions) -> lockfiles.LockOptions:
+    """``options`` with the formats, --hashes, --top-level and indexes that report.md records
+    (when not given)."""
+    ctx = click.get_current_context()
+    text = read_optional_text(
+        directory / "report.md", limit=MAX_REPORT_BYTES, what="a file gpuresolve edits"
+    )
+    record = recorded.read("report.md", text) if text is not None else None
+    files = record.get("files") if record else None
+    if not isinstance(files, dict):
+        return options
+    where = str(directory / "report.md")
+    formats, hashes = files.get("formats"), files.get("hashes")
+    mirror = files.get("pytorch_index")
+    if not given(ctx, "pytorch_index") and mirror:
+        mirror = as_option(ctx, where, "pytorch_index", mirror)
+        options = replace(options, pytorch_index=mirror)
+    if not given(ctx, "default_index") and "default_index" in files:
+        default = as_option(ctx, where, "default_index", files["default_index"])
+        options = replace(options, default_index=default)
+    try:
+        if not given(ctx, "formats") and isinstance(formats, list) and formats:
+            options = replace(options, formats=frozenset(str(f) for f in formats))
+        top = files.get("top_level")
+        if not given(ctx, "top_level") and top is True and not options.top_level:
+            options = replace(options, top_level=True, hashes=closure_choice(True, None)[1])
+        if not given(ctx, "hashes") and isinstance(hashes, bool) and not options.top_level:
+            options = replace(options, hashes=hashes)
+    except ValueError:
+        raise UserError(
+            f"{directory / 'report.md'}: the recorded formats are damaged; rerun `gpuresolve lock`"
+        ) from None
+    return options

@@ -104,7 +104,8 @@ def team_inputs(spec: EnvSpec, options: lockfiles.LockOptions, split: str) -> di
         },
         "files": {
             "formats": sorted(options.formats),
-            "hashes": options.hashes,
+            "hashes": options.with_hashes,
+            "top_level": options.top_level,
             "conda_source": options.conda_source,
             "channel": options.channel,
             "pytorch_index": options.pytorch_index,

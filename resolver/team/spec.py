@@ -16,6 +16,8 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
     evidence: documented             # documented | observed | any (allow_unconfirmed: true = any)
     split: auto                      # true: one set per group; false: a common set or nothing;
                                      # auto: split only when no common set exists
+    lock: full                       # full: every package pinned (the closure, with hashes);
+                                     # top-level: only what is asked for (not a full lock)
     targets:
       - name: a100-servers
         count: 12                    # how many such machines (for the report)
@@ -63,9 +65,11 @@ TOP_KEYS = {
     "allow_unconfirmed",
     "evidence",
     "split",
+    "lock",
     "targets",
 }
 SPLIT_VALUES = ("auto", "true", "false")
+LOCK_VALUES = ("full", "top-level")
 PACKAGE_KEYS = {"torch", "with", "pip"}
 TARGET_KEYS = {"name", "count", "platform", "driver", "gpus", "no_gpu", "detect"}
 TARGET_KEYS |= {"kubernetes", "selector"}  # many machines: resolver/team/expand.py
@@ -86,6 +90,7 @@ class EnvSpec:
     conda_source: str
     members: tuple[FleetMember, ...] = field(default_factory=tuple)
     split: str = "auto"  # true | false | auto: one set per group of targets, or only a common one
+    lock: str = "full"  # full: the whole closure pinned; top-level: only what is asked for
 
     @property
     def targets(self) -> list[Target]:
@@ -184,6 +189,9 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     split = {True: "true", False: "false"}.get(raw_split, raw_split)  # YAML reads true as a bool
     if split not in SPLIT_VALUES:
         raise s.fail("split", f"{raw_split!r}: expected true, false or auto")
+    lock_kind = top.get("lock", "full")
+    if lock_kind not in LOCK_VALUES:
+        raise s.fail("lock", f"{lock_kind!r}: expected full or top-level")
     conda_source = top.get("conda_source", "pip")
     if conda_source not in ("pip", "conda-forge"):
         raise s.fail("conda_source", f"{conda_source!r}: expected pip or conda-forge")
@@ -295,4 +303,5 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
         conda_source=str(conda_source),
         members=tuple(members),
         split=split,
+        lock=str(lock_kind),
     )

@@ -1,7 +1,8 @@
 """The pinned environment files of one target: what to render, and how (the `lock` API).
 
 ``prepare`` solves what the files need, ``render_files`` turns it into ``{file name: text}``
-(only the ``--hashes`` closure and conda-lock.yml run a resolver), ``write_files`` writes them
+(requirements.txt's closure, pylock.toml and conda-lock.yml run a resolver; ``--top-level``
+requirements.txt does not), ``write_files`` writes them
 atomically or diffs them (``--check``). A fleet calls ``render_files`` once per platform.
 """
 
@@ -108,15 +109,24 @@ class LockOptions:
     pytorch_index: str | None = None  # a mirror of the PyTorch index
     conda_source: str = "pip"  # pip | conda-forge
     channel: str | None = None  # conda channel name or URL (None: the database's, conda-forge)
-    hashes: bool = False  # requirements.txt pins the whole closure with sha256 hashes
+    # requirements.txt pins the whole closure (a lock), or only what was asked (``top_level``)
+    top_level: bool = False
+    hashes: bool | None = None  # the closure's sha256 hashes (None: with them unless top_level)
     name: str | None = None  # the conda environment's name
     extra_requirements: tuple[str, ...] = ()  # other pip packages (a team spec's packages.pip)
     default_index: str | None = None  # the index outside the PyTorch index (None: installer's)
 
     def __post_init__(self) -> None:
         file_names(self.formats)  # validates
+        if self.top_level and self.hashes:
+            raise ValueError("top-level pins carry no hashes: hashes need the whole closure")
         if self.conda_source not in CONDA_SOURCES:
             raise ValueError(f"conda source {self.conda_source!r}")
+
+    @property
+    def with_hashes(self) -> bool:
+        """Whether requirements.txt's pins carry sha256 hashes (the default of a full lock)."""
+        return not self.top_level if self.hashes is None else self.hashes
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -229,20 +239,21 @@ def render_files(
         cand = decision.selection
         if cand is None:
             raise ValueError("no build selected: nothing to lock")
-        hashed = None
-        if options.hashes:
+        whole = None
+        if not options.top_level:
             extra = options.extra_requirements
             index = index_lines(
                 catalog, cand, options.pytorch_index, bool(extra), options.default_index
             )
-            hashed = closure([*pins(cand), *extra], index, decision.target)
+            whole = closure([*pins(cand), *extra], index, decision.target)
         files[REQUIREMENTS] = render_requirements(
             catalog,
             decision,
             options.pytorch_index,
-            hashed,
+            whole,
             options.extra_requirements,
             options.default_index,
+            hashes=options.with_hashes,
         )
     if PYLOCK in names:
         files[PYLOCK] = render_pylock_file(catalog, decision, options, closure)

@@ -73,8 +73,11 @@ def uv_command(
     cmd += ["--python-platform", uv_platform(target.platform, glibc)]
     cmd += ["--python-version", plain_python(target.python), "--no-python-downloads"]
     cmd += ["--generate-hashes", "--only-binary", ":all:", "--no-header", "--format", output_format]
-    # pip's meaning of several indexes (the best version of any), which the files are read with.
-    cmd += ["--index-strategy", "unsafe-best-match"]
+    # Each package from the first index that has it (uv lists --extra-index-url, the PyTorch
+    # index, before --index-url): a package on both is never taken from the other one because
+    # it has a higher version there (dependency confusion). The files pin each version with its
+    # sha256, so an installer that looks at every index still gets exactly these bytes.
+    cmd += ["--index-strategy", "first-index"]
     if output_format == "requirements.txt":
         cmd += ["--emit-index-annotation", "--annotation-style", "split"]
     # Only the indexes the lock names: "--index-url" the default (none: uv's own, by omission).
@@ -102,11 +105,19 @@ def resolve(
         outputs = {}
         for fmt in ("pylock.toml", "requirements.txt"):
             cmd = uv_command(uv, req, index_lines, target, glibc, fmt)
-            outputs[fmt] = _run(cmd, target)
+            outputs[fmt] = _run(cmd, target, index_lines)
     return parse_uv(outputs["pylock.toml"], outputs["requirements.txt"], target, glibc)
 
 
-def _run(cmd: list[str], target: Target) -> str:
+def _indexes(index_lines: Sequence[str]) -> str:
+    """The indexes a closure is resolved from, in words (the installer's default by omission)."""
+    urls = [line.partition(" ")[2].strip() for line in index_lines]
+    if not any(line.startswith("--index-url ") for line in index_lines):
+        urls.append("the installer's default index")
+    return " and ".join(urls)
+
+
+def _run(cmd: list[str], target: Target, index_lines: Sequence[str] = ()) -> str:
     env = uv_environment(os.environ)  # built, never inherited: no UV_* setting steers the lock
     if target.platform.startswith("macos"):  # the macOS the wheel tags are judged for
         env["MACOSX_DEPLOYMENT_TARGET"] = DEFAULT_MACOS
@@ -114,10 +125,18 @@ def _run(cmd: list[str], target: Target) -> str:
         proc = subprocs.run(cmd, timeout=PIP_TIMEOUT_S, env=env)
     except OSError as exc:
         raise UserError(f"cannot run uv ({exc})") from None
+    where = f"from {_indexes(index_lines)}"
+    top = "--top-level pins only what was asked, without the closure"
     if proc.timed_out:
-        raise UserError(f"uv did not resolve the set within {PIP_TIMEOUT_S} s")
+        raise UserError(
+            f"cannot compute the whole closure {where}: uv did not resolve the set within "
+            f"{PIP_TIMEOUT_S} s; {top}"
+        )
     if proc.returncode != 0:
-        raise UserError(f"uv could not resolve the set for the target: {_uv_error(proc)}")
+        raise UserError(
+            f"cannot compute the whole closure {where}: uv could not resolve the set for the "
+            f"target: {_uv_error(proc)}; {top}"
+        )
     return proc.stdout
 
 

@@ -1,4 +1,5 @@
-"""requirements.txt: the variant's index line and exact pins, or the hashed closure."""
+"""requirements.txt: the index lines and the whole closure pinned (with sha256 hashes by
+default), or with ``--top-level`` only the pins asked for (not a lock: pip resolves the rest)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ from resolver.catalog import Catalog
 from resolver.solve import Candidate, Decision
 from resolver.writers.closure.pip_resolve import ResolvedDist
 from resolver.writers.formats.header import header_lines
+
+TOP_LEVEL_NOTE = (
+    "top-level pins only (--top-level, or a spec's lock: top-level): NOT a full lock; the "
+    "installer resolves what these need when it installs, so two installs may differ"
+)
 
 
 def index_lines(
@@ -49,14 +55,15 @@ def render_requirements(
     catalog: Catalog,
     decision: Decision,
     pytorch_index: str | None = None,
-    hashed: Sequence[ResolvedDist] | None = None,
+    closure: Sequence[ResolvedDist] | None = None,
     extra_requirements: Sequence[str] = (),
     default_index: str | None = None,
+    *,
+    hashes: bool = True,
 ) -> str:
-    """The file's text. ``hashed``: the resolved closure, pinned with sha256 hashes.
-
-    ``extra_requirements``: other packages of the environment (a team spec's ``packages.pip``),
-    written as given after the torch set.
+    """The file's text. ``closure``: the resolved closure, every package pinned (with its sha256
+    when ``hashes``); None: top-level pins only, the torch set and ``extra_requirements`` (a
+    team spec's ``packages.pip``) written as given, which the header says is not a full lock.
     """
     cand = decision.selection
     if cand is None:
@@ -65,21 +72,30 @@ def render_requirements(
     extra = [
         f"for {target.platform} and Python {target.python} only: other machines need their own"
     ]
-    if hashed is not None:
+    if closure is None:
+        extra.append(TOP_LEVEL_NOTE)
+    elif hashes:
         extra.append(
-            "every package of the set pinned with its sha256: pip install -r requirements.txt "
-            "checks each download"
+            "every package of the closure pinned with its sha256, each from the first index "
+            "that has it: pip install -r requirements.txt checks each download"
+        )
+    else:
+        extra.append(
+            "every package of the closure pinned, each from the first index that has it "
+            "(no hashes: --no-hashes)"
         )
     index = index_lines(catalog, cand, pytorch_index, bool(extra_requirements), default_index)
     if not index[-1].startswith("--index-url "):  # the installer's default index serves some
         extra.append(default_index_line(default_index))
     lines = header_lines(catalog, decision, extra)
     lines.extend(index)
-    if hashed is None:
+    if closure is None:
         lines.extend(pins(cand))
         lines.extend(extra_requirements)
+    elif not hashes:
+        lines.extend(f"{dist.name}=={dist.version}" for dist in closure)
     else:
-        for dist in hashed:
+        for dist in closure:
             lines.append(f"{dist.name}=={dist.version} \\")
             lines.append(f"    --hash=sha256:{dist.sha256}")
     return "\n".join(lines) + "\n"
