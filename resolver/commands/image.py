@@ -84,6 +84,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "image": report.image,
         "contents": report.contents.to_json() if report.contents else None,
         "runs": report.runs,
+        "forward_compat": report.forward_compat,
         "reasons": report.reasons,
         "evidence": [e.to_json() for e in report.evidence],
         "suggestion": {"image": sug.image, "contents": sug.contents.to_json()} if sug else None,
@@ -125,7 +126,8 @@ def report_text(report: Report) -> str:
         lines.append(f"  {report.flavour_note}")
     lines.append(f"target: {target_line(report.target)}")
     if report.runs:
-        lines.append("RUNS on this target")
+        mode = " in CUDA forward-compatibility mode" if report.forward_compat else ""
+        lines.append(f"RUNS on this target{mode}")
     elif report.runs is False:
         lines.append("DOES NOT RUN on this target:")
         lines.extend(f"  - {r}" for r in report.reasons)

@@ -97,6 +97,7 @@ class Report:
     evidence: list[Evidence] = field(default_factory=list)
     suggestion: Suggestion | None = None
     flavour_note: str | None = None
+    forward_compat: bool = False  # runs only through NVIDIA's CUDA forward-compatibility package
 
 
 @dataclass(frozen=True)
@@ -459,8 +460,16 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
         if need is None:
             reasons.append(f"the minimum {target.driver_os} driver for CUDA {cuda} is unknown")
         elif target.driver and driver_key(target.driver) < driver_key(need):
-            reasons.append(f"needs driver >= {need} ({why}); this host has {target.driver}")
-            report.upgrades.append(f"upgrade the driver to >= {need} ({why})")
+            fc, why_not = _forward_compat(judge, cuda, need, why)
+            if fc is None:
+                reasons.append(f"needs driver >= {need} ({why}); this host has {target.driver}")
+                report.upgrades.append(f"upgrade the driver to >= {need} ({why})")
+                if why_not:
+                    report.notes.append(why_not)
+            else:
+                report.forward_compat = True
+                report.notes.append(fc[0])
+                report.evidence.append(fc[1])
         elif target.driver:
             report.notes.append(f"driver {target.driver} >= {need} ({why})")
         else:
@@ -475,6 +484,45 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
     report.reasons = reasons
     report.suggestion = best(judge)
     return report
+
+
+def _forward_compat(
+    judge: Judge, cuda: str, need: str, why: str
+) -> tuple[tuple[str, Evidence] | None, str | None]:
+    """How an NGC container runs below its CUDA's driver floor, if it does: NVIDIA's CUDA
+    forward-compatibility package in the image, on a Linux driver of a branch NVIDIA supports for
+    that CUDA major, where every GPU is a data-center one the driver itself drives. Else None,
+    and why not where the branch would have allowed it."""
+    fc = judge.facts.ngc.forward_compat
+    target = judge.target
+    if fc is None or not target.driver or target.driver_os != "linux":
+        return None, None
+    branch = judge.catalog.driver_branch(target.driver, "linux").exact
+    row = fc.branch(cuda_key(cuda)[0], branch) if branch is not None else None
+    if row is None:
+        return None, None
+    mode = f"CUDA forward compatibility (R{row.branch} for CUDA {cuda_key(cuda)[0]}.x)"
+    if not target.gpus:
+        return None, f"{mode} needs a data-center GPU: name it with --gpu"
+    for gpu in target.gpus:
+        model = judge.catalog.gpu_by_name(gpu.name) if gpu.name else None
+        if model is None or model.kind not in fc.kinds:
+            what = gpu.name or f"{cc_sm(gpu.cc)} (name the model with --gpu)"
+            return None, f"{mode} applies only to data-center GPUs, not to {what}"
+        arch = judge.catalog.architectures.get(gpu.cc)
+        window = arch.drivers if arch is not None else None
+        if window is not None and window.first is not None and row.branch < window.first:
+            return None, f"{mode}: R{row.branch} does not drive {gpu.name} (R{window.first}+)"
+    gpus = ", ".join(g.name or cc_sm(g.cc) for g in target.gpus)
+    grade = weakest(fc.gpu_kinds.grade, row.fact.grade)
+    source = tuple(dict.fromkeys((*fc.gpu_kinds.source, *row.fact.source)))
+    note = (
+        f"runs in CUDA forward-compatibility mode: driver {target.driver} (R{row.branch}) is below "
+        f"{need} ({why}), but {gpus} is a data-center GPU and NVIDIA's forward-compatibility "
+        f"package in the container supports R{row.branch} for CUDA {cuda_key(cuda)[0]}.x "
+        f"[{grade}: {', '.join(source)}]"
+    )
+    return (note, Evidence("forward_compat", f"R{row.branch}", grade, source, row.fact.note)), None
 
 
 # --- entry -------------------------------------------------------------------------------------

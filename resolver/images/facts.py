@@ -5,7 +5,8 @@ Loaded and validated into typed records; a malformed file is a DataError naming 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,11 +80,36 @@ class NgcRelease:
 
 
 @dataclass(frozen=True)
+class FcBranch:
+    """A driver branch NGC containers of one CUDA major run on in forward-compatibility mode."""
+
+    branch: int
+    fact: Fact  # value: the branch ("570"), graded and sourced
+
+
+@dataclass(frozen=True)
+class ForwardCompat:
+    """CUDA forward compatibility of NGC containers: which GPUs, and per CUDA major of the
+    container, which older driver branches (NVIDIA's cuda-compat package in the image)."""
+
+    gpu_kinds: Fact  # value: comma-separated gpus.yaml kinds ("datacenter")
+    branches: Mapping[int, tuple[FcBranch, ...]]
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(k.strip() for k in (self.gpu_kinds.value or "").split(",") if k.strip())
+
+    def branch(self, cuda_major: int, branch: int) -> FcBranch | None:
+        return next((b for b in self.branches.get(cuda_major, ()) if b.branch == branch), None)
+
+
+@dataclass(frozen=True)
 class Ngc:
     repository: str
     tag: str
     platform: str
     releases: tuple[NgcRelease, ...]
+    forward_compat: ForwardCompat | None = None
 
     def release(self, name: str) -> NgcRelease | None:
         return next((r for r in self.releases if r.release == name), None)
@@ -194,9 +220,35 @@ def from_raw(raw: Any, origin: str = "<memory>") -> ImageFacts:
                 note=rm.get("note"),
             )
         )
-    ngc = Ngc(str(ng.get("repository")), str(ng.get("tag")), str(ng.get("platform")), tuple(rels))
+    fc = _forward_compat(ng.get("forward_compat"), fact)
+    ngc = Ngc(
+        str(ng.get("repository")), str(ng.get("tag")), str(ng.get("platform")), tuple(rels), fc
+    )
     updated = top.get("updated")
     return ImageFacts(official, ngc, sources, str(updated) if updated else None, origin)
+
+
+def _forward_compat(data: Any, fact: Callable[[Any, str], Fact]) -> ForwardCompat | None:
+    """``ngc.forward_compat``: absent means none is claimed."""
+    if data is None:
+        return None
+    where = "images.yaml ngc forward_compat"
+    fc = _mapping(data, where)
+    kinds = fact(fc.get("gpu_kinds"), f"{where} gpu_kinds")
+    branches: dict[int, tuple[FcBranch, ...]] = {}
+    for major, items in _mapping(fc.get("branches"), f"{where} branches").items():
+        if not re.fullmatch(r"[0-9]{1,2}", str(major)) or not isinstance(items, list):
+            raise DataError(f'{where} branches: a CUDA major ("13") maps to a list of branches')
+        rows: list[FcBranch] = []
+        for i, item in enumerate(items):
+            at = f"{where} CUDA {major} [{i}]"
+            m = _mapping(item, at)
+            branch = m.get("branch")
+            if not isinstance(branch, str) or not re.fullmatch(r"[0-9]{3,4}", branch):
+                raise DataError(f'{at}: branch must be a quoted branch number ("570")')
+            rows.append(FcBranch(int(branch), fact({**m, "value": branch}, at)))
+        branches[int(major)] = tuple(rows)
+    return ForwardCompat(kinds, branches)
 
 
 def _mapping(data: Any, where: str) -> Mapping[str, Any]:
