@@ -104,7 +104,7 @@ def test_a_signal_during_verify_kills_the_probe_and_its_children(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=_default_action(sig),  # noqa: PLW1509 - only a signal call before exec
+        preexec_fn=_default_action(sig),
     )
     pids: list[int] = []
     try:
