@@ -126,6 +126,26 @@ def test_a_trickling_page_ends_at_the_deadline() -> None:
         assert client.requests == 1
 
 
+def test_trickling_headers_end_at_the_deadline() -> None:
+    """The status line and headers, a byte every 0.1 s: still the deadline."""
+
+    def handle(h: BaseHTTPRequestHandler, stop: threading.Event) -> None:
+        end = time.monotonic() + TRICKLE_CAP_S
+        for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"y" * 10_000:
+            if stop.is_set() or time.monotonic() > end:
+                return
+            h.wfile.write(bytes([byte]))
+            stop.wait(0.1)
+
+    with server(handle) as url:
+        client = Client(timeout=1.5, tries=3, sleep=lambda s: None)
+        start = time.monotonic()
+        with pytest.raises(FetchError, match=r"no whole answer within 1\.5 s"):
+            client.get(url + "/whl/cu126/torch/")
+        assert time.monotonic() - start < 4.0
+        assert client.requests == 1
+
+
 def _wheel() -> bytes:
     """A torch-shaped wheel whose torch/version.py lies 400 kB before the directory, so reading
     it takes a range request of its own after the tail."""

@@ -49,50 +49,105 @@ class FetchError(ReadError):
 
 
 class Deadline:
-    """The end of one whole request; ``watch`` shuts an answer's socket down when it passes."""
+    """The end of one whole request. A timer started with it shuts down every socket the
+    request opened (``track``) when it passes, so a read blocked on a trickling server, status
+    line, headers or body, returns at once."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.end = time.monotonic() + seconds
         self.expired = False
-        self._timer: threading.Timer | None = None
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(0.0, seconds), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
 
     def left(self) -> float:
         return self.end - time.monotonic()
 
     def reason(self) -> str:
-        return f"no whole answer within {self.seconds:g} s (--timeout)"
+        return f"timed out: no whole answer within {self.seconds:g} s (--timeout)"
+
+    def track(self, sock: object) -> None:
+        """A socket this request reads from: shut down at the deadline."""
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            if self.expired:
+                _shut(sock)
+            elif sock not in self._sockets:
+                self._sockets.append(sock)
 
     def watch(self, resp: Any) -> None:
-        """Arm the watchdog for ``resp`` (a streamed answer): at the deadline its socket is
-        shut down, so a read blocked on a trickling server returns at once."""
-        sock = _socket_of(resp)
+        """``resp`` (a streamed answer) belongs to this request: its reads see the deadline
+        (``iter_body``), and its socket is shut down at the deadline."""
         _DEADLINES[resp] = self
-        if sock is None:  # not a plain socket (a test double): the reads check the time
-            return
-        self._timer = threading.Timer(max(0.0, self.left()), self._fire, (sock,))
-        self._timer.daemon = True
-        self._timer.start()
+        fp = getattr(getattr(resp, "raw", None), "_fp", None)  # http.client.HTTPResponse
+        raw = getattr(getattr(fp, "fp", None), "raw", None)  # socket.SocketIO
+        self.track(getattr(raw, "_sock", None))
 
-    def _fire(self, sock: socket.socket) -> None:
-        self.expired = True
-        with contextlib.suppress(OSError):  # already closed: nothing is waiting on it
-            sock.shutdown(socket.SHUT_RDWR)
+    def _fire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
 
     def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        self._timer.cancel()
+        with self._lock:
+            self._sockets.clear()
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed: nothing is waiting on it
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 _DEADLINES: weakref.WeakKeyDictionary[Any, Deadline] = weakref.WeakKeyDictionary()
+_CURRENT = threading.local()  # .deadline: the request this thread is sending
 
 
-def _socket_of(resp: Any) -> socket.socket | None:
-    """The socket under a requests answer (http.client's file over it), if it is one."""
-    fp = getattr(getattr(resp, "raw", None), "_fp", None)  # http.client.HTTPResponse
-    raw = getattr(getattr(fp, "fp", None), "raw", None)  # socket.SocketIO
-    sock = getattr(raw, "_sock", None)
-    return sock if isinstance(sock, socket.socket) else None
+def _tracking_session() -> requests.Session:
+    """A requests session whose connections hand their socket to the current request's
+    ``Deadline`` as soon as the request is sent (before the status line is read)."""
+    import requests
+    from requests.adapters import HTTPAdapter
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    def tracked(conn: Any) -> None:
+        deadline = getattr(_CURRENT, "deadline", None)
+        if deadline is not None:
+            deadline.track(getattr(conn, "sock", None))
+
+    class Http(HTTPConnection):
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            done = super().request(*args, **kwargs)
+            tracked(self)
+            return done
+
+    class Https(HTTPSConnection):
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            done = super().request(*args, **kwargs)
+            tracked(self)
+            return done
+
+    class HttpPool(HTTPConnectionPool):
+        ConnectionCls = Http
+
+    class HttpsPool(HTTPSConnectionPool):
+        ConnectionCls = Https
+
+    class Adapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = {"http": HttpPool, "https": HttpsPool}
+
+    session = requests.Session()
+    session.mount("http://", Adapter())
+    session.mount("https://", Adapter())
+    return session
 
 
 @dataclass(frozen=True)
@@ -114,13 +169,11 @@ class Client:
         sleep: Callable[[float], None] | None = None,
         session: requests.Session | None = None,
     ) -> None:
-        import requests
-
         self.timeout = TIMEOUT if timeout is None else timeout
         self.tries = max(1, TRIES if tries is None else tries)
         self.backoff = BACKOFF if backoff is None else backoff
         self.sleep = sleep or time.sleep
-        self.session = session or requests.Session()
+        self.session = session or _tracking_session()
         self.session.headers["User-Agent"] = USER_AGENT
         self.requests = 0
 
@@ -154,7 +207,10 @@ class Client:
                     raise _Retry(exc.reason) from None
                 return Page(resp.url, body, resp.headers.get("Content-Type", ""))
 
-        return self._retrying(url, once, deadline)
+        try:
+            return self._retrying(url, once, deadline)
+        finally:
+            deadline.cancel()
 
     def get_optional(self, url: str, accept: str | None = None) -> Page | None:
         """Like ``get``, but None for 404/410 (a page the index does not have)."""
@@ -169,7 +225,11 @@ class Client:
         """A streamed answer of status 200 or 206 (the caller reads it with ``iter_body``, or
         closes it), retried as above; the whole request, body included, has one deadline."""
         deadline = Deadline(self.timeout)
-        return self._retrying(url, lambda: self._open_once(url, headers, deadline), deadline)
+        try:  # the answer's reader (iter_body) or discard() ends the deadline
+            return self._retrying(url, lambda: self._open_once(url, headers, deadline), deadline)
+        except BaseException:
+            deadline.cancel()
+            raise
 
     def _retrying(self, url: str, attempt: Callable[[], _T], deadline: Deadline) -> _T:
         last = "no answer"
@@ -196,6 +256,7 @@ class Client:
 
         self.requests += 1
         left = max(0.001, deadline.left())  # connect and each header read: within the deadline
+        _CURRENT.deadline = deadline
         try:
             resp = self.session.get(
                 url, headers=headers, timeout=left, stream=True, allow_redirects=True
@@ -203,9 +264,13 @@ class Client:
         except requests.Timeout:
             raise _Retry(f"timed out after {self.timeout:g} s") from None
         except requests.ConnectionError as exc:
+            if deadline.expired:
+                raise _Retry("the answer's status line and headers never came whole") from None
             raise _Retry(f"cannot connect ({_root_cause(exc)})") from None
         except requests.RequestException as exc:
             raise _Retry(f"{type(exc).__name__}: {_root_cause(exc)}") from None
+        finally:
+            _CURRENT.deadline = None
         if resp.status_code in (200, 206):
             deadline.watch(resp)
             return resp
