@@ -232,7 +232,7 @@ class Client:
             raise
 
     def _retrying(self, url: str, attempt: Callable[[], _T], deadline: Deadline) -> _T:
-        last = "no answer"
+        last, made = "no answer", 0
         for n in range(self.tries):
             if n:
                 pause = self.backoff * 2 ** (n - 1)
@@ -241,13 +241,14 @@ class Client:
                 self.sleep(pause)
             if deadline.left() <= 0:
                 break
+            made += 1
             try:
                 return attempt()
             except _Retry as exc:
                 last = exc.reason
         if deadline.left() <= 0:
             raise FetchError(url, f"{deadline.reason()} ({last})")
-        raise FetchError(url, f"{last} ({self.tries} tries)")
+        raise FetchError(url, f"{last} ({made} {'try' if made == 1 else 'tries'})")
 
     def _open_once(
         self, url: str, headers: dict[str, str], deadline: Deadline
