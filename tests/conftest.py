@@ -254,6 +254,20 @@ def scrubbed_env(environ: Mapping[str, str] | None = None, **extra: str) -> dict
     return env
 
 
+def default_action(sig: int) -> Callable[[], None]:
+    """A ``preexec_fn`` giving ``sig`` its default action in the child before it starts, for a
+    test that sends (or raises) that signal in the child. A suite started with the signal
+    ignored (``trap '' INT``, or ``&`` from a shell without job control) passes that on through
+    fork and exec, and a Python started so installs no KeyboardInterrupt handler: the signal
+    would do nothing and the test would time out."""
+    import signal
+
+    def reset() -> None:
+        signal.signal(sig, signal.SIG_DFL)
+
+    return reset
+
+
 @pytest.fixture
 def child_env() -> Callable[..., dict[str, str]]:
     """``scrubbed_env`` for a test's ``subprocess`` calls: ``env=child_env(HOME=...)``."""

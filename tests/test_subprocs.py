@@ -14,10 +14,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import default_action
 
 from resolver.host import smi
 from resolver.io import subprocs
@@ -79,18 +79,6 @@ def _kill_leftovers(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _default_action(sig: signal.Signals) -> Callable[[], None]:
-    """Give ``sig`` its default action in the child before it starts. A suite started with the
-    signal ignored (``trap '' INT``, or ``&`` from a shell without job control) passes that on
-    through fork and exec, and a Python started so installs no KeyboardInterrupt handler: the
-    signal the test sends would then do nothing and the test would time out."""
-
-    def reset() -> None:
-        signal.signal(sig, signal.SIG_DFL)
-
-    return reset
-
-
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_during_verify_kills_the_probe_and_its_children(
     tmp_path: Path, sig: signal.Signals, code: int
@@ -104,7 +92,7 @@ def test_a_signal_during_verify_kills_the_probe_and_its_children(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=_default_action(sig),
+        preexec_fn=default_action(sig),
     )
     pids: list[int] = []
     try:
