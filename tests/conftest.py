@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +228,69 @@ def synth(synth_raw: dict[str, Any]) -> catalog_mod.Catalog:
 @pytest.fixture(scope="session")
 def shipped() -> catalog_mod.Catalog:
     return catalog_mod.load(catalog_mod.shipped_data_dir())
+
+
+# --- child tools (pip, uv) from a scrubbed environment ---------------------------------------
+# A developer's machine has its own pip configuration (extra indexes, find-links) and maybe
+# PIP_*/UV_* settings: none of it may reach a pip or uv that a test starts, directly or through
+# gpuresolve, or results depend on the machine: every test starts with os.environ scrubbed
+# (`_no_tool_settings`), and a test's own subprocess calls pass `env=scrubbed_env(...)` (or the
+# `child_env` fixture).
+TOOL_PREFIXES = ("PIP_", "UV_")
+# The environment the suite was started with: only for a test that looks up, on purpose and
+# saying so, what this machine offers (local wheels), and then passes it on explicitly.
+STARTING_ENV = dict(os.environ)
+
+
+def scrubbed_env(environ: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
+    """``environ`` (default: os.environ) without any PIP_*/UV_* variable, with pip reading no
+    configuration file (PIP_CONFIG_FILE is the null device) and uv none either, plus ``extra``."""
+    source = os.environ if environ is None else environ
+    env = {k: v for k, v in source.items() if not k.upper().startswith(TOOL_PREFIXES)}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["UV_NO_CONFIG"] = "1"
+    env.update(extra)
+    return env
+
+
+def default_action(sig: int) -> Callable[[], None]:
+    """A ``preexec_fn`` giving ``sig`` its default action in the child before it starts, for a
+    test that sends (or raises) that signal in the child. A suite started with the signal
+    ignored (``trap '' INT``, or ``&`` from a shell without job control) passes that on through
+    fork and exec, and a Python started so installs no KeyboardInterrupt handler: the signal
+    would do nothing and the test would time out."""
+    import signal
+
+    def reset() -> None:
+        signal.signal(sig, signal.SIG_DFL)
+
+    return reset
+
+
+@pytest.fixture
+def child_env() -> Callable[..., dict[str, str]]:
+    """``scrubbed_env`` for a test's ``subprocess`` calls: ``env=child_env(HOME=...)``."""
+    return scrubbed_env
+
+
+@pytest.fixture(autouse=True)
+def _no_tool_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test: no PIP_*/UV_* variable, pip and uv read no configuration file."""
+    for var in list(os.environ):
+        if var.upper().startswith(TOOL_PREFIXES):
+            monkeypatch.delenv(var)
+    for var, value in scrubbed_env({}).items():
+        monkeypatch.setenv(var, value)
+
+
+@pytest.fixture
+def scrubbed_tools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Scrubbed as every test is, and pip's and uv's caches under ``tmp_path`` (for gpuresolve
+    run in-process, which starts pip or uv); returns ``tmp_path``."""
+    monkeypatch.setenv("PIP_CACHE_DIR", str(tmp_path / "pip-cache"))
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    return tmp_path
 
 
 @pytest.fixture

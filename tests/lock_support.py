@@ -7,14 +7,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import cli_support
-import pytest
+from conftest import scrubbed_env
 from pytorch_index import build_wheel, metadata_text
 
 from resolver.catalog import Catalog, Variant, from_raw
@@ -168,19 +167,6 @@ def stub_index(
 # --- pip, isolated from this machine's configuration -------------------------------------------
 
 
-def isolate_pip(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No pip.conf, no find-links, no index from the environment; a cache under tmp_path (pip's
-    and uv's, which resolves the closures)."""
-    for var in list(os.environ):
-        if var.startswith(("PIP_", "UV_")):
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
-    monkeypatch.setenv("UV_NO_CONFIG", "1")
-    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-    monkeypatch.setenv("PIP_CACHE_DIR", str(tmp_path / "pip-cache"))
-    monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-
-
 def pip_report(
     requirements: Path, platform_args: list[str], python: str, index_url: str | None = None
 ) -> dict[str, str]:
@@ -191,9 +177,7 @@ def pip_report(
     cmd += ["--only-binary=:all:", "--python-version", python, "--implementation", "cp"]
     cmd += ["--abi", cp, "--report", str(report), "--target", str(requirements.parent / "t")]
     cmd += [*platform_args, "-r", str(requirements)]
-    env = dict(os.environ)
-    if index_url:
-        env["PIP_INDEX_URL"] = index_url
+    env = scrubbed_env(**({"PIP_INDEX_URL": index_url} if index_url else {}))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(report.read_text())

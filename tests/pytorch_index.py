@@ -226,9 +226,44 @@ def cu136_wheel() -> bytes:
 
 
 def fixture_routes() -> dict[str, tuple[bytes, str]]:
-    routes = load_routes()
+    routes = with_wheels(load_routes())
     routes[RANGE_WHEEL] = (cu136_wheel(), "application/octet-stream")
     return routes
+
+
+_LINK = re.compile(r'href="([^"#]+\.whl)#sha256=([0-9a-f]{64})"')
+
+
+def with_wheels(routes: dict[str, tuple[bytes, str]]) -> dict[str, tuple[bytes, str]]:
+    """The routes plus, as a real index has, the wheel itself for every recorded ``.metadata``:
+    a real wheel (zip) holding that metadata, and the pages' ``#sha256=`` of its links changed to
+    the served file's, so an installer that downloads the wheel (pip before 25.3 does, even for
+    ``--dry-run --report``) gets a file that matches its link. The recorded pages name the
+    real wheels' hashes, which no fixture can match."""
+    import hashlib
+
+    out = dict(routes)
+    new_hash: dict[str, str] = {}
+    for path, (body, _ctype) in routes.items():
+        if not path.endswith(".whl.metadata"):
+            continue
+        wheel = path.removesuffix(".metadata")
+        name, version = wheel.rsplit("/", 1)[1].split("-")[:2]
+        data = build_wheel(name, version, body)
+        out[wheel] = (data, "application/octet-stream")
+        new_hash[wheel] = hashlib.sha256(data).hexdigest()
+    pages = {p: b.decode("utf-8") for p, (b, c) in routes.items() if c in ("text/html", JSON_TYPE)}
+    swap = {  # recorded hash -> the served wheel's (the JSON pages name the same hashes)
+        old: new_hash[unquote(urlsplit(href).path)]
+        for text in pages.values()
+        for href, old in _LINK.findall(text)
+        if unquote(urlsplit(href).path) in new_hash
+    }
+    for path, text in pages.items():
+        for old, new in swap.items():
+            text = text.replace(old, new)
+        out[path] = (text.encode("utf-8"), routes[path][1])
+    return out
 
 
 def closed_port() -> int:

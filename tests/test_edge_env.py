@@ -3,7 +3,6 @@ output encoding, Ctrl-C while gpuresolve starts."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import run_cli
+from conftest import default_action, scrubbed_env
 
 from resolver.db import location
 
@@ -19,9 +19,7 @@ BAD = ["out\x07bel", "out\x1b]0;x\x07", "out\u202egnp"]
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
-    env.update(PIP_CONFIG_FILE=os.devnull, PYTHONPATH=str(ROOT), **extra)
-    return env
+    return scrubbed_env(PYTHONPATH=str(ROOT), **extra)
 
 
 def _argvs(tmp: Path, bad: str) -> list[list[str]]:
@@ -110,12 +108,6 @@ runpy.run_module("resolver", run_name="__main__", alter_sys=True)
 """
 
 
-def _default_sigint() -> None:
-    """The child gets Ctrl-C's default handling even when this suite runs with SIGINT ignored
-    (`trap '' INT`, or `&` in a shell without job control): Python then installs no handler."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("module", ["click", "resolver.cli", "resolver.commands.common"])
 def test_ctrl_c_while_starting_is_one_line_and_130(module: str) -> None:
     proc = subprocess.run(
@@ -124,7 +116,7 @@ def test_ctrl_c_while_starting_is_one_line_and_130(module: str) -> None:
         text=True,
         env=_env(),
         timeout=120,
-        preexec_fn=_default_sigint,
+        preexec_fn=default_action(signal.SIGINT),
     )
     assert proc.returncode == 130, proc.stderr
     # (click ends the terminal's "^C" line first, once a command is loading)

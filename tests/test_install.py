@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from cli_support import top_level, write_db
+from conftest import STARTING_ENV, scrubbed_env
 
 from resolver.cli import main
 from resolver.host.platform import probe as probe_platform
@@ -206,7 +207,10 @@ def series(minor: str, version: str, variants: list[str]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def isolated(tmp_path: Path, synth_raw: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated(
+    scrubbed_tools: Path, synth_raw: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    tmp_path = scrubbed_tools
     """The synthetic database plus 2.13/2.14 series; pip and uv see no config, cache or index."""
     raw = synth_raw
     raw["torch.yaml"]["series"] += [
@@ -215,14 +219,8 @@ def isolated(tmp_path: Path, synth_raw: dict[str, Any], monkeypatch: pytest.Monk
     ]
     db = write_db(tmp_path / "db", raw)
     monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(db))
-    for var in list(os.environ):
-        if var.startswith(("PIP_", "UV_")) or var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-    monkeypatch.setenv("PIP_CACHE_DIR", str(tmp_path / "pip-cache"))
-    monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
-    monkeypatch.setenv("UV_NO_CONFIG", "1")
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "never")
     return tmp_path
 
@@ -241,7 +239,7 @@ def make_venv(where: Path, installer: str) -> str:
         cmd = [UV, "venv", "--quiet", "--python", sys.executable, str(where)]
     else:
         cmd = [sys.executable, "-m", "venv", str(where)]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300, env=scrubbed_env())
     return interpreter(where)
 
 
@@ -317,7 +315,9 @@ def test_dry_run_prints_commands_a_user_can_paste(
     commands = [line for line in out.splitlines() if line and not line.startswith("#")]
     assert len(commands) == 2  # remove the cu130 build and its CUDA 13 libraries, then install
     for line in commands:
-        subprocess.run(shlex.split(line), check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            shlex.split(line), check=True, capture_output=True, timeout=300, env=scrubbed_env()
+        )
     after = installed(python)
     assert after["torch"] == "2.14.1+cu126"
     assert nvidia(after) == set(CU12)
@@ -356,6 +356,7 @@ def test_install_exits_with_verify_code(
         [sys.executable, "-m", "resolver", "verify", "--python", python],
         capture_output=True,
         timeout=300,
+        env=scrubbed_env(),
     )
     assert code == verify.returncode  # a stub torch: whatever verify says, install says
 
@@ -453,7 +454,11 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
     except Exception:
         pytest.skip("uv is not installed (a dependency of gpuresolve)")
     venv = isolated / "venv"
-    subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
+    subprocess.run(
+        [uv, "venv", "--quiet", "--python", sys.executable, str(venv)],
+        check=True,
+        env=scrubbed_env(),
+    )
     python = interpreter(venv)
     text = _pylock_text(index_url)
     mirror = ("--pytorch-index", index_url)
@@ -521,9 +526,11 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
 
 
 def _pip_config() -> dict[str, list[str]]:
-    """find-links and extra-index-url as pip is configured here (``pip config list``, PIP_*)."""
+    """find-links and extra-index-url as pip is configured on this machine (``pip config list``,
+    PIP_* at the suite's start): the one test that looks for a local torch wheel on purpose."""
+    env = {k: v for k, v in STARTING_ENV.items() if k != "PIP_CONFIG_FILE"}
     out = subprocess.run(
-        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, env=env
     ).stdout
     found: dict[str, list[str]] = {"find-links": [], "extra-index-url": []}
     for line in out.splitlines():
@@ -532,7 +539,7 @@ def _pip_config() -> dict[str, list[str]]:
         if name in found:
             found[name] += value.strip().strip("'\"").split()
     for var, name in (("PIP_FIND_LINKS", "find-links"), ("PIP_EXTRA_INDEX_URL", "extra-index-url")):
-        found[name] += os.environ.get(var, "").split()
+        found[name] += STARTING_ENV.get(var, "").split()
     return found
 
 
@@ -567,8 +574,12 @@ def test_real_torch_installs_offline_and_verifies(
     synth_raw["torch.yaml"]["series"].append(series("2.13", "2.13.0", ["cpu"]))
     db = write_db(tmp_path / "db", synth_raw)
     monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(db))
-    monkeypatch.setenv("PIP_CACHE_DIR", str(tmp_path / "pip-cache"))
-    index = Index([wheel])  # torch through the local index; its dependencies from pip's config
+    # torch through the local index; its dependencies from the local indexes pip's configuration
+    # names here, passed explicitly to a pip that reads no configuration of its own
+    env = scrubbed_env(
+        PIP_CACHE_DIR=str(tmp_path / "pip-cache"), PIP_EXTRA_INDEX_URL=" ".join(extra)
+    )
+    index = Index([wheel])
     url = index.start()
     try:
         python = make_venv(tmp_path / "venv", "pip")
@@ -580,6 +591,7 @@ def test_real_torch_installs_offline_and_verifies(
             capture_output=True,
             text=True,
             timeout=900,
+            env=env,
         )
     finally:
         index.stop()

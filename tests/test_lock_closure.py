@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from cli_support import write_db
 from closure_index import FIXTURE, ClosureIndex, entry, manifest, serve_closure_index
-from lock_support import isolate_pip, lock_raw
+from lock_support import lock_raw
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from pytorch_index import closed_port
@@ -35,9 +35,9 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
 
 
 @pytest.fixture(autouse=True)
-def _db(tmp_path: Path, synth_raw: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(write_db(tmp_path / "db", lock_raw(synth_raw))))
-    isolate_pip(monkeypatch, tmp_path)
+def _db(scrubbed_tools: Path, synth_raw: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    db = write_db(scrubbed_tools / "db", lock_raw(synth_raw))
+    monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(db))
     for var in ("GPURESOLVE_DEFAULT_INDEX", "GPURESOLVE_PYTORCH_INDEX"):
         monkeypatch.delenv(var, raising=False)
 

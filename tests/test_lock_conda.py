@@ -4,17 +4,16 @@ at test time, and conda-lock's own parser on every conda file (where conda-lock 
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from conda_channel import forge_packages, make_channel
-from lock_support import FILELOCK, isolate_pip, lock_catalog, stub_index
+from lock_support import FILELOCK, lock_catalog, stub_index
 from pytorch_index import IndexServer, closed_port, serve
 
 from resolver.catalog import Catalog
@@ -178,8 +177,7 @@ def test_conda_forge_lock_per_platform(
 
 
 @pytest.fixture
-def index(cat: Catalog, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[IndexServer]:
-    isolate_pip(monkeypatch, tmp_path)
+def index(cat: Catalog, scrubbed_tools: Path) -> Iterator[IndexServer]:
     with serve(stub_index(cat)) as server:
         yield server
 
@@ -212,7 +210,12 @@ def test_pip_flavour_lock(cat: Catalog, channel: str, index: IndexServer, tmp_pa
 @needs_conda_lock
 @pytest.mark.parametrize("source", ["conda-forge", "pip"])
 def test_conda_lock_parses_every_file(
-    cat: Catalog, channel: str, index: IndexServer, tmp_path: Path, source: str
+    cat: Catalog,
+    channel: str,
+    index: IndexServer,
+    tmp_path: Path,
+    source: str,
+    child_env: Callable[..., dict[str, str]],
 ) -> None:
     from conda_lock.lockfile import parse_conda_lock_file
     from conda_lock.src_parser.environment_yaml import parse_environment_file
@@ -244,7 +247,7 @@ def test_conda_lock_parses_every_file(
     proc = subprocess.run(
         [sys.executable, "-m", "conda_lock", *render],
         cwd=tmp_path,
-        env={**os.environ, "HOME": str(tmp_path)},
+        env=child_env(HOME=str(tmp_path)),
         capture_output=True,
         text=True,
         timeout=120,

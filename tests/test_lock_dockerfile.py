@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from cli_support import run_cli
+from conftest import scrubbed_env
 
 from resolver.catalog import shipped_data_dir
 from resolver.verify import startup
@@ -134,6 +135,7 @@ def test_every_install_step_resolves_from_the_context_alone(
             text=True,
             timeout=120,
             check=False,
+            env=scrubbed_env(),
         )
         assert done.returncode == 0, done.stdout + done.stderr
         report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))

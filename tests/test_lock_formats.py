@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +19,8 @@ from typing import Any
 import pytest
 import tomlkit
 from cli_support import run_cli, write_db
-from lock_support import FILELOCK, isolate_pip, lock_raw, stub_index
+from conftest import scrubbed_env
+from lock_support import FILELOCK, lock_raw, stub_index
 from pytorch_index import IndexServer, build_wheel, metadata_text, serve
 
 from resolver.catalog import from_raw
@@ -67,11 +67,10 @@ def _bindings() -> tuple[tuple[str, str, bytes], ...]:
 
 @pytest.fixture
 def raw(
-    tmp_path: Path, synth_raw: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    scrubbed_tools: Path, synth_raw: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, Any]:
     data = _raw(synth_raw)
-    monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(write_db(tmp_path / "db", data)))
-    isolate_pip(monkeypatch, tmp_path)
+    monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(write_db(scrubbed_tools / "db", data)))
     return data
 
 
@@ -148,8 +147,7 @@ def test_aarch64_lock_made_on_x86_64_takes_aarch64_wheels(
 
 
 def _uv_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("UV_NO_CONFIG")}
-    return env
+    return scrubbed_env()
 
 
 def test_pylock_installs_with_uv_from_the_local_index(

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import scrubbed_env
 
 from resolver.core.errors import UserError
 from resolver.readers import lockfile, requirements
@@ -57,8 +57,7 @@ def test_install_and_verify_lock_end(tmp_path: Path, command: str, cycle: bool) 
     """The issue's case: today both run forever. A cycle is exit 2 with one line; a fan is
     read (and then judged on this interpreter, which has no torch: any documented exit)."""
     lock = _fan(tmp_path, cycle=cycle)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
-    env["PIP_CONFIG_FILE"] = os.devnull
+    env = scrubbed_env()
     argv = [sys.executable, "-m", "resolver", command, "--lock", str(lock)]
     argv += ["--python", sys.executable]
     argv += ["--dry-run"] if command == "install" else ["--no-record"]

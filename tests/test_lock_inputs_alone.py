@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from cli_support import run_cli
-from lock_support import isolate_pip
 
 from resolver.host import pipconfig
 
@@ -19,8 +18,7 @@ URL = "https://mirror.invalid/simple"
 
 
 @pytest.fixture(autouse=True)
-def _pip_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    isolate_pip(monkeypatch, tmp_path)
+def _pip_isolated(scrubbed_tools: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(pipconfig.INDEX_ENV, raising=False)
 
 

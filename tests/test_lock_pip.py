@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lock_support import FILELOCK, isolate_pip, lock_catalog, pip_report, stub_index
+from lock_support import FILELOCK, lock_catalog, pip_report, stub_index
 from pytorch_index import IndexServer, closed_port, serve
 
 from resolver.catalog import Catalog
@@ -35,8 +35,8 @@ def index(cat: Catalog) -> Iterator[IndexServer]:
 
 
 @pytest.fixture(autouse=True)
-def _pip_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    isolate_pip(monkeypatch, tmp_path)
+def _pip_isolated(scrubbed_tools: Path) -> None:
+    """pip and uv started by these tests see none of this machine's configuration."""
 
 
 def _target(platform: str, ccs: tuple[str, ...] = (), driver: str | None = None) -> Target:

@@ -33,18 +33,28 @@ def test_mypy_strict(tmp_path: Path) -> None:
 
 
 def test_ci_runs_the_readme_command_in_a_fresh_virtualenv() -> None:
-    """CI must see what a user's new machine sees: the README's command, in a new virtualenv."""
+    """CI must see what a user's new machine sees: the README's command, in a new virtualenv,
+    and once exactly as the README says (the `readme` leg: the pip Python bundles, not
+    upgraded)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Run the tests", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
     command = section.strip()
+    assert "-n auto" in command  # parallel: CI stays well under 20 minutes on two cores
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert command in ci.splitlines()
-    lines = ci.splitlines()
+    # .ci/run reads the command from the README itself: its awk program, run here, finds it
+    program = ci.split("command=\"$(awk '", 1)[1].split("' README.md)\"", 1)[0]
+    found = subprocess.run(
+        ["awk", program, str(ROOT / "README.md")], capture_output=True, text=True, check=True
+    )
+    assert found.stdout.strip() == command
+    lines = [line.strip() for line in ci.splitlines()]
+    assert '[ "$legs" = all ] && legs="readme newest lowest"' in lines  # all three by default
     venv_at = next(i for i, line in enumerate(lines) if "-m venv" in line)
     activate_at = next(i for i, line in enumerate(lines) if "/bin/activate" in line)
-    assert venv_at < activate_at < lines.index(command)
-    assert "-n auto" in command  # parallel: CI stays well under 20 minutes on two cores
-    assert "--resolution lowest-direct" in ci  # the second leg: the lowest allowed versions
+    upgrade_at = next(i for i, line in enumerate(lines) if "install -q --upgrade pip" in line)
+    assert lines[upgrade_at].startswith('[ "$leg" = readme ] ||')  # readme: pip as bundled
+    assert venv_at < activate_at < upgrade_at < lines.index('eval "$command"')
+    assert "--resolution lowest-direct" in ci  # the lowest allowed versions
 
 
 def test_lint_and_type_tools_are_pinned_exactly() -> None:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import default_action, scrubbed_env
 
 from resolver.host import smi
 from resolver.io import subprocs
@@ -91,6 +92,7 @@ def test_a_signal_during_verify_kills_the_probe_and_its_children(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=default_action(sig),
     )
     pids: list[int] = []
     try:
@@ -209,9 +211,8 @@ def test_sigkill_during_install_ends_its_child_and_grandchild(tmp_path: Path) ->
 
 
 def _scrubbed_env(tmp: str) -> dict[str, str]:
-    """pip from a clean environment: no configuration file, no PIP_*/UV_* settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
-    return {**env, "PIP_CONFIG_FILE": os.devnull, "PYTHONPATH": str(ROOT), "TMPDIR": tmp}
+    """pip from a clean environment (conftest's scrubbed_env), gpuresolve from this checkout."""
+    return scrubbed_env(PYTHONPATH=str(ROOT), TMPDIR=tmp)
 
 
 def test_sigkill_during_pips_build_step_ends_pip_and_the_build(tmp_path: Path) -> None:
@@ -287,8 +288,7 @@ def test_sigkill_during_installs_real_pip_ends_pip(tmp_path: Path) -> None:
     silent.bind(("127.0.0.1", 0))
     silent.listen(16)  # never accepted: pip's request hangs until its own timeout
     url = f"http://127.0.0.1:{silent.getsockname()[1]}/whl"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
-    env |= {"PIP_CONFIG_FILE": os.devnull, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
+    env = _scrubbed_env(str(tmp_path))
     argv = ["install", "--python", str(python), "--pytorch-index", url, "--installer", "pip"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "resolver", *argv, "--gpu", "8.6", "--driver", "580.65.06"],

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import scrubbed_env
 
 from resolver.catalog import Catalog
 from resolver.host.profile import STATE_NO_DRIVER, GpuInfo, HostProfile
@@ -42,6 +43,7 @@ def _pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=INSTALL_TIMEOUT_S,
         check=False,
+        env=scrubbed_env(),
     )
 
 

@@ -123,7 +123,8 @@ def show(data_dir: str | None, as_json: bool) -> None:
     default=20.0,
     show_default=True,
     metavar="SECONDS",
-    help="Per request: to connect, and between bytes of an answer.",
+    help="Each request's deadline, whole: connecting, the answer however slowly it comes, "
+    "and any retries.",
 )
 @click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
 @click.option(

@@ -63,7 +63,8 @@ def byte_progress(label: str) -> tuple[Callable[[int], None] | None, Callable[[]
     default=30.0,
     show_default=True,
     metavar="SECONDS",
-    help="Per request: to connect, and between bytes of an answer.",
+    help="Each request's deadline, whole: connecting, the answer however slowly it comes, "
+    "and any retries.",
 )
 def inspect_wheel(
     where: str, as_json: bool, budget: float, sha256: str | None, timeout: float

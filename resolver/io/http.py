@@ -5,12 +5,21 @@ are bounded (``TRIES`` tries, sleeps of ``BACKOFF``, ``2*BACKOFF``, ...; the sle
 injectable, so tests never wait) and cover refused connections, timeouts and the statuses in
 ``RETRY_STATUS``. ``file:`` URLs of a local mirror are answered as a server would. Range reads
 of big files go through ``resolver.io.ranges.HttpSource``, which streams ``open`` answers.
+
+Every request has a deadline for the whole of it (``timeout``, the commands' ``--timeout``):
+connecting, the answer and every retry. A per-read socket timeout cannot give that (a server
+that sends one byte a second never lets a read time out), so a watchdog timer shuts the answer's
+socket down when the deadline passes, however the bytes come; the read then fails at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,9 +33,8 @@ if TYPE_CHECKING:
 
 TRIES = 3
 BACKOFF = 0.5  # seconds before the second try; doubled for each further one
-TIMEOUT = 20.0  # seconds to connect, and between bytes of an answer
-DEADLINE = 120.0  # seconds for a whole (bounded) body: a server trickling bytes cannot hold us
-MAX_BODY = 64 * 1024 * 1024
+TIMEOUT = 20.0  # seconds for a whole request (connect, answer, retries): `--timeout`'s default
+MAX_BODY = 64 * 1024 * 1024  # bytes of one page or metadata file
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 USER_AGENT = f"gpuresolve/{__version__}"
 _T = TypeVar("_T")
@@ -38,6 +46,108 @@ class FetchError(ReadError):
     def __init__(self, url: str, reason: str, status: int | None = None) -> None:
         super().__init__(f"{url}: {reason}")
         self.url, self.reason, self.status = url, reason, status
+
+
+class Deadline:
+    """The end of one whole request. A timer started with it shuts down every socket the
+    request opened (``track``) when it passes, so a read blocked on a trickling server, status
+    line, headers or body, returns at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(0.0, seconds), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def reason(self) -> str:
+        return f"timed out: no whole answer within {self.seconds:g} s (--timeout)"
+
+    def track(self, sock: object) -> None:
+        """A socket this request reads from: shut down at the deadline."""
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            if self.expired:
+                _shut(sock)
+            elif sock not in self._sockets:
+                self._sockets.append(sock)
+
+    def watch(self, resp: Any) -> None:
+        """``resp`` (a streamed answer) belongs to this request: its reads see the deadline
+        (``iter_body``), and its socket is shut down at the deadline."""
+        _DEADLINES[resp] = self
+        fp = getattr(getattr(resp, "raw", None), "_fp", None)  # http.client.HTTPResponse
+        raw = getattr(getattr(fp, "fp", None), "raw", None)  # socket.SocketIO
+        self.track(getattr(raw, "_sock", None))
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._sockets.clear()
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed: nothing is waiting on it
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+_DEADLINES: weakref.WeakKeyDictionary[Any, Deadline] = weakref.WeakKeyDictionary()
+_CURRENT = threading.local()  # .deadline: the request this thread is sending
+
+
+def _tracking_session() -> requests.Session:
+    """A requests session whose connections hand their socket to the current request's
+    ``Deadline`` as soon as the request is sent (before the status line is read)."""
+    import requests
+    from requests.adapters import HTTPAdapter
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    def tracked(conn: Any) -> None:
+        deadline = getattr(_CURRENT, "deadline", None)
+        if deadline is not None:
+            deadline.track(getattr(conn, "sock", None))
+
+    class Http(HTTPConnection):
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            done = super().request(*args, **kwargs)
+            tracked(self)
+            return done
+
+    class Https(HTTPSConnection):
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            done = super().request(*args, **kwargs)
+            tracked(self)
+            return done
+
+    class HttpPool(HTTPConnectionPool):
+        ConnectionCls = Http
+
+    class HttpsPool(HTTPSConnectionPool):
+        ConnectionCls = Https
+
+    class Adapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = {"http": HttpPool, "https": HttpsPool}
+
+    session = requests.Session()
+    session.mount("http://", Adapter())
+    session.mount("https://", Adapter())
+    return session
 
 
 @dataclass(frozen=True)
@@ -59,13 +169,11 @@ class Client:
         sleep: Callable[[float], None] | None = None,
         session: requests.Session | None = None,
     ) -> None:
-        import requests
-
         self.timeout = TIMEOUT if timeout is None else timeout
         self.tries = max(1, TRIES if tries is None else tries)
         self.backoff = BACKOFF if backoff is None else backoff
         self.sleep = sleep or time.sleep
-        self.session = session or requests.Session()
+        self.session = session or _tracking_session()
         self.session.headers["User-Agent"] = USER_AGENT
         self.requests = 0
 
@@ -84,18 +192,25 @@ class Client:
         if url.lower().startswith("file:"):
             return _read_local(url, limit)
         headers = {"Accept": accept} if accept else {}
+        deadline = Deadline(self.timeout)
 
         def once() -> Page:
-            with self._open_once(url, headers) as resp:
+            with self._open_once(url, headers, deadline) as resp:
                 if resp.status_code != 200:
+                    _forget(resp)
                     raise FetchError(url, f"HTTP {resp.status_code}", resp.status_code)
                 try:
                     body = b"".join(_bounded(iter_body(resp, url), url, limit))
                 except _Broken as exc:
+                    if deadline.expired or deadline.left() <= 0:
+                        raise
                     raise _Retry(exc.reason) from None
                 return Page(resp.url, body, resp.headers.get("Content-Type", ""))
 
-        return self._retrying(url, once)
+        try:
+            return self._retrying(url, once, deadline)
+        finally:
+            deadline.cancel()
 
     def get_optional(self, url: str, accept: str | None = None) -> Page | None:
         """Like ``get``, but None for 404/410 (a page the index does not have)."""
@@ -107,35 +222,58 @@ class Client:
             raise
 
     def open(self, url: str, headers: dict[str, str]) -> requests.Response:
-        """A streamed answer of status 200 or 206 (the caller closes it), retried as above."""
-        return self._retrying(url, lambda: self._open_once(url, headers))
+        """A streamed answer of status 200 or 206 (the caller reads it with ``iter_body``, or
+        closes it), retried as above; the whole request, body included, has one deadline."""
+        deadline = Deadline(self.timeout)
+        try:  # the answer's reader (iter_body) or discard() ends the deadline
+            return self._retrying(url, lambda: self._open_once(url, headers, deadline), deadline)
+        except BaseException:
+            deadline.cancel()
+            raise
 
-    def _retrying(self, url: str, attempt: Callable[[], _T]) -> _T:
-        last = "no answer"
+    def _retrying(self, url: str, attempt: Callable[[], _T], deadline: Deadline) -> _T:
+        last, made = "no answer", 0
         for n in range(self.tries):
             if n:
-                self.sleep(self.backoff * 2 ** (n - 1))
+                pause = self.backoff * 2 ** (n - 1)
+                if pause >= deadline.left():
+                    break  # no time for another try
+                self.sleep(pause)
+            if deadline.left() <= 0:
+                break
+            made += 1
             try:
                 return attempt()
             except _Retry as exc:
                 last = exc.reason
-        raise FetchError(url, f"{last} ({self.tries} tries)")
+        if deadline.left() <= 0:
+            raise FetchError(url, f"{deadline.reason()} ({last})")
+        raise FetchError(url, f"{last} ({made} {'try' if made == 1 else 'tries'})")
 
-    def _open_once(self, url: str, headers: dict[str, str]) -> requests.Response:
+    def _open_once(
+        self, url: str, headers: dict[str, str], deadline: Deadline
+    ) -> requests.Response:
         import requests
 
         self.requests += 1
+        left = max(0.001, deadline.left())  # connect and each header read: within the deadline
+        _CURRENT.deadline = deadline
         try:
             resp = self.session.get(
-                url, headers=headers, timeout=self.timeout, stream=True, allow_redirects=True
+                url, headers=headers, timeout=left, stream=True, allow_redirects=True
             )
         except requests.Timeout:
             raise _Retry(f"timed out after {self.timeout:g} s") from None
         except requests.ConnectionError as exc:
+            if deadline.expired:
+                raise _Retry("the answer's status line and headers never came whole") from None
             raise _Retry(f"cannot connect ({_root_cause(exc)})") from None
         except requests.RequestException as exc:
             raise _Retry(f"{type(exc).__name__}: {_root_cause(exc)}") from None
+        finally:
+            _CURRENT.deadline = None
         if resp.status_code in (200, 206):
+            deadline.watch(resp)
             return resp
         resp.close()
         if resp.status_code not in RETRY_STATUS:
@@ -156,29 +294,54 @@ class _Broken(FetchError):
 
 
 def iter_body(resp: Any, url: str, chunk: int = 256 * 1024) -> Iterator[bytes]:
-    """An answer's bytes; FetchError when the connection breaks off or stalls (then closed)."""
+    """An answer's bytes; FetchError when the connection breaks off or stalls, or the
+    request's deadline passes (then closed)."""
     import requests
+
+    deadline = _DEADLINES.get(resp)
+
+    def late() -> bool:
+        return deadline is not None and (deadline.expired or deadline.left() <= 0)
 
     try:
         for piece in resp.iter_content(chunk_size=chunk):
+            if late():
+                break
             if piece:
                 yield piece
+        if late():
+            assert deadline is not None
+            raise _Broken(url, deadline.reason())
     except requests.Timeout:
         raise _Broken(url, "the answer stalled (timed out)") from None
     except (requests.RequestException, OSError) as exc:
+        if late():
+            assert deadline is not None
+            raise _Broken(url, deadline.reason()) from None
         raise _Broken(url, f"the answer broke off ({_root_cause(exc)})") from None
     finally:
+        _forget(resp)
         resp.close()
 
 
+def discard(resp: Any) -> None:
+    """Close an answer that will not be read, and its watchdog with it."""
+    _forget(resp)
+    resp.close()
+
+
+def _forget(resp: Any) -> None:
+    deadline = _DEADLINES.pop(resp, None)
+    if deadline is not None:
+        deadline.cancel()
+
+
 def _bounded(chunks: Iterator[bytes], url: str, limit: int) -> Iterator[bytes]:
-    started, size = time.monotonic(), 0
+    size = 0
     for chunk in chunks:
         size += len(chunk)
         if size > limit:
             raise FetchError(url, f"answer larger than {limit} bytes")
-        if time.monotonic() - started > DEADLINE:
-            raise FetchError(url, f"answer took longer than {DEADLINE:g} s")
         yield chunk
 
 

@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING
 
 from resolver.io import ReadError
 from resolver.io.bounded import open_regular
-from resolver.io.http import Client, iter_body, local_path
+from resolver.io.http import Client, discard, iter_body, local_path
 
 if TYPE_CHECKING:
     import requests
@@ -184,7 +184,7 @@ class HttpSource(Source):
         m = _CONTENT_RANGE.match(resp.headers.get("Content-Range", "").strip())
         start, end = (int(m.group(1)), int(m.group(2))) if m else (0, -1)
         if not m or end < start:
-            resp.close()
+            discard(resp)
             raise ReadError(f"{self.name}: a partial answer without a valid Content-Range")
         return resp, (start, end, None if m.group(3) == "*" else int(m.group(3)))
 
@@ -195,7 +195,7 @@ class HttpSource(Source):
             return
         start, end, total = span
         if total is None or end != total - 1:
-            resp.close()
+            discard(resp)
             raise ReadError(f"{self.name}: the server's Content-Range does not end the file")
         self.size = total
         # the tail counts against the budget like any other read
@@ -221,7 +221,7 @@ class HttpSource(Source):
         declared = resp.headers.get("Content-Length")
         total = int(declared) if declared and declared.isascii() and declared.isdigit() else None
         if total is not None and total > self.budget - self.bytes_read:
-            resp.close()
+            discard(resp)
             raise BudgetError(
                 f"{self.name}: the server ignores range requests and the whole file "
                 f"({_mb(total)}) is over the read budget of {_mb(self.budget)}"
@@ -268,11 +268,17 @@ class HttpSource(Source):
     def _stream(self, offset: int, length: int) -> Iterator[bytes]:
         resp, span = self._get(f"bytes={offset}-{offset + length - 1}")
         if span is None:
-            resp.close()
+            discard(resp)
             raise ReadError(f"{self.name}: the server stopped answering range requests")
-        start, end, _total = span
+        start, end, total = span
+        if total is not None and total != self.size:
+            discard(resp)
+            raise ReadError(
+                f"{self.name}: the server's Content-Range gives the file's size as {total}, "
+                f"an earlier answer as {self.size}: refused (the file changed, or the server lies)"
+            )
         if start != offset or end != offset + length - 1:
-            resp.close()
+            discard(resp)
             raise ReadError(
                 f"{self.name}: asked for bytes {offset}-{offset + length - 1}, "
                 f"the server sent {start}-{end}"

@@ -22,6 +22,10 @@ from resolver.io import ReadError
 from resolver.io.ranges import Source
 
 MAX_MEMBERS = 1_000_000
+# Bytes of one structure zipfile reads at once (the central directory, in one read): a size the
+# archive claims past it (a ZIP64 end record claiming a 40 GB directory) is refused before a
+# byte is allocated. A torch wheel's directory is under 1 MiB.
+MAX_STRUCTURE = 64 * 1024 * 1024
 _SLACK = 64  # a local extra field may be a little longer than the directory's
 _SMALL = 256 * 1024  # compressed bytes up to which a member's span takes the slack too
 # What zipfile raises on a damaged or unsupported archive (ours, ReadError, passes through).
@@ -65,6 +69,16 @@ class RangeFile(io.RawIOBase):
             raise OSError("seek before the start of the file")
         self.pos = base + offset
         return self.pos
+
+    def read(self, size: int | None = -1) -> bytes:
+        """As io's ``read``, but a size past ``MAX_STRUCTURE`` is refused before io allocates
+        a buffer for it (a claimed size is hostile input)."""
+        if size is not None and size > MAX_STRUCTURE:
+            raise ReadError(
+                f"{self.source.name}: the zip claims a {size}-byte structure at offset "
+                f"{self.pos}, over the {MAX_STRUCTURE}-byte bound: refused"
+            )
+        return super().read(-1 if size is None else size) or b""
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         n = min(len(buffer), max(0, self.source.size - self.pos))

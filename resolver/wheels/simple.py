@@ -70,7 +70,22 @@ def parse_page(body: bytes, content_type: str, url: str) -> list[Link]:
         parser.close()
     except Exception as exc:  # html.parser is lenient; anything it raises means garbage
         raise IndexFormatError(f"{url}: unreadable HTML: {exc}") from None
-    return [_html_link(url, attrs) for attrs in parser.anchors if attrs.get("href")]
+    links = [_html_link(url, attrs) for attrs in parser.anchors if attrs.get("href")]
+    return [link for link in links if followable(url, link.url)]
+
+
+_WEB = ("http", "https")
+
+
+def followable(page_url: str, link_url: str) -> bool:
+    """Whether a page's link may be followed: a remote (http/https) page's links stay on the
+    web (an http page linking ``file:///etc/...`` must not make us read a local file, nor
+    record what it says); a local mirror's (``file:``) may be local or on the web."""
+    page = urlsplit(page_url).scheme.lower()
+    link = urlsplit(link_url).scheme.lower()
+    if page in _WEB:
+        return link in _WEB
+    return link in (*_WEB, "file")
 
 
 class _AnchorParser(HTMLParser):
@@ -117,11 +132,12 @@ def _parse_json(body: bytes, url: str) -> list[Link]:
         projects = doc["projects"]
         if not isinstance(projects, list):
             raise IndexFormatError(f"{url}: 'projects' must be a list")
-        return [
+        found = [
             Link(url=urljoin(url, f"{p['name']}/"), filename=str(p["name"]))
             for p in projects
             if isinstance(p, dict) and isinstance(p.get("name"), str)
         ]
+        return [link for link in found if followable(url, link.url)]
     files = doc.get("files")
     if not isinstance(files, list):
         raise IndexFormatError(f"{url}: not a PEP 691 page (no 'files')")
@@ -130,6 +146,8 @@ def _parse_json(body: bytes, url: str) -> list[Link]:
         if not isinstance(item, dict) or not isinstance(item.get("url"), str):
             raise IndexFormatError(f"{url}: a file entry without 'url'")
         absolute = urldefrag(urljoin(url, item["url"]))[0]
+        if not followable(url, absolute):
+            continue
         hashes: dict[str, Any] = item["hashes"] if isinstance(item.get("hashes"), dict) else {}
         meta = item.get("core-metadata", item.get("dist-info-metadata", False))
         meta_sha = meta.get("sha256") if isinstance(meta, dict) else None
