@@ -201,6 +201,9 @@ def _decision_plan(
     pytorch_index = request_opts.pytorch_index
     catalog = catalog_mod.load().for_index(pytorch_index)  # a mirror's releases too
     request = request_opts.request(target_opts)
+    from resolver.solve.inputs import no_extensions
+
+    no_extensions(request, "install")
     target, profile = target_opts.resolve(catalog, python=env.version)
     if target.platform != here:
         raise UserError(

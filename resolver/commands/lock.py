@@ -208,6 +208,9 @@ def lock(
     if split is not None:
         raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
     wanted = request.request(target)
+    from resolver.solve.inputs import no_extensions
+
+    no_extensions(wanted, "lock")
     if effective is not None and effective.target is not None:
         machine, profile = effective.target, None
         if lock_inputs.given(ctx, "python") and target.python:

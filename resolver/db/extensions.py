@@ -58,7 +58,12 @@ def parse_extensions(
             for j, rel in enumerate(r.list("releases", optional=False))
         ]
         releases.sort(key=lambda rel: rel.key, reverse=True)
-        packages[name] = ExtPackage(name, r.text("module", optional=True) or name, tuple(releases))
+        packages[name] = ExtPackage(
+            name,
+            r.text("module", optional=True) or name,
+            tuple(releases),
+            r.text("download", optional=True),
+        )
     return packages, since
 
 

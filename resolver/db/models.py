@@ -249,6 +249,7 @@ class ExtPackage:
     name: str  # canonical
     module: str  # what ``import`` takes
     releases: tuple[ExtRelease, ...]  # newest first
+    download: str | None = None  # release-downloads: the wheel URL's template
 
 
 @dataclass

@@ -146,6 +146,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
         build_request,
         describe_target,
         load_profile,
+        no_extensions,
         python_version,
         target_from_profile,
     )
@@ -211,6 +212,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
             allow_unconfirmed=allow,
             evidence=str(evidence),
         )
+        no_extensions(request, "a team lock")
     except UserError as exc:
         raise s.fail("packages", str(exc)) from None
 
