@@ -175,3 +175,25 @@ def test_lock_and_install_refuse_extensions_for_now(
     code, _out, err = run_cli(capsys, *args, "--with", "vllm")
     assert code == 2
     assert f"{command} does not write or install extension packages yet" in err
+
+
+def test_explain_and_db_show_name_the_packages(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        capsys,
+        "suggest",
+        *MACHINES["h100"],
+        "--python",
+        "3.12",
+        "--with",
+        "vllm",
+        "--explain",
+        "torch==2.15.0+cu132",
+    )
+    assert code == 1
+    assert "  FAIL packages: vllm: no release in the database (0.33.0, 0.32.0, 0.31.0)" in out
+    code, out, _ = run_cli(capsys, "db", "show")
+    assert code == 0 and "  flash-attn 2.8.3.post2: source distribution only" in out
+    code, out, _ = run_cli(capsys, "db", "show", "--json")
+    packages = json.loads(out)["packages"]
+    assert set(packages) == {"xformers", "flash-attn", "bitsandbytes", "torchao", "vllm", "triton"}
+    assert packages["vllm"][0]["builds"][0]["torch"] == "==2.14.0"
