@@ -33,6 +33,7 @@ CHECKS: dict[str, str] = {
     "companions": "companions",
     "lock": "lock",
     "compute": "GPU compute",
+    "extensions": "extension packages",
 }
 
 
