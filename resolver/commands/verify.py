@@ -138,7 +138,7 @@ def verify(
         from resolver.verify import ext_checks
 
         ran = [ext_checks.run_one(interpreter, p, timeout) for p in packages]
-        results = [ext_checks.judge(ran) if r.id == "extensions" else r for r in results]
+        results.append(ext_checks.judge(ran))
     bench = (run.data or {}).get("benchmark") if benchmark else None
     recorded = None if no_record else _record(run.data, curated)
     if benchmark:

@@ -81,13 +81,5 @@ def evaluate(
         check_companions,
         check_lock,
         check_gpu_compute,
-        check_extensions_default,
     ]
     return [c(ctx) for c in checks]
-
-
-def check_extensions_default(ctx: Context) -> CheckResult:
-    """SKIP unless `verify --with` names packages (commands/verify.py then runs ext_checks)."""
-    return CheckResult(
-        "extensions", CHECKS["extensions"], SKIP, "no extension package asked for (--with)"
-    )

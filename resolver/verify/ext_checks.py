@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from resolver.core.errors import shown
+from resolver.core.errors import escaped
 from resolver.io import subprocs
-from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, CheckResult
+from resolver.verify.result import EXTENSIONS_CHECK, FAIL, PASS, SKIP, CheckResult
 
 PROBE_FILE = Path(__file__).with_name("ext_probe.py")
 TOLERANCE = {"bitsandbytes": 0.1, "torchao": 0.1}  # quantized: a coarse match is right
@@ -58,9 +58,9 @@ def _env() -> dict[str, str]:
 
 def judge(results: Sequence[dict[str, Any]]) -> CheckResult:
     """One `extensions` check: FAIL naming each package that did not run, PASS otherwise."""
-    title = CHECKS["extensions"]
+    key, title = EXTENSIONS_CHECK
     if not results:
-        return CheckResult("extensions", title, SKIP, "no extension package asked for (--with)")
+        return CheckResult(key, title, SKIP, "no extension package asked for (--with)")
     lines: list[str] = []
     failed: list[str] = []
     for r in results:
@@ -71,7 +71,7 @@ def judge(results: Sequence[dict[str, Any]]) -> CheckResult:
             failed.append(f"{name}: {line}")
     if failed:
         return CheckResult(
-            "extensions",
+            key,
             title,
             FAIL,
             "; ".join(failed),
@@ -85,7 +85,7 @@ def judge(results: Sequence[dict[str, Any]]) -> CheckResult:
 
 def _one(r: dict[str, Any]) -> tuple[bool, str]:
     name = str(r.get("package"))
-    version = shown(str(r.get("version"))) if r.get("version") else "not installed"
+    version = escaped(str(r.get("version"))) if r.get("version") else "not installed"
     if r.get("timed_out"):
         return False, f"{version}: did not finish in {r['timed_out']:g} s"
     err = r.get("error")
@@ -96,9 +96,9 @@ def _one(r: dict[str, Any]) -> tuple[bool, str]:
         first = message.splitlines()[0][:300] if message else ""
         what = (
             f"undefined symbol {sym.group(1)} (built for another torch than "
-            f"{shown(str(r.get('torch')))})"
+            f"{escaped(str(r.get('torch')))})"
             if sym
-            else f"{shown(str(err.get('type')))}: {shown(first)}"
+            else f"{escaped(str(err.get('type')))}: {escaped(first)}"
         )
         where = {
             "torch": "torch did not import",
@@ -107,10 +107,10 @@ def _one(r: dict[str, Any]) -> tuple[bool, str]:
         }
         return False, f"{version}: {where.get(str(stage), 'failed')}: {what}"
     if "stage" not in r:
-        tail = shown(str((r.get("stderr") or ["no output"])[-1])[:300])
+        tail = escaped(str((r.get("stderr") or ["no output"])[-1])[:300])
         return False, f"the probe gave no result (exit {r.get('returncode')}): {tail}"
     if r.get("native") is False:
-        why = shown(str(r.get("native_error") or "its C++/CUDA library did not load")[:400])
+        why = escaped(str(r.get("native_error") or "its C++/CUDA library did not load")[:400])
         return False, f"{version}: its compiled library did not load: {why}"
     err_val = r.get("max_rel_err")
     limit = TOLERANCE.get(name, DEFAULT_TOLERANCE)

@@ -33,8 +33,9 @@ CHECKS: dict[str, str] = {
     "companions": "companions",
     "lock": "lock",
     "compute": "GPU compute",
-    "extensions": "extension packages",
 }
+# Added after those only when `verify --with` names packages (resolver/verify/ext_checks.py).
+EXTENSIONS_CHECK = ("extensions", "extension packages")
 
 
 @dataclass(frozen=True)
