@@ -4,8 +4,6 @@ five machines, each a set that runs or a refusal naming the package and why."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from cli_support import run_cli
@@ -162,19 +160,6 @@ def test_with_specifier_and_text_output(capsys: pytest.CaptureFixture[str]) -> N
 def test_unknown_extension_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     code, _out, err = run_cli(capsys, "suggest", "--with", "apex")
     assert code == 2 and "xformers, flash-attn, bitsandbytes, torchao, vllm, triton" in err
-
-
-@pytest.mark.parametrize("command", ["lock", "install"])
-def test_lock_and_install_refuse_extensions_for_now(
-    capsys: pytest.CaptureFixture[str], command: str, tmp_path: Path
-) -> None:
-    if command == "lock":
-        args = ["lock", *MACHINES["h100"], "--python", "3.12", "-o", str(tmp_path)]
-    else:
-        args = ["install", "--python", sys.executable, "--dry-run"]
-    code, _out, err = run_cli(capsys, *args, "--with", "vllm")
-    assert code == 2
-    assert f"{command} does not write or install extension packages yet" in err
 
 
 def test_explain_and_db_show_name_the_packages(capsys: pytest.CaptureFixture[str]) -> None:

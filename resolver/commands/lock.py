@@ -208,9 +208,6 @@ def lock(
     if split is not None:
         raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
     wanted = request.request(target)
-    from resolver.solve.inputs import no_extensions
-
-    no_extensions(wanted, "lock")
     if effective is not None and effective.target is not None:
         machine, profile = effective.target, None
         if lock_inputs.given(ctx, "python") and target.python:
@@ -268,6 +265,7 @@ def lock(
             click.echo("nothing written:")
         click.echo(render.decision_text(catalog, unmet, pytorch_index))
         sys.exit(1)
+    options = lockfiles.with_extensions(catalog, lock_input, options)
     used = lockfiles.uses_default_index(catalog, lock_input.decision, options)
     lock_inputs.say_index(index, verbose=verbose, used=used)
     lock_opts["default_index"] = options.default_index if used else None  # an input where used

@@ -188,3 +188,9 @@ def requirement(catalog: Catalog, choice: ExtChoice, torch: Release, python: str
         abi="TRUE" if build.cxx11_abi else "FALSE",
         python_tag=tag,
     )
+
+
+def requirement_line(catalog: Catalog, choice: ExtChoice, torch: Release, python: str) -> str:
+    """A PEP 508 line for lock files: ``name==version`` or ``name @ URL``."""
+    req = requirement(catalog, choice, torch, python)
+    return req if "==" in req else f"{choice.package} @ {req}"

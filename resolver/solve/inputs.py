@@ -158,8 +158,8 @@ def build_request(
 
 
 def no_extensions(request: Request, command: str) -> None:
-    """Refuse extension packages where they are not written or installed yet (lock, install):
-    a set without them would be silently incomplete."""
+    """Refuse extension packages where they are not written yet (a team lock): a set without
+    them would be silently incomplete."""
     if request.extensions:
         names = " ".join(f"--with {n}" for n, _ in request.extensions)
         raise UserError(
