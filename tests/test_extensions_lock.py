@@ -114,3 +114,33 @@ def test_install_pins_torch_with_a_constraint_and_checks_it(
     assert (
         done.stderr.strip() == f"torch changed: 2.9.0 is installed, the set was chosen for {want}"
     )
+
+
+SPEC = """name: ext-team
+python: "3.12"
+packages:
+  with: [bitsandbytes]
+targets:
+  - name: h100
+    driver: "580.65.06"
+    gpus: ["NVIDIA H100"]
+  - name: v100
+    driver: "580.65.06"
+    gpus: ["Tesla V100-SXM2-32GB"]
+"""
+
+
+def test_team_spec_packages_with_an_extension(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A spec's packages.with takes extension packages: pinned for the whole fleet's build."""
+    spec = tmp_path / "ext-team.yaml"
+    spec.write_text(SPEC, encoding="utf-8")
+    code, _out, _err = run_cli(capsys, "lock", str(spec))
+    assert code == 0
+    text = (tmp_path / "ext-team" / "requirements.txt").read_text(encoding="utf-8")
+    body = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    # torch 2.15 has no V100 kernels: the fleet's torch is 2.14.1 cu126, with bitsandbytes'
+    # CUDA 12.6 library
+    assert body[1:] == ["torch==2.14.1+cu126", "bitsandbytes==0.50.2"]
+    assert run_cli(capsys, "lock", str(spec), "--check")[0] == 0

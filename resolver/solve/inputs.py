@@ -157,17 +157,6 @@ def build_request(
     )
 
 
-def no_extensions(request: Request, command: str) -> None:
-    """Refuse extension packages where they are not written yet (a team lock): a set without
-    them would be silently incomplete."""
-    if request.extensions:
-        names = " ".join(f"--with {n}" for n, _ in request.extensions)
-        raise UserError(
-            f"{command} does not write or install extension packages yet: "
-            f"`gpuresolve suggest {names}` chooses the set and prints its install commands"
-        )
-
-
 def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None = None) -> Target:
     """A detected (or recorded) host as the solver sees it."""
     gpus: list[TargetGpu] = []
