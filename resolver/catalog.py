@@ -55,14 +55,17 @@ __all__ = [  # re-exported: callers import the database's names from here
 ]
 
 FILES = ("sources.yaml", "cuda.yaml", "gpus.yaml", "torch.yaml")
-OPTIONAL_FILES = ("conda_forge.yaml", "observations.yaml")  # read where present
+OPTIONAL_FILES = ("conda_forge.yaml", "observations.yaml", "extensions.yaml")  # read where present
 DATA_ENV = _location.DATA_ENV
 # What a cached catalog depends on besides the data: the code that reads and checks it (a change
 # to any is a miss, so a cache never outlives the code it was written for).
 _DB = Path(__file__).parent / "db"
 _CODE = tuple(
     [Path(__file__)]
-    + [_DB / f"{m}.py" for m in ("models", "gpunames", "evidence", "parse", "observations")]
+    + [
+        _DB / f"{m}.py"
+        for m in ("models", "gpunames", "evidence", "parse", "observations", "extensions")
+    ]
 )
 
 

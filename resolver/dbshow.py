@@ -8,6 +8,7 @@ from resolver.catalog import Catalog, Provenance, Release, Variant
 from resolver.core.platforms import PLATFORMS, PythonVersion
 from resolver.core.versions import cc_str
 from resolver.db.evidence import GRADE_TEXT, GRADES
+from resolver.db.extensions import describe as describe_extensions
 
 PYPI_MARK = "*"  # the build the Python Package Index carries for that platform
 UNCONFIRMED_MARK = "?"  # its architecture list (or the variant) is not documented (weaker grade)
@@ -184,7 +185,32 @@ def show_text(cat: Catalog) -> str:
         + "  ".join(f"{n[g]:6d}" for g in GRADES)
         for k, n in by_kind.items()
     ]
+    lines += _packages_text(cat)
     return "\n".join(lines)
+
+
+def _packages_text(cat: Catalog) -> list[str]:
+    """Extension packages (extensions.yaml): each release, the torch it requires, its CUDA and
+    platforms, where its wheels are."""
+    if not cat.extensions:
+        return []
+    lines = ["extension packages (--with; extensions.yaml):"]
+    for pkg in cat.extensions.values():
+        for rel in pkg.releases:
+            if not rel.builds:
+                lines.append(f"  {pkg.name} {rel.version}: source distribution only")
+                continue
+            torch = sorted({b.torch or "any" for b in rel.builds})
+            cudas = sorted({b.cuda for b in rel.builds if b.cuda})
+            plats = sorted({p for b in rel.builds for p in b.platforms})
+            where = sorted({b.index for b in rel.builds})
+            code = "device code" if any(b.device_code for b in rel.builds) else "no device code"
+            lines.append(
+                f"  {pkg.name} {rel.version}: torch {' | '.join(torch)}; "
+                f"CUDA {', '.join(cudas) or '-'}; {', '.join(plats)}; {code}; "
+                f"{', '.join(where)} index [{rel.builds[0].prov.grade}]"
+            )
+    return lines
 
 
 def show_json(cat: Catalog) -> dict[str, Any]:
@@ -247,6 +273,7 @@ def show_json(cat: Catalog) -> dict[str, Any]:
             }
             for rel in cat.releases
         ],
+        "packages": describe_extensions(cat),
     }
 
 

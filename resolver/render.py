@@ -8,11 +8,22 @@ from typing import Any
 from resolver.catalog import Catalog
 from resolver.core.versions import cc_str
 from resolver.solve import GPU_KINDS, Candidate, Decision, Target
+from resolver.solve.extensions import requirement
 
 
 def pip_command(catalog: Catalog, cand: Candidate, pytorch_index: str | None = None) -> str:
     pins = " ".join(shlex.quote(f"{n}=={v}") for n, v in cand.packages)
     return f"pip install {pins} --index-url {catalog.index_url(cand.variant.name, pytorch_index)}"
+
+
+def extension_command(catalog: Catalog, cand: Candidate, python: str) -> str | None:
+    """The second command, for the extension packages asked for: installed after torch, from
+    the default index (or their own release downloads), with torch already in place so that
+    pip keeps it (each one's torch requirement holds for it: the solver checked)."""
+    if not cand.extensions:
+        return None
+    reqs = [requirement(catalog, c, cand.release, python) for c in cand.extensions]
+    return "pip install " + " ".join(shlex.quote(r) for r in reqs)
 
 
 def target_json(target: Target) -> dict[str, Any]:
@@ -29,7 +40,7 @@ def target_json(target: Target) -> dict[str, Any]:
 
 
 def candidate_json(
-    catalog: Catalog, cand: Candidate, pytorch_index: str | None = None
+    catalog: Catalog, cand: Candidate, pytorch_index: str | None = None, python: str | None = None
 ) -> dict[str, Any]:
     var = cand.variant
     return {
@@ -49,6 +60,21 @@ def candidate_json(
         "coverage": list(cand.coverage),
         "warnings": list(cand.warnings),
         "pip": pip_command(catalog, cand, pytorch_index),
+        "extensions": [
+            {
+                "package": c.package,
+                "version": c.version,
+                "index": c.build.index,
+                "requires_torch": c.build.torch,
+                "cuda": c.build.cuda,
+                "cuda_match": c.build.cuda_match,
+                "device_code": c.build.device_code,
+                "requirement": requirement(catalog, c, cand.release, python),
+                "grade": c.build.prov.grade,
+                "coverage": list(c.coverage),
+            }
+            for c in cand.extensions
+        ],
     }
 
 
@@ -95,10 +121,13 @@ def decision_json(
     catalog: Catalog, decision: Decision, pytorch_index: str | None = None
 ) -> dict[str, Any]:
     sel = decision.selection
+    py = decision.target.python
     return {
         "target": target_json(decision.target),
-        "selection": candidate_json(catalog, sel, pytorch_index) if sel else None,
-        "alternatives": [candidate_json(catalog, c, pytorch_index) for c in decision.alternatives],
+        "selection": candidate_json(catalog, sel, pytorch_index, py) if sel else None,
+        "alternatives": [
+            candidate_json(catalog, c, pytorch_index, py) for c in decision.alternatives
+        ],
         "rejected": [
             {
                 "torch": c.release.version,
@@ -162,6 +191,14 @@ def decision_text(
     if sel is not None:
         lines.append(f"install: {describe_build(sel)}")
         lines.append(f"  {pip_command(catalog, sel, pytorch_index)}")
+        then = extension_command(catalog, sel, decision.target.python)
+        if then:
+            lines.append(f"  then: {then}")
+            lines.extend(
+                f"  {c.package} {c.version}: {'; '.join(c.coverage)}"
+                for c in sel.extensions
+                if c.coverage
+            )
         lines.append(f"why: {why_text(decision, sel)}")
         lines.extend(line for line in (evidence_line(sel), described_line(sel)) if line)
         lines.extend(f"warning: {w}" for w in sel.warnings)

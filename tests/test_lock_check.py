@@ -127,7 +127,7 @@ def test_a_newer_database_with_the_same_pins_passes_with_a_note(
     ]
     assert data["files"][0]["changes"] == data["changes"]
     assert any("note: the same pins" in m for m in data["messages"])
-    assert len(stdout.splitlines()) < 80
+    assert len(stdout.splitlines()) < 100  # the whole decision is 1,500+ lines
     # An option given on the command line is named by its flag among the changes.
     code, _, err = run(capsys, "lock", "--check", "-o", str(out), "--torch", "<2.12")
     assert code == 1 and "--torch from the command line override" in err

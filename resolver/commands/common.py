@@ -269,7 +269,8 @@ def request_options(func: F) -> F:
             "with_",
             multiple=True,
             metavar="PKG",
-            help="Companion: torchvision or torchaudio (with an optional specifier).",
+            help="Also install: torchvision, torchaudio, or an extension package (xformers, "
+            "flash-attn, bitsandbytes, torchao, vllm, triton), with an optional specifier.",
         ),
         click.option("--cuda", metavar="X.Y", help="Only builds for this CUDA version."),
         click.option(

@@ -24,8 +24,10 @@ from resolver.io import subprocs
 from resolver.io.bounded import LOCK_LIMIT, read_text
 
 if TYPE_CHECKING:
+    from resolver.catalog import Catalog
     from resolver.install.env import EnvInfo, Tools
     from resolver.install.plan import Plan
+    from resolver.solve import Candidate
 
 _FAIL_TAIL = 12
 
@@ -115,7 +117,9 @@ def install(
         else:
             if ignore_target:
                 raise UserError("--ignore-target goes with --lock (a lock's recorded target)")
-            plan = _decision_plan(env, tools, installer, here, say, target, request, as_json)
+            plan, staged = _decision_plan(
+                env, tools, installer, here, say, target, request, as_json
+            )
         say(f"into: {env.python} ({env.kind}, Python {env.version}) with {plan.installer}")
         for line in plan.lines():
             say(line)
@@ -125,7 +129,9 @@ def install(
             staged = None  # the plan names it: keep it
             sys.exit(0)
         if dry_run:
-            if staged:
+            if staged and staged.endswith("constraints.txt"):
+                say(f"(the constraints file {staged} is kept for the commands below)")
+            elif staged:
                 say(f"(the copy {staged} is kept for the command below)")
             for step in plan.steps:
                 click.echo(step.command)
@@ -192,7 +198,7 @@ def _decision_plan(
     target_opts: TargetOptions,
     request_opts: RequestOptions,
     as_json: bool = False,
-) -> Plan:
+) -> tuple[Plan, str | None]:
     from resolver import catalog as catalog_mod
     from resolver import render
     from resolver.install import plan as plan_mod
@@ -220,13 +226,34 @@ def _decision_plan(
             emit_json({"ok": False, "plan": None, "outcome": None, "decision": decision_json})
         sys.exit(1)
     chosen = plan_mod.choose_installer(installer, tools, env)
-    return plan_mod.plan_decision(
+    extensions, staged = _constraints(catalog, sel, target.python)
+    plan = plan_mod.plan_decision(
         sel.packages,
         sel.variant.name,
         catalog.index_url(sel.variant.name, pytorch_index),
         env,
         chosen,
+        extensions,
+        staged,
     )
+    return plan, staged
+
+
+def _constraints(catalog: Catalog, sel: Candidate, python: str) -> tuple[list[str], str | None]:
+    """The extension packages' requirement lines, and a constraints file pinning torch (in a
+    folder of its own, removed when the command ends unless --dry-run prints it)."""
+    import tempfile
+
+    from resolver.solve.extensions import requirement_line
+
+    if not sel.extensions:
+        return [], None
+    reqs = [requirement_line(catalog, c, sel.release, python) for c in sel.extensions]
+    folder = tempfile.mkdtemp(prefix="gpuresolve-install-")
+    path = Path(folder) / "constraints.txt"
+    torch = dict(sel.packages)["torch"]
+    path.write_text(f"torch=={torch}\n", encoding="utf-8")
+    return reqs, str(path)
 
 
 def _hold_target(

@@ -265,6 +265,7 @@ def lock(
             click.echo("nothing written:")
         click.echo(render.decision_text(catalog, unmet, pytorch_index))
         sys.exit(1)
+    options = lockfiles.with_extensions(catalog, lock_input, options)
     used = lockfiles.uses_default_index(catalog, lock_input.decision, options)
     lock_inputs.say_index(index, verbose=verbose, used=used)
     lock_opts["default_index"] = options.default_index if used else None  # an input where used

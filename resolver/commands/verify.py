@@ -62,6 +62,14 @@ _LABEL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
     help="Seconds the probe may run before it counts as hung.",
 )
 @click.option(
+    "--with",
+    "with_",
+    multiple=True,
+    metavar="PKG",
+    help="Also import an extension package and run one small operation of it on the GPU "
+    "(xformers, flash-attn, bitsandbytes, torchao, vllm, triton), each capped by --timeout.",
+)
+@click.option(
     "--no-record",
     is_flag=True,
     help="Do not record the build's facts (arch list, CUDA, cuDNN, NCCL) as an observation.",
@@ -73,6 +81,7 @@ def verify(
     nccl: bool,
     as_json: bool,
     timeout: float,
+    with_: tuple[str, ...],
     no_record: bool,
 ) -> None:
     """Check that torch in an environment imports, matches this host and really uses the GPU.
@@ -82,6 +91,7 @@ def verify(
     """
     from resolver.verify.run import ProbeProcess, resolve_python
 
+    packages = _extension_names(with_)
     t0 = time.monotonic()
     interpreter = resolve_python(python)
     lock = None
@@ -124,6 +134,11 @@ def verify(
         if nccl or _visible(run) > 1
         else None
     )
+    if packages:  # after the probe: both use the GPU
+        from resolver.verify import ext_checks
+
+        ran = [ext_checks.run_one(interpreter, p, timeout) for p in packages]
+        results.append(ext_checks.judge(ran))
     bench = (run.data or {}).get("benchmark") if benchmark else None
     recorded = None if no_record else _record(run.data, curated)
     if benchmark:
@@ -142,6 +157,21 @@ def verify(
         for line in recorded.lines if recorded else ():
             click.echo(f"note: {line}", err=True)
     sys.exit(1 if status == result.FAIL else 0)
+
+
+def _extension_names(given: tuple[str, ...]) -> list[str]:
+    """--with's names, canonical, each once; exit 2 for one verify has no operation for."""
+    from resolver.core.errors import UserError
+    from resolver.solve.extensions import EXTENSIONS
+
+    names: list[str] = []
+    for item in given:
+        name = item.strip().lower().replace("_", "-")
+        if name not in EXTENSIONS:
+            raise UserError(f"--with {item!r}: verify runs {', '.join(EXTENSIONS)}")
+        if name not in names:
+            names.append(name)
+    return names
 
 
 def _visible(run: ProbeRun) -> int:

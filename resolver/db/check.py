@@ -106,6 +106,10 @@ def check(catalog: Catalog) -> list[str]:
             _check_variant(catalog, f"{where} {var.name}", var, rel, prov_ok, problems)
     if catalog.conda_forge is not None:
         _check_conda_forge(catalog, catalog.conda_forge, prov_ok, problems)
+    if catalog.extensions:
+        from resolver.db.extensions import check_extensions
+
+        problems.extend(check_extensions(catalog, prov_ok))
     return problems
 
 

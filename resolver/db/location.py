@@ -36,6 +36,7 @@ DB_FILES = (
     "conda_forge.yaml",
     "images.yaml",
     "gpu_peaks.yaml",
+    "extensions.yaml",
     "gpu_names.json",  # generated from pci.ids (tools/gen_gpu_names.py), copied as it is
     "SCHEMA.md",
 )

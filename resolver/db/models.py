@@ -205,6 +205,53 @@ class CondaForge:
         return self.cuda_string.format(major=major, minor=minor or "0")
 
 
+@dataclass(frozen=True)
+class ExtBuild:
+    """One prebuilt form of an extension release: what torch it needs and what GPU code it has.
+
+    ``cuda_match``: how a torch build's CUDA must match ``cuda`` for the extension's libraries to
+    load: ``major`` (same CUDA major), ``exact`` (bitsandbytes loads the library of
+    torch.version.cuda), ``default`` (built against the torch build the default index carries),
+    ``any`` (no CUDA code of its own)."""
+
+    index: str  # default | pytorch | release-downloads
+    torch: str | None  # a PEP 440 specifier; None: the wheel requires no torch
+    cuda: str | None
+    cuda_match: str
+    python: str | None  # a PEP 440 specifier (Requires-Python); None: any
+    device_code: bool
+    gate: bool  # whether its arch lists decide where it runs (False: optional kernels only)
+    cxx11_abi: bool | None  # the C++ ABI it was built with, where builds differ by it
+    platforms: Mapping[str, ArchList | None]  # None: no arch list (no device code)
+    prov: Provenance
+
+
+@dataclass(frozen=True)
+class ExtRelease:
+    package: str
+    version: str
+    date: str
+    sdist: bool  # a source distribution exists (it would compile, needing nvcc)
+    builds: tuple[ExtBuild, ...]
+    prov: Provenance
+
+    @cached_property
+    def key(self) -> tuple[Any, ...]:
+        from packaging.version import Version
+
+        return (Version(self.version),)
+
+
+@dataclass(frozen=True)
+class ExtPackage:
+    """An extension package installed beside torch (``--with xformers``)."""
+
+    name: str  # canonical
+    module: str  # what ``import`` takes
+    releases: tuple[ExtRelease, ...]  # newest first
+    download: str | None = None  # release-downloads: the wheel URL's template
+
+
 @dataclass
 class Catalog:
     """The whole database, indexed for the solver and the CLI."""
@@ -220,6 +267,8 @@ class Catalog:
     updated: str | None = None
     conda_forge: CondaForge | None = None  # conda_forge.yaml, where the database has one
     windows_branches: tuple[WindowsBranch, ...] = ()  # cuda.yaml windows_driver_branches
+    extensions: Mapping[str, ExtPackage] = field(default_factory=dict)  # extensions.yaml
+    cxx11_since: str | None = None  # the first torch minor whose wheels use the C++11 ABI
     _name_index: dict[tuple[str, ...], GpuModel] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:

@@ -24,6 +24,7 @@ from resolver.db.models import (
     CondaForge,
     CondaRelease,
     DriverWindow,
+    ExtPackage,
     GpuModel,
     Pinned,
     Release,
@@ -141,6 +142,10 @@ def from_raw(raw: Mapping[str, Any], origin: str = "<memory>", lenient: bool = F
     if raw.get("conda_forge.yaml") is not None:
         cf_doc = _Reader("conda_forge.yaml", "top level", raw["conda_forge.yaml"])
         sources = _merge_sources(sources, cf_doc)
+    if raw.get("extensions.yaml") is not None:
+        sources = _merge_sources(
+            sources, _Reader("extensions.yaml", "top level", raw["extensions.yaml"])
+        )
     _Reader.kinds = {k: source_kind(v) for k, v in sources.items()}
     try:
         catalog = _records(raw, sources, cf_doc, origin)
@@ -203,6 +208,7 @@ def _records(
         releases.extend(_series(_Reader("torch.yaml", f"series[{i}]", item)))
     releases.sort(key=lambda rel: rel.key, reverse=True)
     conda_forge = _conda_forge(cf_doc) if cf_doc is not None else None
+    extensions, cxx11_since = _extensions(raw.get("extensions.yaml"))
     return Catalog(
         sources=sources,
         toolkits=toolkits,
@@ -215,6 +221,20 @@ def _records(
         updated=str(torch_doc.data["updated"]) if torch_doc.data.get("updated") else None,
         conda_forge=conda_forge,
         windows_branches=_windows_branches(cuda_doc),
+        extensions=extensions,
+        cxx11_since=cxx11_since,
+    )
+
+
+def _extensions(doc: Any) -> tuple[dict[str, ExtPackage], str | None]:
+    """extensions.yaml's packages, where the database has the file."""
+    if doc is None:
+        return {}, None
+    from resolver.db.extensions import parse_extensions
+
+    return parse_extensions(
+        _Reader("extensions.yaml", "top level", doc),
+        lambda where, data: _Reader("extensions.yaml", where, data),
     )
 
 

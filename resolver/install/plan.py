@@ -66,7 +66,7 @@ class Removal:
 @dataclass(frozen=True)
 class Step:
     argv: tuple[str, ...]
-    purpose: Literal["remove", "install"]
+    purpose: Literal["remove", "install", "check"]
 
     @property
     def command(self) -> str:
@@ -408,14 +408,36 @@ def plan_decision(
     index_url: str,
     env: EnvInfo,
     installer: Installer,
+    extensions: Sequence[str] = (),
+    constraints: str | None = None,
 ) -> Plan:
-    """Install a decision's exact pins from its variant's index (PyTorch's, or a mirror)."""
+    """Install a decision's exact pins from its variant's index (PyTorch's, or a mirror).
+
+    ``extensions`` (xformers, flash-attn @ URL...): installed next from the default index with
+    ``constraints`` (a file pinning torch: ``-c`` for pip, ``--constraint`` for uv), so no
+    extension's requirement can swap torch; a last step fails if torch changed all the same."""
     wants = wants_from_packages(packages)
     found, notes = removals(env.dists, wants, cuda_major(variant), variant == "cpu")
     steps = _removal_steps(env, installer, found, notes)
     pins = [w.text for w in wants]
     steps.append(Step(installer.install(env.python, [*pins, "--index-url", index_url]), "install"))
+    if extensions and constraints:
+        flag = "--constraint" if installer.kind == "uv" else "-c"
+        args = [*extensions, flag, constraints]
+        steps.append(Step(installer.install(env.python, args), "install"))
+        torch = dict(packages)["torch"]
+        steps.append(Step((env.python, "-I", "-c", HELD_CHECK, torch), "check"))
     return Plan(installer.kind, tuple(found), tuple(steps), tuple(notes))
+
+
+# The last step of an install with extensions: torch is still the build the set was chosen for.
+HELD_CHECK = (
+    "import sys; from importlib import metadata\n"
+    "try: got = metadata.version('torch')\n"
+    "except metadata.PackageNotFoundError: got = 'nothing'\n"
+    "sys.exit(0 if got == sys.argv[1] else "
+    "f'torch changed: {got} is installed, the set was chosen for {sys.argv[1]}')"
+)
 
 
 def plan_lock(

@@ -21,6 +21,7 @@ _CHECKS = (
     ("driver", frozenset({"driver"})),
     ("driver window", frozenset({"window"})),
     ("evidence", frozenset({"evidence"})),
+    ("packages", frozenset({"extension"})),
 )
 
 
@@ -78,6 +79,14 @@ def _one(cand: Candidate, ranked: list[Candidate], decision: Decision, level: st
             )
         elif check in ("request", "python"):
             lines.append(f"  ok   {check}")
+        elif check == "packages":
+            for c in cand.extensions:
+                reach = "; ".join(c.coverage) or "no device code decides"
+                lines.append(
+                    f"  ok   packages: {c.package} {c.version} ({c.build.index} index, "
+                    f"torch{c.build.torch or ' (any)'}; {reach}) "
+                    f"[{c.build.prov.grade}: {', '.join(c.build.prov.source)}]"
+                )
     lines += [f"    {_fact(f)}" for f in (*cand.facts, *cand.driver_facts)]
     if cand.ok:
         pos = next(i for i, c in enumerate(ranked) if c is cand)

@@ -16,6 +16,7 @@ from resolver.catalog import Catalog
 from resolver.core.platforms import PythonVersion
 from resolver.core.versions import cuda_key, driver_key
 from resolver.db.evidence import trusted
+from resolver.solve.ext_hints import extension_hints
 from resolver.solve.solver import (
     REQUEST_KINDS,
     Candidate,
@@ -215,6 +216,7 @@ def build_hints(
             f"{', '.join(g.label for g in tegra)} is a Tegra (Jetson) GPU: desktop and server "
             "builds do not run on it; use NVIDIA's PyTorch wheels for its JetPack release"
         )
+    hints.extend(extension_hints(catalog, target, request, selection, rejected))
     return tuple(hints)
 
 

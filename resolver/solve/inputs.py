@@ -17,6 +17,7 @@ from resolver.core.platforms import MACOS, PLATFORMS, PYTHON_RE
 from resolver.core.versions import Driver, parse_cc
 from resolver.host.profile import STATE_OK, HostProfile
 from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
+from resolver.solve.extensions import EXTENSIONS
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -113,6 +114,7 @@ def build_request(
     if variant:
         named["--torch"] = variant
     companions: list[tuple[str, SpecifierSet | None]] = []
+    extensions: list[tuple[str, SpecifierSet | None]] = []
     for item in with_:
         match = _REQ_RE.match(item)
         if match is None:
@@ -120,14 +122,21 @@ def build_request(
                 f"--with {item!r}: expected a package like torchvision or 'torchvision>=0.20'"
             )
         name = match.group(1).lower().replace("_", "-")
-        if name not in COMPANIONS:
-            raise UserError(f"--with {item!r}: companions are {' and '.join(COMPANIONS)}")
+        if name not in COMPANIONS and name not in EXTENSIONS:
+            raise UserError(
+                f"--with {item!r}: the packages are {', '.join((*COMPANIONS, *EXTENSIONS))}"
+            )
         spec, comp_variant = (
             _specifier(match.group(2), f"--with {name}") if match.group(2) else (None, None)
         )
         if comp_variant:
             named[f"--with {name}"] = comp_variant
-        companions.append((name, spec))
+        if name in EXTENSIONS:
+            if any(n == name for n, _ in extensions):
+                raise UserError(f"--with {name} is given twice")
+            extensions.append((name, spec))
+        else:
+            companions.append((name, spec))
     if cuda is not None:
         if not re.match(r"^[0-9]+\.[0-9]+$", cuda.strip()):
             raise UserError(f"--cuda {cuda!r}: expected a CUDA version like 12.8")
@@ -139,6 +148,7 @@ def build_request(
     return Request(
         torch=torch_spec,
         companions=tuple(companions),
+        extensions=tuple(extensions),
         cuda=cuda,
         variant=next(iter(named.values()), None) if named else None,
         policy=policy,

@@ -23,6 +23,7 @@ from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Rele
 from resolver.core.platforms import BY_NAME
 from resolver.core.versions import CC, cc_sm, cc_str, cuda_key, driver_key
 from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, rank, trusted
+from resolver.solve.extensions import ExtChoice, Place, choose
 
 if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given --torch needs them
     from packaging.specifiers import SpecifierSet
@@ -61,6 +62,7 @@ class Request:
 
     torch: SpecifierSet | None = None  # None: any release
     companions: tuple[tuple[str, SpecifierSet | None], ...] = ()  # (name, specifier or None)
+    extensions: tuple[tuple[str, SpecifierSet | None], ...] = ()  # xformers, vllm...: same form
     cuda: str | None = None  # "12.8"
     variant: str | None = None  # "cu126": from a local version in a pin (torch==2.8.0+cu126)
     policy: Policy = "compat"
@@ -75,7 +77,7 @@ class Request:
 
 ReasonKind = Literal[
     "spec", "python", "cuda", "variant", "companion", "cpu", "nogpu", "arch", "driver",
-    "unknown", "window", "evidence",
+    "unknown", "window", "evidence", "extension",
 ]  # fmt: skip
 
 
@@ -107,6 +109,7 @@ class Candidate:
     evidence: str = "observed"  # the weakest grade among the build's own facts
     facts: tuple[Fact, ...] = ()  # every graded fact it rests on (evidence_detail, --explain)
     driver_facts: tuple[Fact, ...] = ()  # driver floors and windows, graded on their own
+    extensions: tuple[ExtChoice, ...] = ()  # the extension releases chosen with this build
 
     @property
     def ok(self) -> bool:
@@ -256,6 +259,18 @@ def _evaluate(
                     "no primary source states it"
                 )
 
+    chosen: list[ExtChoice] = []
+    if request.extensions:
+        place = Place(target.platform, target.python, tuple((g.cc, g.label) for g in target.gpus))
+        for name, spec in request.extensions:
+            got, why_not, _ = choose(
+                catalog, place, rel, var, name, spec, lambda a, cc: kernel_coverage(catalog, a, cc)
+            )
+            if got is None:
+                reasons.append(Reason("extension", why_not))
+            else:
+                chosen.append(got)
+                warnings.extend(f"{n}; took {name} {got.version}" for n in got.notes)
     min_driver = why = None
     needs_jit = False
     coverage: list[str] = []
@@ -336,6 +351,7 @@ def _evaluate(
         evidence=evidence,
         facts=tuple(facts),
         driver_facts=tuple(driver_facts),
+        extensions=tuple(chosen),
     )
 
 

@@ -238,6 +238,7 @@ def lock_team(
                 decisions.append(plat_decision)
             if lock_input.unmet(mine) is not None:
                 continue
+            mine = lockfiles.with_extensions(catalog, lock_input, mine)  # xformers... beside torch
             rendered = lockfiles.render_files(catalog, lock_input, mine, inputs=inputs)
             sub = f"{prefix}{choice.folder}/" if several else prefix
             for name, text in rendered.items():

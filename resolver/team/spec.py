@@ -7,7 +7,9 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
     python: "3.12"
     packages:
       torch: ">=2.4"                 # PEP 440 specifier
-      with: [torchvision]            # companions, same build variant as torch
+      with: [torchvision, xformers]  # companions (same build variant as torch) and extension
+                                     # packages (xformers, flash-attn, bitsandbytes, torchao,
+                                     # vllm, triton), pinned beside torch
       pip: ["numpy>=2"]              # other pip packages, written as given
     cuda: "12.8"                     # only builds for this CUDA version
     driver_policy: compat            # or strict

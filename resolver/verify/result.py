@@ -34,6 +34,8 @@ CHECKS: dict[str, str] = {
     "lock": "lock",
     "compute": "GPU compute",
 }
+# Added after those only when `verify --with` names packages (resolver/verify/ext_checks.py).
+EXTENSIONS_CHECK = ("extensions", "extension packages")
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,14 @@ atomically or diffs them (``--check``). A fleet calls ``render_files`` once per 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from resolver.catalog import Catalog
+from resolver.core.errors import UserError
 from resolver.solve import Decision, Request, Target, solve
 from resolver.solve.conda import solve_conda_forge, virtual_packages
+from resolver.solve.extensions import requirement_line
 from resolver.verify.startup import CHECK_NAME, PROBE_NAME
 from resolver.writers import recorded
 from resolver.writers.closure.conda_solve import CondaRecord
@@ -187,6 +189,21 @@ def prepare(
     if options.needs_conda and options.conda_source == "conda-forge":
         conda_decision = solve_conda_forge(catalog, target, request, glibc)
     return LockInput(decision, conda_decision, glibc)
+
+
+def with_extensions(catalog: Catalog, lock: LockInput, options: LockOptions) -> LockOptions:
+    """``options`` with the extension packages the selection chose as pip requirements, pinned
+    beside torch (the files pin torch exactly, so an installer cannot swap it for the torch an
+    extension would pull); a conda-forge environment cannot carry them yet (UserError)."""
+    sel = lock.decision.selection
+    if sel is None or not sel.extensions:
+        return options
+    if options.needs_conda and options.conda_source == "conda-forge":
+        names = ", ".join(c.package for c in sel.extensions)
+        raise UserError(f"--conda-source conda-forge cannot carry {names} yet (use pip)")
+    python = lock.decision.target.python
+    reqs = tuple(requirement_line(catalog, c, sel.release, python) for c in sel.extensions)
+    return replace(options, extra_requirements=(*reqs, *options.extra_requirements))
 
 
 def _default_pip(

@@ -1,0 +1,184 @@
+"""`--with xformers/flash-attn/vllm/...` on recorded facts (data/extensions.yaml): issue 32's
+five machines, each a set that runs or a refusal naming the package and why."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_support import run_cli
+
+MACHINES = {
+    "rtx3090": ["--gpu", "RTX 3090", "--driver", "535.104.05"],
+    "rtx5090": ["--gpu", "RTX 5090", "--driver", "570.86.16"],
+    "h100": ["--gpu", "H100", "--driver", "580.65.06"],
+    "v100": ["--gpu", "V100", "--driver", "535.104.05"],
+    "gh200": ["--gpu", "GH200", "--driver", "580.65.06", "--platform", "linux-aarch64"],
+}
+
+
+def suggest(capsys: pytest.CaptureFixture[str], machine: str, *extra: str) -> tuple[int, dict]:
+    args = ["suggest", *MACHINES[machine], "--python", "3.12", "--json", *extra]
+    code, out, _err = run_cli(capsys, *args)
+    return code, json.loads(out)
+
+
+def chosen(doc: dict) -> dict[str, str]:
+    sel = doc["selection"]
+    return {"torch": f"{sel['torch']}+{sel['variant']}"} | {
+        e["package"]: e["version"] for e in sel["extensions"]
+    }
+
+
+@pytest.mark.parametrize(
+    ("machine", "want"),
+    [
+        ("rtx3090", {"torch": "2.14.1+cu126", "xformers": "0.0.35"}),
+        ("rtx5090", {"torch": "2.11.0+cu128", "xformers": "0.0.35"}),
+        ("h100", {"torch": "2.14.1+cu126", "xformers": "0.0.35"}),
+    ],
+)
+def test_xformers_needs_a_cuda12_torch(
+    capsys: pytest.CaptureFixture[str], machine: str, want: dict
+) -> None:
+    code, doc = suggest(capsys, machine, "--with", "xformers")
+    assert code == 0
+    assert chosen(doc) == want
+    if machine == "h100":  # 2.15.0 has only CUDA 13 builds: xformers (CUDA 12.8) holds it back
+        assert any("torch 2.15.0 is held back by xformers" in h for h in doc["hints"])
+
+
+@pytest.mark.parametrize("machine", ["rtx3090", "rtx5090", "h100"])
+def test_flash_attn_from_release_downloads(
+    capsys: pytest.CaptureFixture[str], machine: str
+) -> None:
+    code, doc = suggest(capsys, machine, "--with", "flash-attn")
+    assert code == 0
+    sel = doc["selection"]
+    assert sel["torch"] == "2.8.0"
+    (fa,) = sel["extensions"]
+    assert fa["version"] == "2.8.3.post1" and fa["grade"] == "build-config"
+    assert fa["requirement"].endswith("+cu12torch2.8cxx11abiTRUE-cp312-cp312-linux_x86_64.whl")
+    assert any("2.8.3.post2 has only a source distribution" in w for w in sel["warnings"])
+
+
+@pytest.mark.parametrize("machine", ["rtx3090", "rtx5090", "h100", "v100"])
+def test_xformers_with_flash_attn_share_no_torch(
+    capsys: pytest.CaptureFixture[str], machine: str
+) -> None:
+    code, doc = suggest(capsys, machine, "--with", "xformers", "--with", "flash-attn")
+    assert code == 1 and doc["selection"] is None
+    if machine == "v100":
+        assert any(
+            h.startswith(
+                "xformers cannot run on this target: xformers 0.0.35 has no kernels for sm_70"
+            )
+            for h in doc["hints"]
+        )
+    else:
+        assert any(
+            h.startswith(
+                "no torch release suits every package asked for: xformers fits torch 2.9.1"
+            )
+            for h in doc["hints"]
+        )
+
+
+def test_gh200_refuses_x86_only_packages(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = suggest(capsys, "gh200", "--with", "xformers", "--with", "flash-attn")
+    assert code == 1
+    assert (
+        "xformers cannot run on this target: xformers 0.0.35 has no linux-aarch64 wheel"
+        in "\n".join(doc["hints"])
+    )
+    assert (
+        "flash-attn cannot run on this target: flash-attn 2.8.3.post1 has no linux-aarch64 wheel"
+        in "\n".join(doc["hints"])
+    )
+
+
+@pytest.mark.parametrize("machine", ["h100", "gh200"])
+def test_vllm_pins_torch(capsys: pytest.CaptureFixture[str], machine: str) -> None:
+    code, doc = suggest(capsys, machine, "--with", "vllm")
+    assert code == 0
+    assert chosen(doc) == {"torch": "2.14.0+cu130", "vllm": "0.33.0"}
+    assert any(h.startswith("torch 2.15.0 is held back by vllm") for h in doc["hints"])
+
+
+def test_vllm_cannot_run_on_volta(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = suggest(capsys, "v100", "--with", "vllm")
+    assert code == 1
+    assert any(
+        h.startswith("vllm cannot run on this target: vllm 0.33.0 has no kernels for sm_70")
+        for h in doc["hints"]
+    )
+
+
+def test_vllm_on_an_old_driver_names_the_driver(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = suggest(capsys, "rtx5090", "--with", "vllm")
+    assert code == 1
+    assert any(
+        h.startswith("vllm fits torch 2.14.0 cu130 at the newest here")
+        and "needs driver >= 580" in h
+        for h in doc["hints"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("machine", "torch", "triton"),
+    [
+        ("h100", "2.15.0+cu132", "3.9.0"),
+        ("gh200", "2.15.0+cu132", "3.9.0"),
+        ("v100", "2.14.1+cu126", "3.8.0"),
+        ("rtx3090", "2.14.1+cu126", "3.8.0"),
+    ],
+)
+def test_pure_and_per_cuda_packages(
+    capsys: pytest.CaptureFixture[str], machine: str, torch: str, triton: str
+) -> None:
+    code, doc = suggest(
+        capsys, machine, "--with", "bitsandbytes", "--with", "torchao", "--with", "triton"
+    )
+    assert code == 0
+    got = chosen(doc)
+    assert (got["torch"], got["triton"], got["torchao"]) == (torch, triton, "0.18.0")
+    bnb = next(e for e in doc["selection"]["extensions"] if e["package"] == "bitsandbytes")
+    assert bnb["cuda"] == doc["selection"]["cuda"]  # the library of torch's own CUDA
+    ao = next(e for e in doc["selection"]["extensions"] if e["package"] == "torchao")
+    assert ao["device_code"] is False and ao["coverage"] == []
+
+
+def test_with_specifier_and_text_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        capsys, "suggest", *MACHINES["h100"], "--python", "3.12", "--with", "xformers==0.0.34"
+    )
+    assert code == 0
+    assert "  then: pip install xformers==0.0.34" in out
+    assert "install: torch 2.10.0" in out
+
+
+def test_unknown_extension_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, err = run_cli(capsys, "suggest", "--with", "apex")
+    assert code == 2 and "xformers, flash-attn, bitsandbytes, torchao, vllm, triton" in err
+
+
+def test_explain_and_db_show_name_the_packages(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        capsys,
+        "suggest",
+        *MACHINES["h100"],
+        "--python",
+        "3.12",
+        "--with",
+        "vllm",
+        "--explain",
+        "torch==2.15.0+cu132",
+    )
+    assert code == 1
+    assert "  FAIL packages: vllm: no release in the database (0.33.0, 0.32.0, 0.31.0)" in out
+    code, out, _ = run_cli(capsys, "db", "show")
+    assert code == 0 and "  flash-attn 2.8.3.post2: source distribution only" in out
+    code, out, _ = run_cli(capsys, "db", "show", "--json")
+    packages = json.loads(out)["packages"]
+    assert set(packages) == {"xformers", "flash-attn", "bitsandbytes", "torchao", "vllm", "triton"}
+    assert packages["vllm"][0]["builds"][0]["torch"] == "==2.14.0"

@@ -1,0 +1,112 @@
+"""`verify --with PKG` (issue 32): the per-package probe and its judgement."""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from cli_support import run_cli
+
+from resolver.verify import ext_checks
+from resolver.verify.result import FAIL, PASS, SKIP
+
+RECORDED = Path(__file__).parent / "fixtures" / "verify" / "ext_h200_venv_without_torch"
+PACKAGES = ("triton", "torchao", "bitsandbytes", "xformers")
+
+
+def test_recorded_device_run_names_each_package() -> None:
+    """Replayed from the H200 recording: a venv without torch, each package's check says so."""
+    ran = [json.loads((RECORDED / f"probe_{p}.json").read_text()) for p in PACKAGES]
+    check = ext_checks.judge(ran)
+    assert check.status == FAIL
+    assert check.details == (
+        "triton: not installed: torch did not import: ModuleNotFoundError: No module named 'torch'",
+        "torchao: 0.18.0: torch did not import: ModuleNotFoundError: No module named 'torch'",
+        "bitsandbytes: 0.50.2: torch did not import: ModuleNotFoundError: No module named 'torch'",
+        "xformers: 0.0.35: torch did not import: ModuleNotFoundError: No module named 'torch'",
+    )
+    doc = json.loads((RECORDED / "verify_with.json").read_text())
+    (recorded,) = [c for c in doc["checks"] if c["id"] == "extensions"]
+    assert recorded["status"] == "fail" and len(recorded["details"]) == 4
+
+
+def test_a_real_child_without_torch() -> None:
+    """The probe really runs in a child of this interpreter (which has no torch)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("this interpreter has torch")
+    got = ext_checks.run_one(sys.executable, "torchao", timeout_s=60)
+    assert got["package"] == "torchao" and got["stage"] == "torch"
+    assert got["error"]["type"] == "ModuleNotFoundError"
+
+
+def _probe(**kw: object) -> dict[str, object]:
+    base: dict[str, object] = {"package": "xformers", "version": "0.0.35", "torch": "2.11.0+cu130"}
+    return base | kw
+
+
+def test_mismatch_is_named_by_symbol_or_own_message() -> None:
+    symbol = "/x/flash_attn_2_cuda.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationESs"
+    ran = [
+        _probe(
+            package="flash-attn",
+            version="2.8.3",
+            stage="import",
+            error={"type": "ImportError", "message": symbol},
+        ),
+        _probe(
+            stage="done",
+            native=False,
+            native_error="xFormers was built for: PyTorch 2.10.0+cu128 with CUDA 1208 "
+            "(you have 2.11.0+cu130)",
+            max_rel_err=0.001,
+            op="xformers.ops.memory_efficient_attention",
+        ),
+    ]
+    check = ext_checks.judge(ran)
+    assert check.status == FAIL
+    assert check.details[0] == (
+        "flash-attn: 2.8.3: import failed: undefined symbol _ZN3c105ErrorC2ENS_14SourceLocationESs "
+        "(built for another torch than 2.11.0+cu130)"
+    )
+    assert (
+        "its compiled library did not load: xFormers was built for: PyTorch 2.10.0+cu128"
+        in (check.details[1])
+    )
+
+
+def test_pass_wrong_result_and_timeout() -> None:
+    ok = _probe(
+        package="triton",
+        version="3.6.0",
+        stage="done",
+        op="triton vector add",
+        max_rel_err=0.0,
+        elapsed_s=1.5,
+    )
+    assert ext_checks.judge([ok]).status == PASS
+    wrong = _probe(package="triton", stage="done", op="triton vector add", max_rel_err=0.5)
+    assert "gave a wrong result" in ext_checks.judge([wrong]).reason
+    hung = {"package": "vllm", "version": "0.33.0", "timed_out": 120.0}
+    assert ext_checks.judge([hung]).reason == "vllm: 0.33.0: did not finish in 120 s"
+    assert ext_checks.judge([]).status == SKIP
+
+
+def test_probe_imports_only_the_standard_library() -> None:
+    """ext_probe.py runs in the user's interpreter: nothing of gpuresolve, nothing third-party
+    at module level (torch and the package are imported inside, by name)."""
+    tree = ast.parse(Path(ext_checks.PROBE_FILE).read_text(encoding="utf-8"))
+    top = {a.name.split(".")[0] for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    top |= {n.module.split(".")[0] for n in tree.body if isinstance(n, ast.ImportFrom) and n.module}
+    assert top <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+def test_verify_with_unknown_package_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, err = run_cli(capsys, "verify", "--with", "apex")
+    assert code == 2 and "verify runs xformers, flash-attn" in err
