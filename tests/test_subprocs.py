@@ -111,6 +111,32 @@ def test_a_signal_during_verify_kills_the_probe_and_its_children(
         _kill_leftovers(pids)
 
 
+def test_a_ctrl_c_caught_inside_exec_source_still_exits_130(tmp_path: Path) -> None:
+    """The root of a flaky exit -2 after "aborted": Ctrl-C landing while a dataclass or a
+    namedtuple is being created (their code is exec'd source text, during verify's imports)
+    leaves CPython's "unhandled interrupt" mark set, and `python -m` then kills itself with
+    SIGINT at exit. Raised here deterministically inside an exec of source text."""
+    (tmp_path / "interrupted_in_exec.py").write_text(
+        "from resolver import cli\n"
+        "@cli.cli.command('boom')\n"
+        "def boom() -> None:\n"
+        "    exec('raise KeyboardInterrupt')\n"
+        "cli.main(['boom'])\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "interrupted_in_exec"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr.strip()) == (130, "gpuresolve: aborted")
+
+
 def test_a_hanging_nvidia_smi_is_killed_with_its_children(tmp_path: Path) -> None:
     fake = _fake(tmp_path, "nvidia-smi")
     pids: list[int] = []
