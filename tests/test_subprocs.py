@@ -346,3 +346,32 @@ def test_sigkill_during_installs_real_pip_ends_pip(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
         _kill_leftovers(pips)
+
+
+def test_run_stops_a_child_that_floods_its_output() -> None:
+    """Captured output is bounded: a child printing without end is killed with its group at
+    the limit, never read until memory runs out."""
+    start = time.monotonic()
+    flood = "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n"
+    done = subprocs.run([sys.executable, "-c", flood], timeout=120, limit=1 << 20)
+    assert done.overflow == "stdout" and not done.timed_out and done.returncode != 0
+    assert len(done.stdout) <= 1 << 20 and "printed more than" in done.stderr
+    assert time.monotonic() - start < 60
+
+
+def test_run_feeds_input_and_reads_text_as_a_text_pipe_does() -> None:
+    code = "import sys; sys.stdout.write(sys.stdin.read().upper() + '\\r\\nend\\r')"
+    done = subprocs.run([sys.executable, "-c", code], timeout=60, input="abc")
+    assert (done.returncode, done.stdout, done.overflow) == (0, "ABC\nend\n", None)
+
+
+def test_a_flooding_nvidia_smi_is_stopped_not_parsed(tmp_path: Path) -> None:
+    """Seen: an nvidia-smi printing 200 MB of good rows held `detect` past two minutes."""
+    fake = tmp_path / "nvidia-smi"
+    row = "0, NVIDIA H100 80GB HBM3, 580.159.04, 9.0, 0x233010DE, 81559, Disabled"
+    fake.write_text(f"#!/bin/sh\nyes '{row}'\n", encoding="utf-8")
+    fake.chmod(0o755)
+    start = time.monotonic()
+    probe = smi.run(binaries=(str(fake),))
+    assert probe.gpus is None and "printed more than" in probe.status
+    assert time.monotonic() - start < 60
