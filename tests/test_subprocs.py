@@ -375,3 +375,23 @@ def test_a_flooding_nvidia_smi_is_stopped_not_parsed(tmp_path: Path) -> None:
     probe = smi.run(binaries=(str(fake),))
     assert probe.gpus is None and "printed more than" in probe.status
     assert time.monotonic() - start < 60
+
+
+def test_a_process_left_holding_the_pipes_ends_soon_after_its_parent(tmp_path: Path) -> None:
+    """Seen: a fake interpreter that printed its result and exited, leaving `sleep 30 &` with
+    its stdout, held verify 30 s (up to the probe's whole timeout). Once the child has exited,
+    what it left in its group gets PIPES_AFTER_EXIT_S, then is killed."""
+    script = tmp_path / "leaves"
+    script.write_text(
+        f"#!/bin/sh\nsleep 300 &\necho $! > '{tmp_path}/left.pid'\necho done\n", encoding="utf-8"
+    )
+    script.chmod(0o755)
+    start = time.monotonic()
+    done = subprocs.run([str(script)], timeout=120)
+    assert (done.returncode, done.stdout, done.timed_out) == (0, "done\n", False)
+    assert time.monotonic() - start < subprocs.PIPES_AFTER_EXIT_S + 20
+    left = int((tmp_path / "left.pid").read_text())
+    try:
+        assert _gone([left]), "the process it left outlived the call"
+    finally:
+        _kill_leftovers([left])

@@ -45,6 +45,7 @@ _POSIX = os.name == "posix"
 _live: set[subprocess.Popen[Any]] = set()  # started and not yet known to be over
 WATCHDOG_GRACE_S = 2.0  # SIGTERM to SIGKILL, once gpuresolve has gone
 CAPTURE_MAX = 64 * 1024 * 1024  # bytes of a captured stream; past it the child is killed
+PIPES_AFTER_EXIT_S = 2.0  # a child has exited: how long a process it left may hold its pipes
 
 # Runs as ``python -I -S -c WATCHDOG fd grace``: lines "+pgid" / "-pgid" on fd register and
 # drop a group; end of file (gpuresolve gone) ends every registered group. It ignores the
@@ -348,6 +349,8 @@ def collect(
     while not over and any(t.is_alive() for t in threads) and time.monotonic() < end:
         for thread in threads:
             thread.join(0.05)
+        if proc.poll() is not None:  # the child is done; a process it left holds the pipes
+            end = min(end, time.monotonic() + PIPES_AFTER_EXIT_S)
     timed_out = False
     if not over:
         try:
@@ -356,6 +359,8 @@ def collect(
             timed_out = True
     if over or timed_out:
         kill_group(proc, grace)
+    elif any(t.is_alive() for t in threads):  # what it left in its group ends with it
+        _signal_group(proc, signal.SIGKILL)
     for thread in threads:  # the pipes end once the group is gone (a stray holder: 10 s)
         thread.join(10)
     overflow = over[0] if over else None
