@@ -116,7 +116,20 @@ def main(argv: list[str] | None = None) -> None:
         _silence_stdout()
         click.echo(f"gpuresolve: error: {_os_error_text(exc)}", err=True)
         sys.exit(2)
+    finally:
+        _forget_caught_interrupt()
     sys.exit(code)
+
+
+def _forget_caught_interrupt() -> None:
+    """Clear CPython's "unhandled Ctrl-C" mark, so that the exit code is ours (130), not -2.
+
+    CPython sets that mark whenever a KeyboardInterrupt leaves an ``exec``/``eval`` of source
+    text, caught later or not, and ``python -m`` kills itself with SIGINT at exit while it is
+    set. Creating a dataclass or a namedtuple runs such text, so a Ctrl-C that lands in one of
+    the imports a command makes after starting a child (verify's probe) ended in signal 2 after
+    "aborted". Running any source text resets the mark; every interrupt has been handled here."""
+    exec("None")
 
 
 def _escape_unencodable() -> None:

@@ -113,3 +113,70 @@ def test_a_host_file_with_a_bad_lost_entry_is_refused(
     host.write_text(json.dumps(data), encoding="utf-8")
     code, _, err = run_cli(capsys, "suggest", "--host", str(host))
     assert code == 2 and "lost_gpus[0].pci_bus_id" in err and "\x1b" not in err
+
+
+def _nvml_with_a_lost_gpu(lost_index: int = 7, count: int = 8) -> dict[str, Any]:
+    """NVML's answers (in `nvml.collect`'s shape) on the host of smi_lost_gpu: eight devices
+    counted, the handle of one cannot be opened."""
+    good = {
+        "name": "NVIDIA H100 80GB HBM3",
+        "cuda_compute_capability": [9, 0],
+        "memory_total": 85520809984,
+        "pci_device_id": 0x233010DE,
+        "mig_mode": [0, 0],
+        "errors": {},
+    }
+    devices = [
+        {"index": i, "errors": {"handle": "NVML_ERROR_GPU_IS_LOST"}}
+        if i == lost_index
+        else {**good, "index": i, "pci_bus_id": f"00000000:{0x18 + i:02X}:00.0", "errors": {}}
+        for i in range(count)
+    ]
+    return {
+        "errors": {},
+        "driver_version": "580.159.04",
+        "cuda_driver_version": 13000,
+        "device_count": count,
+        "devices": devices,
+    }
+
+
+def test_a_gpu_nvml_cannot_open_is_lost_not_an_unknown_model(tmp_path: Path) -> None:
+    """With nvidia-ml-py installed the lost GPU is a device whose handle NVML cannot open: it
+    is lost (named by nvidia-smi's bus id, which NVML cannot give without a handle), never a
+    GPU of unknown model to build for."""
+    smi_out = _capture("smi_lost_gpu")
+    profile = detect(
+        nvml_raw=_nvml_with_a_lost_gpu(),
+        runner=lambda argv, t: smi_out,
+        root=tmp_path,
+        platform_info=PY,
+    )
+    assert profile.state == STATE_OK and len(profile.gpus) == 7
+    assert all(g.name == "NVIDIA H100 80GB HBM3" for g in profile.gpus)
+    assert profile.lost_gpus == [LostGpu("0000:DB:00.0", "Unknown Error", "nvidia-smi")]
+
+
+def test_without_nvidia_smi_the_nvml_lost_gpu_is_still_lost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], shipped: Catalog
+) -> None:
+    def no_smi(argv: Any, t: float) -> CommandResult | None:
+        return None  # not installed
+
+    profile = detect(
+        nvml_raw=_nvml_with_a_lost_gpu(lost_index=0, count=1),
+        runner=no_smi,
+        root=tmp_path,
+        platform_info=PY,
+    )
+    assert profile.state == STATE_NO_GPU and profile.gpus == []
+    assert profile.lost_gpus == [LostGpu("unknown", "GPU index 0: NVML_ERROR_GPU_IS_LOST", "nvml")]
+    assert not any("No NVIDIA driver" in m or "--gpus" in m for m in profile.messages)
+    host = tmp_path / "host.json"
+    host.write_text(json.dumps(profile.to_json()), encoding="utf-8")
+    assert HostProfile.from_json(json.loads(host.read_text(encoding="utf-8"))) == profile
+    _, _, err = run_cli(capsys, "suggest", "--host", str(host))
+    assert "1 GPU is lost: unknown (nvml: GPU index 0: NVML_ERROR_GPU_IS_LOST)" in err
+    probe = json.loads((VERIFY / "probe.json").read_text(encoding="utf-8"))
+    res = {r.id: r for r in checks.evaluate(probe, profile, shipped)}
+    assert res["cuda"].status == FAIL and "GPU index 0" in res["cuda"].reason

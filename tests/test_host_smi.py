@@ -198,3 +198,16 @@ def test_subprocess_runner_real_process() -> None:
     assert smi.subprocess_runner(["gpuresolve-no-such-program"], 10) is None
     slow = smi.subprocess_runner([sys.executable, "-c", "import time; time.sleep(5)"], 0.2)
     assert slow is not None and slow.returncode is None
+
+
+def test_a_compute_capability_outside_the_grammar_is_unknown_not_exit_2() -> None:
+    """A broken nvidia-smi printed "99999999999999999999999.9": the row's regex took it, the
+    one grammar (`parse_cc`) refused it later and `detect` ended in exit 2. Every probe's GPU is
+    built by `probe.gpu`, which now holds a CC to that grammar (unknown: looked up by name)."""
+    cc = "99999999999999999999999.9"
+    row = f"0, NVIDIA H100 80GB HBM3, 580.159.04, {cc}, 0x233010DE, 81559, Disabled"
+    probe = smi.interpret(smi.CommandResult(0, row + "\n"))
+    assert probe.gpus is not None and probe.gpus[0].cc is None
+    assert probe.gpus[0].name == "NVIDIA H100 80GB HBM3"
+    good = smi.interpret(smi.CommandResult(0, row.replace(cc, "9.0")))
+    assert good.gpus is not None and good.gpus[0].cc == "9.0"

@@ -111,6 +111,32 @@ def test_a_signal_during_verify_kills_the_probe_and_its_children(
         _kill_leftovers(pids)
 
 
+def test_a_ctrl_c_caught_inside_exec_source_still_exits_130(tmp_path: Path) -> None:
+    """The root of a flaky exit -2 after "aborted": Ctrl-C landing while a dataclass or a
+    namedtuple is being created (their code is exec'd source text, during verify's imports)
+    leaves CPython's "unhandled interrupt" mark set, and `python -m` then kills itself with
+    SIGINT at exit. Raised here deterministically inside an exec of source text."""
+    (tmp_path / "interrupted_in_exec.py").write_text(
+        "from resolver import cli\n"
+        "@cli.cli.command('boom')\n"
+        "def boom() -> None:\n"
+        "    exec('raise KeyboardInterrupt')\n"
+        "cli.main(['boom'])\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "interrupted_in_exec"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr.strip()) == (130, "gpuresolve: aborted")
+
+
 def test_a_hanging_nvidia_smi_is_killed_with_its_children(tmp_path: Path) -> None:
     fake = _fake(tmp_path, "nvidia-smi")
     pids: list[int] = []
@@ -320,3 +346,52 @@ def test_sigkill_during_installs_real_pip_ends_pip(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
         _kill_leftovers(pips)
+
+
+def test_run_stops_a_child_that_floods_its_output() -> None:
+    """Captured output is bounded: a child printing without end is killed with its group at
+    the limit, never read until memory runs out."""
+    start = time.monotonic()
+    flood = "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n"
+    done = subprocs.run([sys.executable, "-c", flood], timeout=120, limit=1 << 20)
+    assert done.overflow == "stdout" and not done.timed_out and done.returncode != 0
+    assert len(done.stdout) <= 1 << 20 and "printed more than" in done.stderr
+    assert time.monotonic() - start < 60
+
+
+def test_run_feeds_input_and_reads_text_as_a_text_pipe_does() -> None:
+    code = "import sys; sys.stdout.write(sys.stdin.read().upper() + '\\r\\nend\\r')"
+    done = subprocs.run([sys.executable, "-c", code], timeout=60, input="abc")
+    assert (done.returncode, done.stdout, done.overflow) == (0, "ABC\nend\n", None)
+
+
+def test_a_flooding_nvidia_smi_is_stopped_not_parsed(tmp_path: Path) -> None:
+    """Seen: an nvidia-smi printing 200 MB of good rows held `detect` past two minutes."""
+    fake = tmp_path / "nvidia-smi"
+    row = "0, NVIDIA H100 80GB HBM3, 580.159.04, 9.0, 0x233010DE, 81559, Disabled"
+    fake.write_text(f"#!/bin/sh\nyes '{row}'\n", encoding="utf-8")
+    fake.chmod(0o755)
+    start = time.monotonic()
+    probe = smi.run(binaries=(str(fake),))
+    assert probe.gpus is None and "printed more than" in probe.status
+    assert time.monotonic() - start < 60
+
+
+def test_a_process_left_holding_the_pipes_ends_soon_after_its_parent(tmp_path: Path) -> None:
+    """Seen: a fake interpreter that printed its result and exited, leaving `sleep 30 &` with
+    its stdout, held verify 30 s (up to the probe's whole timeout). Once the child has exited,
+    what it left in its group gets PIPES_AFTER_EXIT_S, then is killed."""
+    script = tmp_path / "leaves"
+    script.write_text(
+        f"#!/bin/sh\nsleep 300 &\necho $! > '{tmp_path}/left.pid'\necho done\n", encoding="utf-8"
+    )
+    script.chmod(0o755)
+    start = time.monotonic()
+    done = subprocs.run([str(script)], timeout=120)
+    assert (done.returncode, done.stdout, done.timed_out) == (0, "done\n", False)
+    assert time.monotonic() - start < subprocs.PIPES_AFTER_EXIT_S + 20
+    left = int((tmp_path / "left.pid").read_text())
+    try:
+        assert _gone([left]), "the process it left outlived the call"
+    finally:
+        _kill_leftovers([left])

@@ -101,3 +101,25 @@ def test_a_torch_that_floods_its_output_is_stopped_with_a_verdict(
     assert done.returncode == 1, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
     assert f"more than {PROBE_OUTPUT_MAX // 2**20} MiB" in done.stdout + done.stderr
+
+
+PATCHER = """
+import json
+__version__ = "2.8.0+cu128"
+_dumps = json.dumps
+# a torch that patches what the probe writes with: its keys, other types
+def dumps(obj, **kw):
+    if isinstance(obj, dict) and "stage" in obj:
+        obj = dict(obj, python=[1], cuda={"devices": [None]}, gpu_tests={"a": 1})
+    return _dumps(obj, **kw)
+json.dumps = dumps
+"""
+
+
+def test_a_result_of_other_types_is_damaged_not_exit_70(tmp_path: Path) -> None:
+    """Seen with a probe document of the right keys and other types (a list for `python`, a
+    null device): exit 70 from a TypeError deep in a check. Its shape is checked as it is read."""
+    done = _verify(_env_with_torch(tmp_path / "env", PATCHER))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    assert "damaged (python: expected an object)" in done.stdout + done.stderr

@@ -279,3 +279,27 @@ def test_benchmark_fraction_of_peak_end_to_end(
     assert row.split()[-1] == f"{tf32 / 494.7:.0%}"
     assert "of peak: the H100 SXM5 datasheet's dense peak" in out
     assert ("FAIL  GPU speed" in out) == (status == "fail")
+
+
+def test_every_recorded_probe_document_has_the_probe_shape() -> None:
+    """The shape verify holds a probe's result to must accept what real probes wrote."""
+    import glob
+
+    from resolver.verify.run import SHAPE, foreign, misshapen
+
+    docs = []
+    for name in glob.glob(
+        str(Path(__file__).parent / "fixtures" / "**" / "*.json"), recursive=True
+    ):
+        try:
+            data = json.loads(Path(name).read_text(encoding="utf-8"))
+        except ValueError:
+            continue
+        found = [data, *data.values()] if isinstance(data, dict) else []  # alone or in a report
+        docs += [(name, d) for d in found if isinstance(d, dict) and "probe" in d and "stage" in d]
+    assert len(docs) >= 10
+    for name, doc in docs:
+        assert misshapen(foreign(doc), SHAPE) is None, name
+    assert misshapen({"cuda": {"devices": [None]}}, SHAPE) == "cuda.devices[0]: expected an object"
+    assert misshapen({"python": [1]}, SHAPE) == "python: expected an object"
+    assert misshapen({"companions": {"torchvision": None}}, SHAPE) is None

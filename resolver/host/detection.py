@@ -20,6 +20,7 @@ from resolver.host import nvml, procfs, smi, wsl
 from resolver.host import platform as host_platform
 from resolver.host.probe import ProbeResult
 from resolver.host.profile import (
+    LOST_BUS_UNKNOWN,
     SOURCE_NAME_LOOKUP,
     SOURCE_NVML,
     SOURCE_PROCFS,
@@ -117,13 +118,20 @@ def _smi_binaries(info: wsl.WslInfo) -> Sequence[str]:
 
 
 def _complete(r: ProbeResult) -> bool:
-    """An OK answer that leaves nothing for a later probe to add."""
-    return bool(r.driver and r.gpus and all(g.name and g.cc for g in r.gpus))
+    """An OK answer that leaves nothing for a later probe to add (a lost GPU's bus id)."""
+    return bool(
+        r.driver
+        and r.gpus
+        and all(g.name and g.cc for g in r.gpus)
+        and all(lost.pci_bus_id != LOST_BUS_UNKNOWN for lost in r.lost)
+    )
 
 
 def _settled(results: Sequence[ProbeResult], *, need_complete: bool) -> bool:
     """Whether a probe so far gave a definite answer (later probes would only add noise)."""
     for r in results:
+        if any(lost.pci_bus_id == LOST_BUS_UNKNOWN for lost in r.lost):
+            continue  # a GPU lost without its bus id: the next probe may name it
         if r.state == STATE_NO_GPU:
             return True
         if r.state == STATE_OK and (_complete(r) or not need_complete):
@@ -145,7 +153,10 @@ def _merge(
                 profile.sources[fact] = r.sources.get(fact, r.source)
                 break
 
-    lost = next((r for r in results if r.lost), None)
+    # The lost GPUs from the first probe that names their buses (nvidia-smi after NVML), else
+    # from the first that saw any.
+    named = [r for r in results if r.lost and LOST_BUS_UNKNOWN not in _buses(r)]
+    lost = next(iter(named), None) or next((r for r in results if r.lost), None)
     if lost is not None:
         profile.lost_gpus = list(lost.lost)
     first = next((r for r in results if r.gpus), None)
@@ -177,6 +188,10 @@ def _merge(
         src = next((s for st, s in states if st == STATE_NO_DRIVER), None)
         if src:
             profile.sources["state"] = src
+
+
+def _buses(r: ProbeResult) -> set[str]:
+    return {lost.pci_bus_id for lost in r.lost}
 
 
 def _driver(profile: HostProfile, r: ProbeResult, value: str) -> str | None:

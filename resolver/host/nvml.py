@@ -13,14 +13,18 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from resolver.core.errors import escaped
 from resolver.host.probe import ProbeResult, gpu, pci_device_hex
 from resolver.host.profile import (
+    LOST_BUS_UNKNOWN,
+    MAX_LOST_ERROR,
     SOURCE_NVML,
     STATE_MISMATCH,
     STATE_NO_DRIVER,
     STATE_NO_GPU,
     STATE_OK,
     GpuInfo,
+    LostGpu,
 )
 
 # NVML errors that say something about the machine, not about this probe.
@@ -199,14 +203,29 @@ def parse(raw: Mapping[str, Any]) -> ProbeResult:
         result.status = f"device count: {errors['device_count']}"
         result.state = STATE_MISMATCH if errors["device_count"] in _MISMATCH else None
         return result
-    result.gpus = [_parse_device(d) for d in raw.get("devices") or []]
+    devices = raw.get("devices") or []
+    # A device NVML counts but cannot open is lost, as nvidia-smi's "Unable to determine the
+    # device handle" says of the same failure: never a GPU of unknown model to build for. With
+    # no handle NVML cannot say its PCI bus; nvidia-smi (run since this answer is incomplete)
+    # names it, and `detection` prefers that entry.
+    opened = [d for d in devices if "handle" not in (d.get("errors") or {})]
+    result.gpus = [_parse_device(d) for d in opened]
+    result.lost = [
+        LostGpu(LOST_BUS_UNKNOWN, _lost_reason(d), SOURCE_NVML) for d in devices if d not in opened
+    ]
     result.state = STATE_OK if result.gpus else STATE_NO_GPU
-    problems = sorted(
-        {e for d in raw.get("devices") or [] for e in (d.get("errors") or {}).values()}
-    )
+    problems = sorted({e for d in opened for e in (d.get("errors") or {}).values()})
     problems = [p for p in problems if p != "NVML_ERROR_NOT_SUPPORTED"]
     result.status = "ok" if not problems else "ok, with errors: " + ", ".join(problems)
+    if result.lost:
+        result.status = f"{len(result.gpus)} GPU(s) answered, {len(result.lost)} lost"
     return result
+
+
+def _lost_reason(dev: Mapping[str, Any]) -> str:
+    """ "GPU index 3: NVML_ERROR_GPU_IS_LOST", escaped and bounded (an exception's own text)."""
+    reason = escaped(" ".join(str(dev["errors"]["handle"]).split())[:100])
+    return f"GPU index {dev['index']}: {reason}"[:MAX_LOST_ERROR]
 
 
 def _parse_device(dev: Mapping[str, Any]) -> GpuInfo:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from resolver.core.errors import escaped
+from resolver.core.errors import UserError, escaped
+from resolver.core.versions import parse_cc
 from resolver.host.profile import GpuInfo, LostGpu
 
 
@@ -33,7 +34,7 @@ def gpu(index: int, source: str, **facts: str | int | None) -> GpuInfo:
     info = GpuInfo(
         index=index,
         name=_probe_text(facts.get("name")),
-        cc=_opt_str(facts.get("cc")),
+        cc=_cc(facts.get("cc")),
         memory_mib=_opt_int(facts.get("memory_mib")),
         pci_device_id=_opt_str(facts.get("pci_device_id")),
         mig=_opt_str(facts.get("mig")),
@@ -51,6 +52,19 @@ def _probe_text(value: str | int | None) -> str | None:
     terminal or in a lock file; input files with such characters are refused instead.
     """
     return None if value is None else escaped(str(value))
+
+
+def _cc(value: str | int | None) -> str | None:
+    """A compute capability a probe gave, in the one grammar every reader uses ("9.0"); one
+    that grammar refuses ("99999999999999999999999.9" from a broken nvidia-smi) is unknown
+    (looked up by name), never a host whose `detect` or `--host` file is exit 2."""
+    if value is None:
+        return None
+    try:
+        major, minor = parse_cc(str(value))
+    except UserError:
+        return None
+    return f"{major}.{minor}"
 
 
 def _opt_str(value: str | int | None) -> str | None:

@@ -32,6 +32,7 @@ _CC_RE = re.compile(r"^[0-9]+\.[0-9]$")  # "8.6", "12.0"
 _BRANCH_RE = re.compile(r"^[0-9]{3,4}$")  # "580"
 _BUILD_BRANCH_RE = re.compile(r"^[rR]?[0-9]{3,4}(?:[._][0-9]{1,4}){0,3}$")  # "r582_49"
 PCI_BUS_ID_RE = re.compile(r"[0-9A-Fa-f]{3,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]")  # 0000:17:00.0
+LOST_BUS_UNKNOWN = "unknown"  # a lost GPU only NVML saw: without a handle it has no bus id
 MAX_LOST_ERROR = 200  # the driver's reason, one short line
 
 
@@ -239,7 +240,9 @@ def _driver(value: str | None) -> str | None:
 
 def _lost(item: Any, i: int) -> LostGpu:
     doc = _Doc(item, f"lost_gpus[{i}]")
-    bus = doc.need("pci_bus_id", like="0000:17:00.0", pattern=PCI_BUS_ID_RE)
+    bus = doc.need("pci_bus_id")
+    if bus != LOST_BUS_UNKNOWN:
+        bus = doc.need("pci_bus_id", like="0000:17:00.0", pattern=PCI_BUS_ID_RE)
     error = doc.need("error")
     if len(error) > MAX_LOST_ERROR:
         raise ValueError(f"lost_gpus[{i}].error: longer than {MAX_LOST_ERROR} characters")

@@ -38,6 +38,7 @@ QUERY_FIELDS = (
 # query without it and let the caller look the CC up by name.
 FALLBACK_FIELDS = tuple(f for f in QUERY_FIELDS if f != "compute_cap")
 TIMEOUT_S = 10.0
+OUTPUT_MAX = 4 * 1024 * 1024  # bytes nvidia-smi may print (1,000 GPUs take 0.1 MiB); then stopped
 
 _CC_RE = re.compile(r"^[0-9]+\.[0-9]+$")
 _DRIVER_RE = re.compile(r"^[0-9]+(\.[0-9]+)+$")
@@ -71,11 +72,13 @@ def subprocess_runner(argv: Sequence[str], timeout: float) -> CommandResult | No
     from resolver.io import subprocs
 
     try:  # a hang is killed with its whole process group, never left running
-        done = subprocs.run(argv, timeout=timeout)
+        done = subprocs.run(argv, timeout=timeout, limit=OUTPUT_MAX)
     except FileNotFoundError:
         return None
     except OSError as exc:  # not executable, say
         return CommandResult(126, "", str(exc))
+    if done.overflow:  # a broken tool flooding its output: not an answer (parsing it took minutes)
+        return CommandResult(1, "", f"{argv[0]} printed more than {OUTPUT_MAX} bytes: stopped")
     return CommandResult(None if done.timed_out else done.returncode, done.stdout, done.stderr)
 
 

@@ -26,6 +26,8 @@ instant before gpuresolve is killed and its registration written (microseconds).
 from __future__ import annotations
 
 import contextlib
+import locale
+import math
 import os
 import signal
 import subprocess
@@ -42,6 +44,8 @@ STDOUT = subprocess.STDOUT
 _POSIX = os.name == "posix"
 _live: set[subprocess.Popen[Any]] = set()  # started and not yet known to be over
 WATCHDOG_GRACE_S = 2.0  # SIGTERM to SIGKILL, once gpuresolve has gone
+CAPTURE_MAX = 64 * 1024 * 1024  # bytes of a captured stream; past it the child is killed
+PIPES_AFTER_EXIT_S = 2.0  # a child has exited: how long a process it left may hold its pipes
 
 # Runs as ``python -I -S -c WATCHDOG fd grace``: lines "+pgid" / "-pgid" on fd register and
 # drop a group; end of file (gpuresolve gone) ends every registered group. It ignores the
@@ -103,6 +107,7 @@ class Result:
     stdout: str  # "" when not captured
     stderr: str
     timed_out: bool = False
+    overflow: str | None = None  # "stdout"/"stderr": it printed more than the limit, killed
 
 
 def start(argv: Sequence[str], **popen: Any) -> subprocess.Popen[Any]:
@@ -245,35 +250,58 @@ def run(
     grace: float = 0.0,
     stdout: int | IO[Any] | None = None,
     stderr: int | IO[Any] | None = None,
+    limit: int = CAPTURE_MAX,
 ) -> Result:
     """Run ``argv`` to its end or ``timeout`` seconds (None: no limit), then kill its group.
 
-    ``capture`` collects stdout and stderr (as text, undecodable bytes replaced); otherwise
-    they go where ``stdout``/``stderr`` say (default: ours). Raises OSError when it cannot start
-    (FileNotFoundError for a missing program)."""
-    popen: dict[str, Any] = {
-        "env": None if env is None else dict(env),
-        "cwd": cwd,
-        "text": True,
-        "errors": "replace",
-    }
-    if capture:
-        popen.update(stdout=PIPE, stderr=PIPE)
-    else:
-        popen.update(stdout=stdout, stderr=stderr)
-    if input is not None:
-        popen["stdin"] = PIPE
+    ``capture`` collects stdout and stderr (as text, undecodable bytes replaced), each up to
+    ``limit`` bytes: a child that prints more (a broken nvidia-smi, a hostile environment's
+    Python) is killed with its group and ``overflow`` names the stream, never read to
+    MemoryError. Otherwise they go where ``stdout``/``stderr`` say (default: ours). Raises
+    OSError when it cannot start (FileNotFoundError for a missing program)."""
+    popen: dict[str, Any] = {"env": None if env is None else dict(env), "cwd": cwd}
+    if not capture:
+        popen.update(stdout=stdout, stderr=stderr, text=True, errors="replace")
+        if input is not None:
+            popen["stdin"] = PIPE
+        with started(argv, grace=grace, **popen) as proc:
+            try:
+                proc.communicate(input, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                kill_group(proc, grace)
+                return Result(proc.returncode, "", "", timed_out=True)
+        return Result(proc.returncode, "", "")
+    popen.update(stdout=PIPE, stderr=PIPE, stdin=DEVNULL if input is None else PIPE)
     with started(argv, grace=grace, **popen) as proc:
-        try:
-            out, err = proc.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_group(proc, grace)
-            try:  # what it wrote before the kill, unless a grandchild holds the pipes
-                out, err = proc.communicate(timeout=1)
-            except (subprocess.TimeoutExpired, ValueError, OSError):
-                out, err = "", ""
-            return Result(proc.returncode, out or "", err or "", timed_out=True)
-    return Result(proc.returncode, out or "", err or "")
+        if input is not None:
+            _feed(proc, input.encode(_ENCODING, "replace"))
+        wait = math.inf if timeout is None else timeout
+        got = collect(proc, timeout=wait, limit=limit, grace=grace)
+    out, err = _text(got.stdout), _text(got.stderr)
+    if got.overflow:
+        err += f"\n[gpuresolve: {argv[0]} printed more than {limit} bytes on {got.overflow}]\n"
+    return Result(proc.returncode, out, err, timed_out=got.timed_out, overflow=got.overflow)
+
+
+_ENCODING = locale.getpreferredencoding(False)  # what text=True pipes use
+
+
+def _text(data: bytes) -> str:
+    """As a text-mode pipe reads it: the locale's encoding, universal newlines."""
+    return data.decode(_ENCODING, "replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _feed(proc: subprocess.Popen[Any], data: bytes) -> None:
+    """Write ``data`` to the child's stdin in a thread (its output is read meanwhile), close."""
+
+    def write() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError, ValueError):
+            proc.stdin.write(data)
+        with contextlib.suppress(OSError, ValueError):
+            proc.stdin.close()
+
+    threading.Thread(target=write, daemon=True).start()
 
 
 @dataclass
@@ -287,7 +315,9 @@ class Collected:
     overflow: str | None = None
 
 
-def collect(proc: subprocess.Popen[bytes], *, timeout: float, limit: int) -> Collected:
+def collect(
+    proc: subprocess.Popen[bytes], *, timeout: float, limit: int, grace: float = 0.0
+) -> Collected:
     """Read ``proc``'s stdout and stderr (binary pipes) until it exits, ``timeout`` seconds
     pass or a stream passes ``limit`` bytes; in the last two cases its group is killed.
 
@@ -315,10 +345,12 @@ def collect(proc: subprocess.Popen[bytes], *, timeout: float, limit: int) -> Col
     ]
     for thread in threads:
         thread.start()
-    end = time.monotonic() + timeout
+    end = time.monotonic() + min(timeout, 10**9)
     while not over and any(t.is_alive() for t in threads) and time.monotonic() < end:
         for thread in threads:
             thread.join(0.05)
+        if proc.poll() is not None:  # the child is done; a process it left holds the pipes
+            end = min(end, time.monotonic() + PIPES_AFTER_EXIT_S)
     timed_out = False
     if not over:
         try:
@@ -326,7 +358,9 @@ def collect(proc: subprocess.Popen[bytes], *, timeout: float, limit: int) -> Col
         except subprocess.TimeoutExpired:
             timed_out = True
     if over or timed_out:
-        kill_group(proc)
+        kill_group(proc, grace)
+    elif any(t.is_alive() for t in threads):  # what it left in its group ends with it
+        _signal_group(proc, signal.SIGKILL)
     for thread in threads:  # the pipes end once the group is gone (a stray holder: 10 s)
         thread.join(10)
     overflow = over[0] if over else None

@@ -118,7 +118,9 @@ def check_cudnn(ctx: Context) -> CheckResult:
     if not db:
         return CheckResult("cudnn", title, PASS, f"cuDNN {have} ({ctx.db_note()})")
     have_k, db_k = version_tuple(have), version_tuple(db)
-    assert have_k is not None and db_k is not None
+    if have_k is None:  # the environment's own text: anything at all
+        return CheckResult("cudnn", title, WARN, f"cuDNN reports a version unlike one: {have}")
+    assert db_k is not None
     n = min(len(have_k), len(db_k))
     where = f"{ctx.release.version if ctx.release else ''} {build_variant(ctx.torch)}".strip()
     if have_k[:n] == db_k[:n]:

@@ -60,11 +60,12 @@ class ProbeRun:
     stderr_tail: list[str] = field(default_factory=list)  # its last lines, stage marks dropped
     elapsed_s: float = 0.0
     overflow: str | None = None  # "stdout"/"stderr": it printed more than PROBE_OUTPUT_MAX
+    damaged: str | None = None  # where its document has not the probe's shape ("cuda.devices")
 
     @property
     def started(self) -> bool:
         """Whether the probe's code ran at all (an interpreter too old to parse it never does)."""
-        return self.stage is not None or self.data is not None
+        return self.stage is not None or self.data is not None or self.damaged is not None
 
     @property
     def failure(self) -> str | None:
@@ -80,6 +81,11 @@ class ProbeRun:
             return f"the probe did not finish within {self.timeout_s:g} s (hung{where})"
         if self.signal:
             return f"the probe crashed with {self.signal}{where}"
+        if self.damaged:
+            return (
+                f"the probe's result is damaged ({self.damaged}): something in that environment "
+                "changed it (a sitecustomize, or a module patching what the probe writes with)"
+            )
         if self.data is None:
             last = self.stderr_tail[-1] if self.stderr_tail else "no output"
             return f"the probe exited with status {self.returncode} and no result{where}: {last}"
@@ -87,6 +93,91 @@ class ProbeRun:
             err = self.data["error"]
             return f"the probe failed{where}: {err.get('type')}: {err.get('message')}"
         return None
+
+
+class Each:
+    """Shape of every value of an object (``of=dict``) or item of a list (``of=list``);
+    ``nullable``: an item may be null (a companion that is not installed)."""
+
+    def __init__(self, shape: Any, of: type = list, nullable: bool = False) -> None:
+        self.shape, self.of, self.nullable = shape, of, nullable
+
+
+_TEXT = (str, type(None))
+_NUM = (int, float, type(None))
+_SCALAR = (str, int, float, bool, type(None))
+_TEXTS = Each((str,))
+_ERROR = {"type": _SCALAR, "message": _SCALAR}
+_RESULT = {"rel_err": _NUM, "error": _ERROR}
+# The probe's document as `probe.py` writes it, as far as gpuresolve's checks index into it: a
+# value of another type (a sitecustomize or a module patching what the probe writes with)
+# makes the whole result damaged, never a TypeError deep in a check (exit
+# 70). A key ending in "!" must be there; a tuple is the types a value may have; a dict is an
+# object (its other keys unchecked). Leaves the checks only print stay any scalar.
+SHAPE: dict[str, Any] = {
+    "stage": _TEXT,
+    "error": _ERROR,
+    "timings": Each(_NUM, dict),
+    "python": Each(_SCALAR, dict),
+    "markers": Each(_TEXT, dict),
+    "env": Each(_TEXT, dict),
+    "site_dirs": _TEXTS,
+    "dists": Each({"requires": _TEXTS}, dict),
+    "companions": Each(Each(_SCALAR, dict), dict, nullable=True),
+    "torch": {"arch_list": _TEXTS, "import_warnings": _TEXTS, "error": _ERROR},
+    "cuda": {
+        "device_count": _NUM,
+        "warnings": _TEXTS,
+        "error": _ERROR,
+        "devices": Each({"index!": (int,), "cc!": _SCALAR}),
+    },
+    "cudnn": {"version": _NUM, "version_text": _TEXT},
+    "nccl": {"version_text": _TEXT, "error": _ERROR},
+    "gpu_tests": Each({"device": _NUM, "matmul": _RESULT, "conv2d": _RESULT}),
+    "libraries": {
+        "roots": _TEXTS,
+        "driver": _TEXTS,
+        "env_copies": Each(_TEXTS, dict),
+        "loaded": Each({"family!": (str,), "path!": (str,)}),
+    },
+    "benchmark": (dict, type(None)),
+}
+
+
+def misshapen(value: Any, shape: Any, where: str = "", nullable: bool = False) -> str | None:
+    """Where ``value`` departs from ``shape`` ("cuda.devices[0]: expected an object"), or None.
+
+    An absent key, or a key's null object or list, is fine (an older probe, a stage not
+    reached); a null item of a list is not."""
+    if isinstance(shape, tuple):
+        return None if isinstance(value, shape) else f"{where or 'result'}: unexpected value"
+    if value is None and nullable:
+        return None
+    if isinstance(shape, Each):
+        if not isinstance(value, shape.of):
+            return f"{where}: expected {'an object' if shape.of is dict else 'a list'}"
+        seq: Any = value  # a dict or a list, as checked
+        items: list[tuple[str, Any]] = (
+            [(f"{where}.{k}", v) for k, v in seq.items()]
+            if shape.of is dict
+            else [(f"{where}[{i}]", v) for i, v in enumerate(seq)]
+        )
+        return next(
+            (m for w, v in items if (m := misshapen(v, shape.shape, w, shape.nullable))), None
+        )
+    if not isinstance(value, dict):
+        return f"{where or 'result'}: expected an object"
+    for key, sub in shape.items():
+        name = key.rstrip("!")
+        here = f"{where}.{name}" if where else name
+        if name not in value:
+            if key.endswith("!"):
+                return f"{here}: missing"
+            continue
+        found = misshapen(value[name], sub, here, nullable=True)
+        if found:
+            return found
+    return None
 
 
 def default_python(environ: Mapping[str, str] | None = None) -> str:
@@ -190,6 +281,9 @@ class ProbeProcess:
                 data = json.loads(out.decode("utf-8", "replace").strip().splitlines()[-1])
                 run.data = foreign(data) if isinstance(data, dict) else None
             except (ValueError, IndexError, RecursionError):
+                run.data = None
+            run.damaged = None if run.data is None else misshapen(run.data, SHAPE)
+            if run.damaged:
                 run.data = None
         if run.data is not None and not run.signal:
             stage = run.data.get("stage")
