@@ -161,8 +161,21 @@ def version_of(package: str) -> str | None:
         return None
 
 
+def honour_pythonpath() -> list[str]:
+    """The child runs with ``-I`` (no current folder, no user site), which also drops PYTHONPATH;
+    packages installed with ``pip install --target DIR`` and found through PYTHONPATH are part of
+    the environment under test, so its folders go first on sys.path as Python would put them."""
+    entries = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    entries = [os.path.abspath(p) for p in entries[:64] if os.path.isdir(p)]
+    sys.path[0:0] = [p for p in entries if p not in sys.path]
+    return entries
+
+
 def run(package: str) -> dict[str, Any]:
+    added = honour_pythonpath()
     out: dict[str, Any] = {"package": package, "version": version_of(package), "stage": "torch"}
+    if added:
+        out["pythonpath"] = added
     t0 = time.perf_counter()
     caught: list[str] = []
     with warnings.catch_warnings(record=True) as seen:
