@@ -193,7 +193,8 @@ def run(package: str) -> dict[str, Any]:
             out["stage"] = "done"
         except BaseException as exc:  # report it: the parent judges
             out["error"] = error_of(exc)
-        caught = [str(w.message).splitlines()[0][:500] for w in seen if str(w.message).strip()]
+        said = [str(w.message).splitlines()[0][:500] for w in seen if str(w.message).strip()]
+        caught = list(dict.fromkeys(said))  # one of each: a warning per call repeats itself
     out["warnings"] = caught[:10]
     out["elapsed_s"] = round(time.perf_counter() - t0, 3)
     return out
