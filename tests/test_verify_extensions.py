@@ -56,8 +56,23 @@ def test_recorded_h200_run_passes_three_and_names_the_mismatched_xformers() -> N
         "torchao": "torchao.quantization.quantize_",
         "bitsandbytes": "bitsandbytes.nn.Linear8bitLt",
     }
-    for line, (name, op) in zip(check.details, ops.items()):
+    for line, (name, op) in zip(check.details[:3], ops.items(), strict=True):
         assert line.startswith(f"{name}: ") and f"{op}" in line and " ok (max rel. error" in line
+    recorded = _extensions_check(ON_H200 / "verify_with.json")
+    assert recorded["status"] == "fail" and recorded["reason"] == check.reason
+    assert [d.split(" ok (")[0] for d in recorded["details"]] == [
+        d.split(" ok (")[0] for d in check.details
+    ]
+    before = _extensions_check(ON_H200 / "verify_with_before_fix.json")
+    assert before["reason"].startswith("xformers: 0.0.35: the operation failed: NotImplemented")
+
+
+def _extensions_check(path: Path) -> dict[str, object]:
+    doc = json.loads(path.read_text())
+    assert doc["torch"] == "2.11.0+cu130"
+    (check,) = [c for c in doc["checks"] if c["id"] == "extensions"]
+    assert isinstance(check, dict)
+    return check
 
 
 def test_a_child_sees_packages_on_pythonpath(

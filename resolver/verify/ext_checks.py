@@ -109,9 +109,9 @@ def _one(r: dict[str, Any]) -> tuple[bool, str]:
     if r.get("native") is False:  # the cause: name it before whatever failed after it
         line = f"{version}: its compiled library did not load: {_native_why(r)}"
         if isinstance(err, dict):
-            first = str(err.get("message") or "").strip().splitlines()[:1]
-            said = escaped(first[0][:200]) if first else ""
-            line += f"; then {r.get('op') or 'the operation'} failed: "
+            head = str(err.get("message") or "").strip().splitlines()[:1]
+            said = escaped(head[0][:200]) if head else ""
+            line += f"; then {escaped(str(r.get('op') or 'the operation'))[:200]} failed: "
             line += f"{escaped(str(err.get('type')))}: {said}"
         return False, line
     stage = r.get("stage")
