@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from resolver.verify import ext_checks
 from resolver.verify.result import FAIL, PASS, SKIP
 
 RECORDED = Path(__file__).parent / "fixtures" / "verify" / "ext_h200_venv_without_torch"
+ON_H200 = Path(__file__).parent / "fixtures" / "verify" / "ext_h200_pythonpath"
 PACKAGES = ("triton", "torchao", "bitsandbytes", "xformers")
 
 
@@ -31,6 +33,62 @@ def test_recorded_device_run_names_each_package() -> None:
     doc = json.loads((RECORDED / "verify_with.json").read_text())
     (recorded,) = [c for c in doc["checks"] if c["id"] == "extensions"]
     assert recorded["status"] == "fail" and len(recorded["details"]) == 4
+
+
+def test_recorded_h200_run_passes_three_and_names_the_mismatched_xformers() -> None:
+    """Replayed from the H200 recording (torch 2.11.0+cu130, packages on PYTHONPATH): triton,
+    torchao and bitsandbytes ran their operation; xformers 0.0.35, built for torch 2.10.0+cu128,
+    is named by its own "built for" message before the operation it then could not run."""
+    ran = [json.loads((ON_H200 / f"probe_{p}.json").read_text()) for p in PACKAGES]
+    assert all(r["torch"] == "2.11.0+cu130" and r["pythonpath"][0] == "/tmp/ext" for r in ran)
+    verdicts = {r["package"]: ext_checks.judge([r]).status for r in ran}
+    assert verdicts == {"triton": PASS, "torchao": PASS, "bitsandbytes": PASS, "xformers": FAIL}
+    check = ext_checks.judge(ran)
+    assert check.status == FAIL
+    assert check.reason == (
+        "xformers: 0.0.35: its compiled library did not load: built for PyTorch 2.10.0+cu128 "
+        "with CUDA 1208 (you have 2.11.0+cu130); then xformers.ops.memory_efficient_attention "
+        "failed: NotImplementedError: No operator found for `memory_efficient_attention_forward` "
+        "with inputs:"
+    )
+    ops = {
+        "triton": "triton vector add",
+        "torchao": "torchao.quantization.quantize_",
+        "bitsandbytes": "bitsandbytes.nn.Linear8bitLt",
+    }
+    for line, (name, op) in zip(check.details[:3], ops.items(), strict=True):
+        assert line.startswith(f"{name}: ") and f"{op}" in line and " ok (max rel. error" in line
+    recorded = _extensions_check(ON_H200 / "verify_with.json")
+    assert recorded["status"] == "fail" and recorded["reason"] == check.reason
+    assert [d.split(" ok (")[0] for d in recorded["details"]] == [
+        d.split(" ok (")[0] for d in check.details
+    ]
+    before = _extensions_check(ON_H200 / "verify_with_before_fix.json")
+    assert before["reason"].startswith("xformers: 0.0.35: the operation failed: NotImplemented")
+
+
+def _extensions_check(path: Path) -> dict[str, object]:
+    doc = json.loads(path.read_text())
+    assert doc["torch"] == "2.11.0+cu130"
+    (check,) = [c for c in doc["checks"] if c["id"] == "extensions"]
+    assert isinstance(check, dict)
+    return check
+
+
+def test_a_child_sees_packages_on_pythonpath(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child runs with -I, which drops PYTHONPATH; packages installed with pip --target and
+    found through PYTHONPATH (the H200 run's set-up) are still seen, torch among them."""
+    site = tmp_path / "site"
+    (site / "triton").mkdir(parents=True)
+    (site / "triton" / "__init__.py").write_text("raise ImportError('gpuresolve-test-marker')\n")
+    (site / "torch.py").write_text("__version__ = '9.9.9-test'\nclass version:\n    cuda = None\n")
+    monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{tmp_path / 'absent'}")
+    got = ext_checks.run_one(sys.executable, "triton", timeout_s=60)
+    assert got["pythonpath"] == [str(site)]
+    assert got["torch"] == "9.9.9-test" and got["stage"] == "import"
+    assert got["error"] == {"type": "ImportError", "message": "gpuresolve-test-marker"}
 
 
 def test_a_real_child_without_torch() -> None:
@@ -76,8 +134,8 @@ def test_mismatch_is_named_by_symbol_or_own_message() -> None:
         "(built for another torch than 2.11.0+cu130)"
     )
     assert (
-        "its compiled library did not load: xFormers was built for: PyTorch 2.10.0+cu128"
-        in (check.details[1])
+        "its compiled library did not load: built for PyTorch 2.10.0+cu128 with CUDA 1208 "
+        "(you have 2.11.0+cu130)" in (check.details[1])
     )
 
 

@@ -83,12 +83,37 @@ def judge(results: Sequence[dict[str, Any]]) -> CheckResult:
     )
 
 
+def _native_why(r: dict[str, Any]) -> str:
+    """Why a package's compiled library did not load, in its own words, on one line: xformers'
+    message runs over several lines and puts the mismatch ("PyTorch 2.10.0+cu128 with CUDA 1208
+    (you have 2.11.0+cu130)") on the second, so that line is picked when there is one."""
+    text = str(r.get("native_error") or "")[:2000]
+    lines = [" ".join(ln.split()) for ln in text.splitlines() if ln.strip()]
+    built = [ln for ln in lines if "(you have " in ln and "PyTorch" in ln]
+    sym = _SYMBOL.search(text)
+    if sym:
+        why = f"undefined symbol {sym.group(1)}"
+    elif built:
+        why = f"built for {built[0][built[0].index('PyTorch') :]}"
+    else:
+        why = lines[0] if lines else "its C++/CUDA library did not load"
+    return escaped(why[:400])
+
+
 def _one(r: dict[str, Any]) -> tuple[bool, str]:
     name = str(r.get("package"))
     version = escaped(str(r.get("version"))) if r.get("version") else "not installed"
     if r.get("timed_out"):
         return False, f"{version}: did not finish in {r['timed_out']:g} s"
     err = r.get("error")
+    if r.get("native") is False:  # the cause: name it before whatever failed after it
+        line = f"{version}: its compiled library did not load: {_native_why(r)}"
+        if isinstance(err, dict):
+            head = str(err.get("message") or "").strip().splitlines()[:1]
+            said = escaped(head[0][:200]) if head else ""
+            line += f"; then {escaped(str(r.get('op') or 'the operation'))[:200]} failed: "
+            line += f"{escaped(str(err.get('type')))}: {said}"
+        return False, line
     stage = r.get("stage")
     if isinstance(err, dict):
         message = str(err.get("message") or "")
@@ -109,9 +134,6 @@ def _one(r: dict[str, Any]) -> tuple[bool, str]:
     if "stage" not in r:
         tail = escaped(str((r.get("stderr") or ["no output"])[-1])[:300])
         return False, f"the probe gave no result (exit {r.get('returncode')}): {tail}"
-    if r.get("native") is False:
-        why = escaped(str(r.get("native_error") or "its C++/CUDA library did not load")[:400])
-        return False, f"{version}: its compiled library did not load: {why}"
     err_val = r.get("max_rel_err")
     limit = TOLERANCE.get(name, DEFAULT_TOLERANCE)
     if not isinstance(err_val, (int, float)) or err_val > limit:

@@ -161,8 +161,21 @@ def version_of(package: str) -> str | None:
         return None
 
 
+def honour_pythonpath() -> list[str]:
+    """The child runs with ``-I`` (no current folder, no user site), which also drops PYTHONPATH;
+    packages installed with ``pip install --target DIR`` and found through PYTHONPATH are part of
+    the environment under test, so its folders go first on sys.path as Python would put them."""
+    entries = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    entries = [os.path.abspath(p) for p in entries[:64] if os.path.isdir(p)]
+    sys.path[0:0] = [p for p in entries if p not in sys.path]
+    return entries
+
+
 def run(package: str) -> dict[str, Any]:
+    added = honour_pythonpath()
     out: dict[str, Any] = {"package": package, "version": version_of(package), "stage": "torch"}
+    if added:
+        out["pythonpath"] = added
     t0 = time.perf_counter()
     caught: list[str] = []
     with warnings.catch_warnings(record=True) as seen:
@@ -180,7 +193,8 @@ def run(package: str) -> dict[str, Any]:
             out["stage"] = "done"
         except BaseException as exc:  # report it: the parent judges
             out["error"] = error_of(exc)
-        caught = [str(w.message).splitlines()[0][:500] for w in seen if str(w.message).strip()]
+        said = [str(w.message).splitlines()[0][:500] for w in seen if str(w.message).strip()]
+        caught = list(dict.fromkeys(said))  # one of each: a warning per call repeats itself
     out["warnings"] = caught[:10]
     out["elapsed_s"] = round(time.perf_counter() - t0, 3)
     return out
