@@ -221,6 +221,8 @@ def update(
                 "pypi_read": outcome.pypi_read,
                 "requests": outcome.requests,
                 "changes": outcome.summary.as_json(),
+                "extension_pages_read": outcome.extensions_read,
+                "extension_wheels_read": outcome.extension_wheels,
             }
         )
         sys.exit(0)

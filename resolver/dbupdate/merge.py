@@ -39,6 +39,7 @@ class Summary:
     companions: list[str] = field(default_factory=list)
     pypi: list[str] = field(default_factory=list)
     toolkits: list[str] = field(default_factory=list)
+    extensions: list[str] = field(default_factory=list)  # per package: release, pin, arch list
     notes: list[str] = field(default_factory=list)  # not changes: conflicts, skips
 
     SECTIONS = (
@@ -48,6 +49,7 @@ class Summary:
         ("companions", "companions"),
         ("pypi", "the Python Package Index's builds"),
         ("toolkits", "CUDA toolkits"),
+        ("extensions", "extension packages"),
         ("notes", "notes"),
     )
 
