@@ -245,13 +245,21 @@ def collect_extensions(
     variants: list[str],
     *,
     progress: Progress = no_progress,
+    mirror: bool = False,
 ) -> ExtFacts:
     """New releases of every package extensions.yaml lists, from the default index and the
-    PyTorch index's variant folders ``variants`` (a 404 there: the package is not served).
+    PyTorch index's variant folders ``variants`` (a 404 there: the package is not served;
+    not read from a ``mirror``: a build recorded with index "pytorch" is offered to every user).
 
     Raises FetchError, IndexFormatError or MetadataError: the caller keeps the old database.
     """
     facts = ExtFacts()
+    if pytorch_index and mirror:  # a build recorded as "pytorch" must be on the real one
+        facts.notes.append(
+            f"{pytorch_index.rstrip('/')} is a mirror: the extension packages' builds in its "
+            "variant folders are not recorded (only the database's own PyTorch index's are)"
+        )
+        pytorch_index = None
     reader = _ExtReader(fetcher, progress, facts)
     known = known_versions(ext_doc)
     by_cuda = cuda_packages(ext_doc)

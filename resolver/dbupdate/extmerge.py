@@ -106,11 +106,10 @@ class _ExtMerger:
             )
             builds += self.builds(name, rf, template)
         sdist = any(rf.sdist for rf in parts)
-        if not builds and (as_list(template.get("builds")) or not sdist):
+        if not builds and not sdist:
             self.summary.notes.append(
-                f"{name} {version}: no prebuilt wheel read from the indexes "
-                f"({'a source distribution only' if sdist else 'nothing usable'}); not added "
-                "(its wheels may live elsewhere: curate)"
+                f"{name} {version}: no usable wheel nor source distribution on the indexes: "
+                "not added"
             )
             return
         record: dict[str, Any] = {
@@ -120,6 +119,12 @@ class _ExtMerger:
             "source": files,
             "builds": builds,
         }
+        if not builds:  # as the curated source-only releases say it
+            record["note"] = (
+                "the indexes read have only its source distribution (building it needs nvcc); "
+                "prebuilt wheels published elsewhere (a project's release downloads) are not "
+                "read by `gpuresolve db update`: curate"
+            )
         pkg.setdefault("releases", [])
         _insert_sorted(pkg["releases"], record, _vkey)
         self.changed = True
@@ -194,11 +199,18 @@ class _ExtMerger:
                 return []
             shapes = [{"cuda": None, "cuda_match": "any"}]
         keys = {w.platform: self.wheel_key(name, rf, w) for w in rf.wheels}
-        out = []
+        out, missing = [], []
         for shape in shapes:
             build = self.build(name, rf, shape, keys, str(template.get("version") or "-"))
             if build is not None:
                 out.append(build)
+            elif shape.get("cuda"):
+                missing.append(str(shape["cuda"]))
+        if missing:
+            self.summary.extensions.append(
+                f"{name} {rf.version} ({rf.folder}): no build for CUDA {', '.join(missing)}, "
+                f"which {template.get('version')} has"
+            )
         return out
 
     def wheel_key(self, name: str, rf: ExtReleaseFacts, wheel: ExtWheel) -> str:
@@ -245,10 +257,10 @@ class _ExtMerger:
                 left_out.append(plat)
                 continue
             libs = wheel.libraries
-            if exact and cuda:
-                own = {n: v for n, v in libs.items() if _names_cuda(n, cuda)}
-                if any(_names_cuda(n, None) for n in libs):
-                    libs = own  # per-CUDA libraries: only this build's own
+            if exact and cuda and any(_names_cuda(n, None) for n in libs):
+                libs = {n: v for n, v in libs.items() if _names_cuda(n, cuda)}
+                if not libs:  # per-CUDA libraries, none for this CUDA: no such build here
+                    continue
             sass = _union(v.get("sass", []) for v in libs.values())
             ptx = _union(v.get("ptx", []) for v in libs.values())
             platforms[plat] = (
@@ -257,7 +269,8 @@ class _ExtMerger:
         if ANY in by_plat:
             for plat in PLATFORMS:
                 platforms.setdefault(plat, {})
-        device_code = any(platforms.values())
+        # Code that never decides (torchao's optional kernels) keeps the curated judgement.
+        device_code = any(platforms.values()) if gate else bool(shape.get("device_code"))
         if device_code and gate:
             bare = [p for p, a in platforms.items() if not a]
             for plat in bare:  # an arch list decides there: a platform without one cannot

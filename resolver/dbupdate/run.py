@@ -82,6 +82,7 @@ def run_update(
             pytorch_index,
             _torch_variants(raw["torch.yaml"]),
             progress=progress,
+            mirror=_is_mirror(raw["torch.yaml"], pytorch_index),
         )
     except (ReadError, IndexFormatError) as exc:
         raise UpdateError(str(exc)) from None
@@ -110,6 +111,12 @@ def run_update(
         ext.pages,
         ext.wheels_read,
     )
+
+
+def _is_mirror(torch_doc: Any, pytorch_index: str) -> bool:
+    """Whether the PyTorch index read is not the database's own (``index_url``)."""
+    own = str(torch_doc.get("index_url") or "").split("{variant}")[0].rstrip("/")
+    return pytorch_index.rstrip("/") != own
 
 
 def _torch_variants(torch_doc: Any) -> list[str]:
