@@ -32,6 +32,7 @@ def fatbin(sass: list[int], ptx: list[int]) -> bytes:
 
 
 def library(sass: list[int], ptx: list[int]) -> bytes:
+    """A shared-library-shaped blob holding one fat binary (torchao's sm 99 is no real CC)."""
     return b"\x7fELF\x02\x01\x01" + b"\0" * 200 + fatbin(sass, ptx) + b"\0" * 200
 
 
@@ -109,7 +110,7 @@ DEFAULT_FILES: dict[str, list[tuple[str, bytes | None, bytes, bool]]] = {
                 "torchao",
                 "0.19.0",
                 TORCHAO_META,
-                {"torchao/_C_cutlass_90a.abi3.so": library([90, 100], [120])},
+                {"torchao/_C_cutlass_90a.abi3.so": library([90, 99, 100], [120])},
             ),
             False,
         ),

@@ -92,6 +92,12 @@ def test_update_adds_new_extension_releases(
         c.startswith("bitsandbytes 0.50.3 (default): no build for CUDA 11.8") for c in changes
     )
     assert "torchao 0.19.0: new release (default: linux-x86_64, any)" in changes
+    assert not any(c.startswith("torchao 0.19.0 default") for c in changes)  # same arch list
+    notes = doc["changes"]["notes"]
+    assert (
+        "torchao 0.19.0 linux-x86_64: CC 9.9 not in gpus.yaml's architectures: left out "
+        "(curate)" in notes
+    )
     assert "flash-attn 2.8.4: new release (default: sdist)" in changes
     assert doc["extension_wheels_read"] == 6 and doc["extension_pages_read"] >= 4
 
@@ -225,3 +231,28 @@ def test_real_index_reproduces_the_curated_releases() -> None:
             for plat, arch in want["platforms"].items():
                 assert got["platforms"][plat].get("sass") == arch.get("sass"), plat
                 assert got["platforms"][plat].get("ptx") == arch.get("ptx"), plat
+
+
+def test_extension_facts_that_fail_the_check_are_left_out() -> None:
+    """A new release the check refuses (here: a source key missing) is undone, with a note;
+    torch's part of the update goes on."""
+    import copy
+
+    from resolver.db.check import check
+    from resolver.dbupdate.merge import Summary
+    from resolver.dbupdate.run import _keep_extensions_sound, read_raw
+
+    raw = read_raw(catalog_mod.shipped_data_dir())
+    known = check(catalog_mod.load(catalog_mod.shipped_data_dir()))
+    new_raw = copy.deepcopy(raw)
+    release = copy.deepcopy(new_raw["extensions.yaml"]["packages"][0]["releases"][0])
+    release.update(version="0.0.99", source=["NOT_A_SOURCE"])
+    new_raw["extensions.yaml"]["packages"][0]["releases"].insert(0, release)
+    summary = Summary(extensions=["xformers 0.0.99: new release (default: linux-x86_64)"])
+    _keep_extensions_sound(raw, new_raw, summary, known)
+    assert new_raw["extensions.yaml"] == raw["extensions.yaml"]
+    assert summary.extensions == []
+    assert summary.notes == [
+        "the extension packages' new releases were left out: extensions.yaml xformers 0.0.99: "
+        "unknown source key(s) NOT_A_SOURCE (curate)"
+    ]

@@ -14,11 +14,13 @@ Every request goes through the one client, so ``--timeout`` bounds each whole re
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from email.parser import BytesHeaderParser
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -39,6 +41,8 @@ from resolver.wheels.simple import ACCEPT, Link, parse_page, python_of, variant_
 
 MAX_NEW = 3  # new releases read per package and folder, newest first
 MAX_WHEEL = 768 * 1024 * 1024  # bytes of one wheel read at most (vllm's are ~400 MiB)
+_SAFE_NAME = re.compile(r"[A-Za-z0-9._+!-]{1,200}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 ANY = "any"  # a pure-Python wheel (py3-none-any): every platform, no device code
 
 
@@ -112,7 +116,10 @@ def _final(version: Version, folder: str) -> bool:
 
 
 def _file_version(package: str, filename: str) -> tuple[Version, str | None] | None:
-    """(version, platform) of a wheel (platform ANY for a pure one) or an sdist (None)."""
+    """(version, platform) of a wheel (platform ANY for a pure one) or an sdist (None); None
+    for a name that is not one (or carries characters no real file name has)."""
+    if not _SAFE_NAME.fullmatch(filename):
+        return None
     try:
         if filename.endswith(".whl"):
             name, version, _b, tags = parse_wheel_filename(filename)
@@ -195,6 +202,16 @@ class _ExtReader:
             out.append((rf, chosen))
         return out
 
+    def _requires_python(self, value: str | None, package: str, version: str) -> str | None:
+        """Requires-Python when it is a specifier (else None, and a note: never written)."""
+        if value is None:
+            return None
+        try:
+            return str(SpecifierSet(value.strip())) if len(value) <= 200 else None
+        except InvalidSpecifier:
+            self.facts.notes.append(f"{package} {version}: Requires-Python is no specifier")
+            return None
+
     def read_wheel(self, package: str, version: str, plat: str, link: Link) -> ExtWheel:
         text: bytes
         how = "range reads"
@@ -216,9 +233,9 @@ class _ExtReader:
         wheel = ExtWheel(
             platform=plat,
             filename=link.filename,
-            sha256=link.sha256,
+            sha256=link.sha256 if link.sha256 and _SHA256.fullmatch(link.sha256) else None,
             torch=torch_requirement(decoded),
-            python=msg.get("Requires-Python"),
+            python=self._requires_python(msg.get("Requires-Python"), package, version),
             metadata_from=how,
         )
         if plat == ANY:  # a pure wheel: no library to scan

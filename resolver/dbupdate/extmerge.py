@@ -55,13 +55,31 @@ def _archs(arch: Any) -> str:
 
 
 class _ExtMerger:
-    def __init__(self, doc: dict[str, Any], facts: ExtFacts, date: str, summary: Summary) -> None:
+    def __init__(
+        self,
+        doc: dict[str, Any],
+        facts: ExtFacts,
+        date: str,
+        summary: Summary,
+        known_ccs: set[str],
+    ) -> None:
         self.doc = doc
         self.facts = facts
         self.date = date
         self.summary = summary
         self.sources: dict[str, Any] = doc.setdefault("sources", {})
         self.changed = False
+        self.known_ccs = known_ccs
+
+    def ccs(self, where: str, ccs: list[str]) -> list[str]:
+        """The compute capabilities gpus.yaml knows (another is named, and left out)."""
+        unknown = [cc for cc in ccs if cc not in self.known_ccs]
+        if unknown:
+            self.summary.notes.append(
+                f"{where}: CC {', '.join(unknown)} not in gpus.yaml's architectures: left out "
+                "(curate)"
+            )
+        return [cc for cc in ccs if cc in self.known_ccs]
 
     def package(self, name: str) -> dict[str, Any] | None:
         for pkg in as_list(self.doc.get("packages")):
@@ -261,8 +279,9 @@ class _ExtMerger:
                 libs = {n: v for n, v in libs.items() if _names_cuda(n, cuda)}
                 if not libs:  # per-CUDA libraries, none for this CUDA: no such build here
                     continue
-            sass = _union(v.get("sass", []) for v in libs.values())
-            ptx = _union(v.get("ptx", []) for v in libs.values())
+            where = f"{name} {rf.version} {plat}"
+            sass = self.ccs(where, _union(v.get("sass", []) for v in libs.values()))
+            ptx = self.ccs(where, _union(v.get("ptx", []) for v in libs.values()))
             platforms[plat] = (
                 {"sass": sass, "ptx": ptx, "source": [keys[plat]]} if sass or ptx else {}
             )
@@ -343,4 +362,6 @@ def merge_extensions(
     if not isinstance(doc, dict):
         return
     summary.notes.extend(facts.notes)
-    _ExtMerger(doc, facts, read_date, summary).run()
+    archs = as_list(as_dict(raw.get("gpus.yaml")).get("architectures"))
+    known = {str(a.get("cc")) for a in archs if isinstance(a, dict)}
+    _ExtMerger(doc, facts, read_date, summary, known).run()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver import catalog
-from resolver.core.errors import IndexFormatError
+from resolver.core.errors import IndexFormatError, UserError
 from resolver.db.check import check
 from resolver.db.yamlfile import read_yaml
 from resolver.dbupdate import UpdateError
@@ -88,6 +88,7 @@ def run_update(
         raise UpdateError(str(exc)) from None
     new_raw, summary = merge(raw, facts)
     merge_extensions(new_raw, ext, facts.read_date, summary)
+    _keep_extensions_sound(raw, new_raw, summary, known_problems)
     written = False
     if summary.changed and not dry_run:
         from resolver.dbupdate.write import write_database
@@ -111,6 +112,26 @@ def run_update(
         ext.pages,
         ext.wheels_read,
     )
+
+
+def _keep_extensions_sound(
+    raw: dict[str, Any], new_raw: dict[str, Any], summary: Summary, known: list[str]
+) -> None:
+    """Undo the extension packages' part of the merge when it would fail ``db check``: what
+    a new release's wheels said must not stop torch's update (the summary says why)."""
+    if new_raw.get(EXTENSIONS) == raw.get(EXTENSIONS):
+        return
+    try:
+        problems = check(catalog.from_raw(new_raw, origin="<update>"))
+    except UserError as exc:  # does not load: the extensions' part goes, torch's is checked on
+        problems = [f"{EXTENSIONS}: {exc}"]
+    new = [p for p in problems if p not in set(known) and EXTENSIONS in p]
+    if new:
+        new_raw[EXTENSIONS] = raw[EXTENSIONS]
+        summary.extensions.clear()
+        summary.notes.append(
+            f"the extension packages' new releases were left out: {new[0]} (curate)"
+        )
 
 
 def _is_mirror(torch_doc: Any, pytorch_index: str) -> bool:
