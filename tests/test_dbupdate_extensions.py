@@ -256,3 +256,24 @@ def test_extension_facts_that_fail_the_check_are_left_out() -> None:
         "the extension packages' new releases were left out: extensions.yaml xformers 0.0.99: "
         "unknown source key(s) NOT_A_SOURCE (curate)"
     ]
+
+
+def test_an_update_with_only_extension_news_stamps_the_database(
+    capsys: pytest.CaptureFixture[str], shipped_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database's version is torch.yaml's ``updated:``: a database whose only news is an
+    extension release must be stamped too, or the loader would keep the shipped one."""
+    from resolver.db.location import read_version
+    from resolver.dbupdate import collect
+
+    with serve(fixture_routes()) as srv:  # torch's news first, no extension page
+        code, _out, err = run(capsys, *update(srv, shipped_copy))
+    assert code == 0, err
+    first = read_version(shipped_copy)
+    monkeypatch.setattr(collect, "now_utc", lambda: "2099-01-01T00:00:00Z")
+    with serve({**fixture_routes(), **extension_routes()}) as srv:
+        code, out, err = run(capsys, *update(srv, shipped_copy))
+    assert code == 0, err
+    assert "extension packages:" in out and "new releases:" not in out
+    assert read_version(shipped_copy) > first
+    assert catalog_mod.load(shipped_copy).extensions["xformers"].releases[0].version == "0.0.36"

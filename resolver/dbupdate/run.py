@@ -14,7 +14,7 @@ from resolver.dbupdate import UpdateError
 from resolver.dbupdate.collect import Progress, collect, no_progress
 from resolver.dbupdate.extcollect import collect_extensions
 from resolver.dbupdate.extmerge import merge_extensions
-from resolver.dbupdate.merge import Summary, merge
+from resolver.dbupdate.merge import Summary, merge, stamp_torch
 from resolver.io import ReadError
 from resolver.io.http import Client
 
@@ -89,6 +89,10 @@ def run_update(
     new_raw, summary = merge(raw, facts)
     merge_extensions(new_raw, ext, facts.read_date, summary)
     _keep_extensions_sound(raw, new_raw, summary, known_problems)
+    if new_raw.get(EXTENSIONS) != raw.get(EXTENSIONS):
+        # the database's version is torch.yaml's stamp: without it a database whose only
+        # news is an extension release would not be picked over the shipped one
+        stamp_torch(new_raw["torch.yaml"], facts.read_at)
     written = False
     if summary.changed and not dry_run:
         from resolver.dbupdate.write import write_database
