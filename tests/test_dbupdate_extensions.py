@@ -277,3 +277,29 @@ def test_an_update_with_only_extension_news_stamps_the_database(
     assert "extension packages:" in out and "new releases:" not in out
     assert read_version(shipped_copy) > first
     assert catalog_mod.load(shipped_copy).extensions["xformers"].releases[0].version == "0.0.36"
+
+
+def test_the_read_budget_leaves_wheels_unread_and_says_so(
+    capsys: pytest.CaptureFixture[str],
+    index: IndexServer,
+    shipped_copy: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the update's byte budget for extension wheels no library is scanned: the release
+    is not recorded (never as source-only while its wheels exist), and the notes say why."""
+    from resolver.dbupdate import extcollect
+
+    monkeypatch.setattr(extcollect, "MAX_TOTAL", 0)
+    code, out, err = run(capsys, *update(index, shipped_copy, "--json"))
+    assert code == 0, err
+    changes = json.loads(out)["changes"]
+    text = (shipped_copy / "extensions.yaml").read_text(encoding="utf-8")
+    assert "XFORMERS_FILES_" not in text and "TORCHAO_FILES_" in text  # no source left uncited
+    assert not any(c.startswith(("xformers", "bitsandbytes")) for c in changes["extensions"])
+    assert (
+        "xformers 0.0.36: its linux-x86_64, windows-x86_64 wheels were not read: not added"
+        in (changes["notes"])
+    )
+    assert any("MiB for extension wheels is spent" in n for n in changes["notes"])
+    # torchao's pure wheel needs no scan: its release stands on it alone
+    assert "torchao 0.19.0: new release (default: linux-x86_64, any)" in changes["extensions"]

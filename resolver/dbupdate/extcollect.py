@@ -3,7 +3,8 @@
 Only what the database lacks is read: each package's page on the default index (pip's), and
 its page in each of the PyTorch index's CUDA variant folders the database knows (where the
 index serves one), then, for each release newer than the newest the database holds (at most
-``MAX_NEW`` a package), one wheel per platform and folder: its METADATA (PEP 658 ``.metadata``
+``MAX_NEW`` a package), one wheel per platform and folder (``MAX_WHEEL`` bytes each,
+``MAX_TOTAL`` in all): its METADATA (PEP 658 ``.metadata``
 when the index serves it, else range reads of the wheel) for the torch requirement and
 Requires-Python, and its libraries' fat binaries (``wheels.extwheel``, streamed, never held
 whole) for the GPU architectures. A wheel over ``MAX_WHEEL`` bytes, or one that cannot be read
@@ -41,6 +42,7 @@ from resolver.wheels.simple import ACCEPT, Link, parse_page, python_of, variant_
 
 MAX_NEW = 3  # new releases read per package and folder, newest first
 MAX_WHEEL = 768 * 1024 * 1024  # bytes of one wheel read at most (vllm's are ~400 MiB)
+MAX_TOTAL = 2 * 1024 * 1024 * 1024  # bytes of all extension wheels of one update read at most
 _SAFE_NAME = re.compile(r"[A-Za-z0-9._+!-]{1,200}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 ANY = "any"  # a pure-Python wheel (py3-none-any): every platform, no device code
@@ -157,6 +159,7 @@ class _ExtReader:
         self.fetcher = fetcher
         self.progress = progress
         self.facts = facts
+        self.left = MAX_TOTAL  # bytes the libraries' scans may still read
 
     def page(self, url: str, package: str) -> list[Link] | None:
         page = self.fetcher.get_optional(url, ACCEPT)
@@ -242,7 +245,11 @@ class _ExtReader:
             wheel.scanned = True
             return wheel
         try:
-            report = inspect_extension(link.url, budget=MAX_WHEEL, client=self.fetcher)
+            if self.left <= 0:
+                raise ReadError(f"the update's {MAX_TOTAL >> 20} MiB for extension wheels is spent")
+            budget = min(MAX_WHEEL, self.left)
+            report = inspect_extension(link.url, budget=budget, client=self.fetcher)
+            self.left -= report.bytes_read
         except (ReadError, WheelError) as exc:
             detail = " ".join(str(exc).split())[:160]
             self.facts.notes.append(

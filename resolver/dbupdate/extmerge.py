@@ -112,6 +112,7 @@ class _ExtMerger:
         before = str(template.get("version") or "-")
         builds: list[dict[str, Any]] = []
         files: list[str] = []
+        said, cited = len(self.summary.extensions), set(self.sources)
         for rf in sorted(parts, key=lambda r: (r.folder != "default", r.folder)):
             place = _PLACE.get(rf.folder, f"the PyTorch index's {rf.folder} folder")
             files.append(
@@ -124,11 +125,17 @@ class _ExtMerger:
             )
             builds += self.builds(name, rf, template)
         sdist = any(rf.sdist for rf in parts)
-        if not builds and not sdist:
-            self.summary.notes.append(
-                f"{name} {version}: no usable wheel nor source distribution on the indexes: "
-                "not added"
+        unread = [w.platform for rf in parts for w in rf.wheels if not w.scanned]
+        if not builds and (unread or not sdist):
+            why = (
+                f"its {', '.join(unread)} wheels were not read"
+                if unread
+                else "no usable wheel nor source distribution on the indexes"
             )
+            self.summary.notes.append(f"{name} {version}: {why}: not added")
+            del self.summary.extensions[said:]
+            for key in set(self.sources) - cited:  # nothing cites them
+                del self.sources[key]
             return
         record: dict[str, Any] = {
             "version": version,
