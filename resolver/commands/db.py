@@ -153,6 +153,10 @@ def update(
 ) -> None:
     """Refresh the database from the PyTorch wheel index (into your data directory).
 
+    Also adds new releases of the extension packages (xformers, bitsandbytes, torchao, vllm,
+    triton, flash-attn) from the default index and the PyTorch index's CUDA folders, read from
+    their wheels; releases the database holds are never changed.
+
     Exit 0 when updated or current, 1 when the indexes could not be read (the database in use
     is left as it was).
     """
@@ -188,7 +192,8 @@ def update(
     if pypi is None and not no_pypi:
         click.echo(
             "note: no default index is configured in pip (index-url, PIP_INDEX_URL or "
-            "--pypi-index): skipping which build it carries",
+            "--pypi-index): skipping which build it carries and the extension packages' "
+            "releases there",
             err=True,
         )
     click.echo(f"reading {pytorch_index.rstrip('/')}/ (database: {base})", err=True)
@@ -221,6 +226,8 @@ def update(
                 "pypi_read": outcome.pypi_read,
                 "requests": outcome.requests,
                 "changes": outcome.summary.as_json(),
+                "extension_pages_read": outcome.extensions_read,
+                "extension_wheels_read": outcome.extension_wheels,
             }
         )
         sys.exit(0)

@@ -39,6 +39,7 @@ class Summary:
     companions: list[str] = field(default_factory=list)
     pypi: list[str] = field(default_factory=list)
     toolkits: list[str] = field(default_factory=list)
+    extensions: list[str] = field(default_factory=list)  # per package: release, pin, arch list
     notes: list[str] = field(default_factory=list)  # not changes: conflicts, skips
 
     SECTIONS = (
@@ -48,6 +49,7 @@ class Summary:
         ("companions", "companions"),
         ("pypi", "the Python Package Index's builds"),
         ("toolkits", "CUDA toolkits"),
+        ("extensions", "extension packages"),
         ("notes", "notes"),
     )
 
@@ -71,6 +73,25 @@ class Summary:
 def source_keys(facts: IndexFacts) -> tuple[str, str]:
     """The keys this read's records cite: the PyTorch index, and pip's default index."""
     return f"PYTORCH_INDEX_{facts.read_date}", f"PIP_INDEX_{facts.read_date}"
+
+
+def stamp_torch(doc: dict[str, Any], read_at: str) -> None:
+    """Set torch.yaml's ``schema:`` (this gpuresolve's: it validated the result) and
+    ``updated:`` (a timestamp: a same-day update still sorts after a plain date; the database's
+    version, by which the loader picks it over the shipped one), after ``index_url``."""
+    from resolver.db.location import SCHEMA
+
+    stamps = {"schema": SCHEMA, "updated": read_at}
+    if all(k in doc for k in stamps):
+        doc.update(stamps)
+        return
+    items = [(k, v) for k, v in doc.items() if k not in stamps]
+    doc.clear()
+    for k, v in items:
+        doc[k] = v
+        if k == "index_url":
+            doc.update(stamps)
+    doc.update(stamps)
 
 
 def merge(raw: Mapping[str, Any], facts: IndexFacts) -> tuple[dict[str, Any], Summary]:
@@ -232,22 +253,7 @@ class _Merger:
             }
 
     def _stamp(self) -> None:
-        """Set ``schema:`` (this gpuresolve's: it validated the result) and ``updated:`` (a
-        timestamp: a same-day update still sorts after a plain date), after ``index_url``."""
-        from resolver.db.location import SCHEMA
-
-        doc = self.torch
-        stamps = {"schema": SCHEMA, "updated": self.facts.read_at}
-        if all(k in doc for k in stamps):
-            doc.update(stamps)
-            return
-        items = [(k, v) for k, v in doc.items() if k not in stamps]
-        doc.clear()
-        for k, v in items:
-            doc[k] = v
-            if k == "index_url":
-                doc.update(stamps)
-        doc.update(stamps)
+        stamp_torch(self.torch, self.facts.read_at)
 
     # --- series and releases -----------------------------------------------------------------
     def _series(self, minor: str) -> dict[str, Any] | None:

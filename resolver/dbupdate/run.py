@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from resolver import catalog
-from resolver.core.errors import IndexFormatError
+from resolver.core.errors import IndexFormatError, UserError
 from resolver.db.check import check
 from resolver.db.yamlfile import read_yaml
 from resolver.dbupdate import UpdateError
 from resolver.dbupdate.collect import Progress, collect, no_progress
-from resolver.dbupdate.merge import Summary, merge
+from resolver.dbupdate.extcollect import collect_extensions
+from resolver.dbupdate.extmerge import merge_extensions
+from resolver.dbupdate.merge import Summary, merge, stamp_torch
 from resolver.io import ReadError
 from resolver.io.http import Client
 
@@ -25,11 +27,20 @@ class Outcome:
     written: bool
     pypi_read: bool
     requests: int  # HTTP requests made
+    extensions_read: int = 0  # extension packages' index pages read (0: none listed)
+    extension_wheels: int = 0  # extension wheels read
+
+
+EXTENSIONS = "extensions.yaml"
 
 
 def read_raw(directory: Path) -> dict[str, Any]:
-    """The four files as parsed YAML, keyed by file name (DataError when one is broken)."""
-    return {name: read_yaml(directory / name) for name in catalog.FILES}
+    """The four files as parsed YAML, keyed by file name (DataError when one is broken), and
+    extensions.yaml where the database has one."""
+    raw = {name: read_yaml(directory / name) for name in catalog.FILES}
+    if (directory / EXTENSIONS).is_file():
+        raw[EXTENSIONS] = read_yaml(directory / EXTENSIONS)
+    return raw
 
 
 def run_update(
@@ -64,9 +75,24 @@ def run_update(
             progress=progress,
             read_at=read_at,
         )
+        ext = collect_extensions(
+            fetcher,
+            raw.get(EXTENSIONS) or {},
+            pypi_index,
+            pytorch_index,
+            _torch_variants(raw["torch.yaml"]),
+            progress=progress,
+            mirror=_is_mirror(raw["torch.yaml"], pytorch_index),
+        )
     except (ReadError, IndexFormatError) as exc:
         raise UpdateError(str(exc)) from None
     new_raw, summary = merge(raw, facts)
+    merge_extensions(new_raw, ext, facts.read_date, summary)
+    _keep_extensions_sound(raw, new_raw, summary, known_problems)
+    if new_raw.get(EXTENSIONS) != raw.get(EXTENSIONS):
+        # the database's version is torch.yaml's stamp: without it a database whose only
+        # news is an extension release would not be picked over the shipped one
+        stamp_torch(new_raw["torch.yaml"], facts.read_at)
     written = False
     if summary.changed and not dry_run:
         from resolver.dbupdate.write import write_database
@@ -75,9 +101,54 @@ def run_update(
             target,
             new_raw,
             base=base,
-            changed=[name for name in catalog.FILES if new_raw[name] != raw[name]],
+            changed=[name for name in new_raw if new_raw[name] != raw.get(name)],
             stamp=facts.read_at,
             known_problems=known_problems,
         )
         written = True
-    return Outcome(summary, base, target, written, facts.pypi_read, fetcher.requests)
+    return Outcome(
+        summary,
+        base,
+        target,
+        written,
+        facts.pypi_read,
+        fetcher.requests,
+        ext.pages,
+        ext.wheels_read,
+    )
+
+
+def _keep_extensions_sound(
+    raw: dict[str, Any], new_raw: dict[str, Any], summary: Summary, known: list[str]
+) -> None:
+    """Undo the extension packages' part of the merge when it would fail ``db check``: what
+    a new release's wheels said must not stop torch's update (the summary says why)."""
+    if new_raw.get(EXTENSIONS) == raw.get(EXTENSIONS):
+        return
+    try:
+        problems = check(catalog.from_raw(new_raw, origin="<update>"))
+    except UserError as exc:  # does not load: the extensions' part goes, torch's is checked on
+        problems = [f"{EXTENSIONS}: {exc}"]
+    new = [p for p in problems if p not in set(known) and EXTENSIONS in p]
+    if new:
+        new_raw[EXTENSIONS] = raw[EXTENSIONS]
+        summary.extensions.clear()
+        summary.notes.append(
+            f"the extension packages' new releases were left out: {new[0]} (curate)"
+        )
+
+
+def _is_mirror(torch_doc: Any, pytorch_index: str) -> bool:
+    """Whether the PyTorch index read is not the database's own (``index_url``)."""
+    own = str(torch_doc.get("index_url") or "").split("{variant}")[0].rstrip("/")
+    return pytorch_index.rstrip("/") != own
+
+
+def _torch_variants(torch_doc: Any) -> list[str]:
+    """The CUDA variant folders of torch.yaml's newest two series (where a new extension
+    release built for a current torch is served; older folders get no new releases)."""
+    from resolver.dbupdate.merge import series_of, variant_names
+    from resolver.wheels.simple import release_key
+
+    newest = sorted(series_of(torch_doc), key=lambda s: release_key(str(s.get("minor"))))[-2:]
+    return sorted({n for s in newest for n in variant_names(s) if n.startswith("cu")})

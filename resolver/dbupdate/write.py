@@ -133,8 +133,8 @@ def _write_locked(
             _merge_own_observations(tmp, own)
         # The target's own mode (or mkdir's), not mkdtemp's 0700 nor base's that copytree copied.
         os.chmod(tmp, mode)
-        for name in catalog.FILES:
-            if name in changed:
+        for name in (*catalog.FILES, *catalog.OPTIONAL_FILES):
+            if name in changed and name in raw:
                 kept = [
                     line
                     for line in leading_comments(base / name).splitlines(keepends=True)
