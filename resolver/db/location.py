@@ -11,6 +11,7 @@ live with the loader.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -45,8 +46,10 @@ _TOP_KEY = re.compile(r"^(schema|updated):[ \t]*(.*?)[ \t]*(?:#.*)?$")
 _MIN_TIME = datetime.min.replace(tzinfo=timezone.utc)
 
 
+@functools.cache
 def shipped_data_dir() -> Path:
-    """`data/` inside the installed wheel (resolver/data), else the checkout's top-level `data/`."""
+    """`data/` inside the installed wheel (resolver/data), else the checkout's top-level `data/`
+    (found once: the installation does not move while gpuresolve runs)."""
     package = Path(__file__).resolve().parent.parent
     inside = package / "data"
     return inside if (inside / "torch.yaml").is_file() else package.parent / "data"

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, unsafe_char
 from resolver.core.platforms import DEFAULT_PLATFORM, PLATFORMS
-from resolver.io.bounded import SPEC_LIMIT, load_yaml, read_text
+from resolver.io.bounded import SPEC_LIMIT, SPEC_MAX_NODES, load_yaml, read_text
 from resolver.solve import Request, Target
 from resolver.solve.shapes import FleetMember
 
@@ -156,7 +156,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     spec_path = Path(path)
     s = _Spec(spec_path)
     text = read_text(spec_path, limit=SPEC_LIMIT, what="an environment spec")
-    data = load_yaml(text, spec_path)
+    data = load_yaml(text, spec_path, max_nodes=SPEC_MAX_NODES)
     top = s.mapping(data, "(top)", TOP_KEYS)
     for required in ("name", "python", "targets"):
         if required not in top:
