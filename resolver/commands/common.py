@@ -307,5 +307,6 @@ def request_options(func: F) -> F:
 
 
 def emit_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, sort_keys=False)
-    sys.stdout.write("\n")
+    """The document in one write: ``json.dump`` writes each token apart, which unbuffered
+    (``PYTHONUNBUFFERED=1``, common in containers and CI) is one system call per token."""
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")

@@ -39,6 +39,7 @@ DB_FILES = (
     "gpu_peaks.yaml",
     "extensions.yaml",
     "gpu_names.json",  # generated from pci.ids (tools/gen_gpu_names.py), copied as it is
+    "catalog.json",  # generated: the shipped files parsed (db/snapshot.py); used there only
     "SCHEMA.md",
 )
 _HEAD_BYTES = 64 * 1024  # `schema:` and `updated:` sit in the first lines of torch.yaml
