@@ -307,6 +307,15 @@ def request_options(func: F) -> F:
 
 
 def emit_json(data: Any) -> None:
-    """The document in one write: ``json.dump`` writes each token apart, which unbuffered
-    (``PYTHONUNBUFFERED=1``, common in containers and CI) is one system call per token."""
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    """The document in pieces of ``PIPE_BUF`` bytes: ``json.dump`` writes each token apart, which
+    unbuffered (``PYTHONUNBUFFERED=1``, common in containers and CI) is one system call per
+    token. Not in one write: unbuffered, a write to a pipe whose reader left can be cut short and
+    Python's text layer drops the rest silently (exit 0 for a truncated document), while a pipe
+    write of at most ``PIPE_BUF`` bytes is all or nothing. ASCII only (``ensure_ascii``), so
+    characters are bytes."""
+    import select  # built in: costs nothing
+
+    text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=True) + "\n"
+    size = getattr(select, "PIPE_BUF", 512)  # POSIX's least
+    for start in range(0, len(text), size):
+        sys.stdout.write(text[start : start + size])
