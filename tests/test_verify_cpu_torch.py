@@ -22,7 +22,7 @@ import pytest
 from conftest import scrubbed_env
 
 from resolver.catalog import Catalog
-from resolver.host.profile import STATE_NO_DRIVER, GpuInfo, HostProfile
+from resolver.core.hostprofile import STATE_NO_DRIVER, GpuInfo, HostProfile
 from resolver.readers import lockfile
 from resolver.verify import checks
 from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, overall

@@ -18,7 +18,7 @@ from test_verify_checks import H100, cpu_build
 
 from resolver.commands import verify as verify_cmd
 from resolver.core.errors import UserError
-from resolver.host.profile import STATE_NO_DRIVER, HostProfile
+from resolver.core.hostprofile import STATE_NO_DRIVER, HostProfile
 from resolver.verify import checks
 from resolver.verify.result import CHECKS, FAIL, SKIP
 from resolver.verify.run import PROBE_FILE, resolve_python, run_probe

@@ -21,7 +21,7 @@ from resolver.core.platforms import MACOS
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
-    from resolver.host.profile import HostProfile
+    from resolver.core.hostprofile import HostProfile
     from resolver.solve import Request, Target
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,7 +49,7 @@ class TargetOptions:
         self, catalog: Catalog, python: str | None = None
     ) -> tuple[Target, HostProfile | None]:
         """The target: described by these options, or this machine probed (``python`` overrides)."""
-        from resolver.solve.inputs import resolve_target
+        from resolver.flows.target import resolve_target
 
         target, profile = resolve_target(
             catalog,

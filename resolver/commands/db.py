@@ -42,12 +42,17 @@ def check(data_dir: str | None, as_json: bool) -> None:
     """Validate the schema and the consistency of every record (exit 1 on problems)."""
     from resolver import catalog as catalog_mod
     from resolver.core.errors import DataError
+    from resolver.db import imagesdata
     from resolver.db.check import check as db_check
     from resolver.images import facts as image_facts
     from resolver.verify import speed
 
     cat = catalog_mod.load(Path(data_dir) if data_dir else None)
-    problems = db_check(cat) + image_facts.check(cat)  # images.yaml
+    problems = db_check(cat)
+    try:  # images.yaml
+        problems += image_facts.check(cat, image_facts.from_raw(*imagesdata.read(cat.origin)))
+    except DataError as exc:
+        problems.append(str(exc))
     try:
         speed.load(speed.data_file(cat.origin))  # gpu_peaks.yaml
     except DataError as exc:

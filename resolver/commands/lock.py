@@ -211,7 +211,7 @@ def lock(
     if effective is not None and effective.target is not None:
         machine, profile = effective.target, None
         if lock_inputs.given(ctx, "python") and target.python:
-            from resolver.solve.inputs import python_version
+            from resolver.host.interpreter import python_version
 
             machine = replace(machine, python=python_version(target.python))
     else:

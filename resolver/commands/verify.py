@@ -12,7 +12,7 @@ from resolver.commands.common import SAFE_TEXT, Seconds, emit_json
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
-    from resolver.host.profile import HostProfile
+    from resolver.core.hostprofile import HostProfile
     from resolver.observe.runtime import Recorded
     from resolver.verify.result import CheckResult
     from resolver.verify.run import ProbeRun

@@ -144,13 +144,9 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     """Read and validate a spec; every problem is one UserError naming file and key.
 
     ``progress`` (the CLI's bars on a terminal) is told of a large node list's reading."""
-    from resolver.solve.inputs import (
-        build_request,
-        describe_target,
-        load_profile,
-        python_version,
-        target_from_profile,
-    )
+    from resolver.host.interpreter import python_version
+    from resolver.host.records import load_profile
+    from resolver.solve.inputs import build_request, describe_target, target_from_profile
     from resolver.team.expand import expand_entry, is_many
 
     spec_path = Path(path)
