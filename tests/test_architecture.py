@@ -292,6 +292,23 @@ def test_every_standalone_script_has_its_own_python_target() -> None:
     assert on_disk == files  # every script there is marked standalone here
 
 
+def test_every_package_face_says_what_it_offers() -> None:
+    """Each package's ``__init__`` declares ``__all__`` (empty for a namespace of modules)."""
+    missing = []
+    for init in sorted((ROOT / PACKAGE).rglob("__init__.py")):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        targets = [
+            t.id
+            for node in tree.body
+            if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(t, ast.Name)
+        ]
+        if "__all__" not in targets:
+            missing.append(module_name(init, ROOT))
+    assert missing == []
+
+
 def test_the_standalone_scripts_import_nothing_of_gpuresolve() -> None:
     graph, _ = import_graph()
     for mod in STANDALONE:
