@@ -19,9 +19,9 @@ import click
 from resolver.commands.common import RequestOptions, TargetOptions
 from resolver.core.errors import UserError, escaped, plain_text, shown
 from resolver.host.pipconfig import PipIndex
-from resolver.io.bounded import open_regular, read_optional_text
+from resolver.io.bounded import open_regular
 from resolver.solve import Target
-from resolver.writers import lockfiles, recorded
+from resolver.writers import lockfiles, outputs, recorded
 
 # lock's own options a lock records (click parameter name -> record key)
 LOCK_OPTIONS = (
@@ -35,7 +35,6 @@ LOCK_OPTIONS = (
 )
 TARGET_FLAGS = ("driver", "gpus", "no_gpu", "platform", "host_file")
 MAX_READ = 4 * 1024 * 1024
-MAX_REPORT_BYTES = 1024 * 1024  # report.md, read back for a team lock's --check
 
 
 def given(ctx: click.Context, name: str) -> bool:
@@ -295,9 +294,7 @@ def recorded_team_formats(directory: Path, options: lockfiles.LockOptions) -> lo
     """``options`` with the formats, --hashes, --top-level and indexes that report.md records
     (when not given)."""
     ctx = click.get_current_context()
-    text = read_optional_text(
-        directory / "report.md", limit=MAX_REPORT_BYTES, what="a file gpuresolve edits"
-    )
+    text = outputs.read_current(directory, "report.md")  # the output folder's rules: no link
     record = recorded.read("report.md", text) if text is not None else None
     files = record.get("files") if record else None
     if not isinstance(files, dict):
