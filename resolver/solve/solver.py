@@ -16,6 +16,7 @@ Rules (see README "How gpuresolve decides"):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -142,6 +143,9 @@ class Decision:
     cpu_fallback: Candidate | None = None  # shown when a GPU target has no GPU build
 
 
+floor_key = functools.lru_cache(maxsize=1024)(driver_key)  # a few dozen floors, asked per build
+
+
 class _Machine:
     """What the target alone decides, worked out once per solve, not for each of ~100 builds:
     its driver's sort key, its driver-window verdicts and facts, each GPU's kernel coverage."""
@@ -153,7 +157,7 @@ class _Machine:
         self._coverage: dict[tuple[int, CC], str | None] = {}
 
     def older_than(self, floor: str) -> bool:
-        return self.have is not None and self.have < driver_key(floor)
+        return self.have is not None and self.have < floor_key(floor)
 
     def windows(self) -> tuple[list[tuple[Reason, Fact]], list[Fact]]:
         if self._windows is None:

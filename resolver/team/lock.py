@@ -205,6 +205,7 @@ def lock_team(
     counts = {m.target.name or "": m.count for m in spec.members}
     files: dict[str, str] = {}
     report: list[str] = []
+    member_groups = [m.group for m in spec.members if m.group is not None]  # once, not per group
     for label, members, decision in groups:
         prefix = f"{label}/" if label else ""
         report.append(
@@ -216,7 +217,7 @@ def lock_team(
                 counts,
                 label or None,
                 options.pytorch_index,
-                [m.group for m in spec.members if m.group is not None],
+                member_groups,
             )
         )
         if not decision.ok:
