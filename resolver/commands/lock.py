@@ -27,8 +27,9 @@ from resolver.commands.common import (
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.core.errors import UserError, shown
+from resolver.flows.output import Checked, OutputFolder, owned_names
+from resolver.flows.output import FileStatus as FileStatus_
 from resolver.host.pipconfig import PipIndex
-from resolver.writers import check as lockcheck
 from resolver.writers import lockfiles
 
 _GLIBC_RE = re.compile(r"^2\.[0-9]{1,3}$")
@@ -322,24 +323,13 @@ def _decision_json(
 
 
 def _existing(directory: Path, names: Sequence[str]) -> dict[str, str]:
-    """The current text of the files a format edits in place (the user's pyproject.toml)."""
-    out: dict[str, str] = {}
-    for name in names:
-        if name in lockfiles.UPDATED_IN_PLACE:
-            text = _read_existing(directory / name)
-            if text is not None:
-                out[name] = text
-    return out
+    """The current text of the files a format edits in place (the user's pyproject.toml), read
+    as everything under the output folder is: never through a link."""
+    edited = [n for n in names if n in lockfiles.UPDATED_IN_PLACE]
+    return OutputFolder(directory).existing(edited, MAX_PROJECT_BYTES)
 
 
-def _read_existing(path: Path) -> str | None:
-    """A file gpuresolve edits in place, bounded; None when there is none."""
-    from resolver.io.bounded import read_optional_text
-
-    return read_optional_text(path, limit=MAX_PROJECT_BYTES, what="a file gpuresolve edits")
-
-
-FileStatus = dict[str, Any]
+FileStatus = dict[str, Any]  # a file's status as --json shows it
 
 
 def _write_or_check(
@@ -349,56 +339,40 @@ def _write_or_check(
     what: str,
     catalog: catalog_mod.Catalog,
     as_json: bool = False,
-    hidden: dict[str, str] | None = None,
 ) -> tuple[list[FileStatus], bool, str | None, dict[str, Any]]:
     """Write the files (saying which changed), or with --check compare them and say why.
 
     Returns each file's status (written/unchanged, or with --check its check status and
     changes), whether all is well, --check's outcome (drift | stale | database-newer | current)
     and what --check found for --json (changes, messages, exit).
-    ``hidden``: files written with them (all or nothing) but not listed (the manifest).
     """
+    folder = OutputFolder(directory)
     if check:
-        result = lockcheck.compare(directory, files)
-        notes = lockcheck.messages(result, catalog.updated, what)
-        if result.diff and not as_json:
-            sys.stdout.write(result.diff)
-        for line in notes:
-            click.echo(f"gpuresolve: {line}", err=True)
-        if result.ok and not as_json:
-            click.echo(f"all current: {len(files)} file(s) in {directory}")
-        statuses = [
-            {
-                "path": str(directory / f.name),
-                "format": _format_of(f.name),
-                "status": f.status,
-                "changes": list(f.changes),
-                **({"line_endings": "crlf"} if f.crlf else {}),  # git's core.autocrlf
-            }
-            for f in result.files
-        ]
-        found = {
-            "changes": result.changes,
-            "messages": notes,
-            "exit": 0 if result.ok else 1,
+        found = folder.check(files, catalog.updated, what)
+        _say_checked(found, directory, len(files), as_json)
+        extra = {
+            "changes": found.changes,
+            "messages": list(found.messages),
+            "exit": 0 if found.ok else 1,
         }
-        return statuses, result.ok, result.outcome, found
-    changed = [n for n in files if lockfiles.diff_files(directory, {n: files[n]})]
-    lockfiles.write_files(directory, {**files, **(hidden or {})}, check=False)
-    statuses = []
-    for name in files:
-        status = "written" if name in changed else "unchanged"
-        statuses.append(
-            {"path": str(directory / name), "format": _format_of(name), "status": status}
-        )
-        if not as_json:
-            click.echo(f"{'wrote' if name in changed else 'unchanged'} {directory / name}")
-    return statuses, True, None, {}
+        return [f.to_json() for f in found.files], found.ok, found.outcome, extra
+    written = folder.write(files)
+    _say_written(written, as_json)
+    return [f.to_json() for f in written], True, None, {}
 
 
-def _format_of(name: str) -> str:
-    base = name.rsplit("/", 1)[-1]
-    return lockfiles.FORMAT_OF.get(base, "report" if base == "report.md" else "other")
+def _say_checked(found: Checked, directory: Path, count: int, as_json: bool) -> None:
+    if found.diff and not as_json:
+        sys.stdout.write(found.diff)
+    for line in found.messages:
+        click.echo(f"gpuresolve: {line}", err=True)
+    if found.ok and not as_json:
+        click.echo(f"all current: {count} file(s) in {directory}")
+
+
+def _say_written(files: Sequence[Any], as_json: bool) -> None:
+    for f in files if not as_json else ():
+        click.echo(f"{'wrote' if f.status == 'written' else f.status} {f.path}")
 
 
 PROGRESS_FROM = 500  # targets or machine shapes: fewer take well under a second
@@ -461,7 +435,9 @@ def _lock_team(
             spec,
             options,
             split,
-            existing=lambda rel: _read_existing(directory / rel),
+            existing=lambda rel: OutputFolder(directory).read(
+                rel, MAX_PROJECT_BYTES, "a file gpuresolve edits"
+            ),
             progress=progress,
         )
     if split is not None and split != (spec.split == "true") and spec.split != "auto":
@@ -509,18 +485,9 @@ def _lock_team(
         hint = "" if split else "; --split writes one set per group of targets"
         click.echo(f"nothing written{hint} (see the reasons above)", err=True)
         sys.exit(1)
-    from resolver.writers import manifest
-
-    ours = (
-        *(
-            n
-            for n in lockfiles.file_names(lockfiles.FORMATS)
-            if n not in lockfiles.UPDATED_IN_PLACE
-        ),
-        "report.md",
-    )
-    recorded_files = manifest.recorded(directory)
-    stale = manifest.stale(directory, team.files, spec.path.name, ours)
+    folder = OutputFolder(directory)
+    ours = owned_names()
+    stale = folder.stale(team.files, spec.path.name, ours)
     gone = [item.name for item in stale if item.removable]
     for item in stale:
         if not item.removable:
@@ -529,10 +496,8 @@ def _lock_team(
                 f"{item.why_kept}; remove it yourself if it is not needed",
                 err=True,
             )
-    removed = [
-        {"path": str(directory / n), "format": _format_of(n), "status": "removed"} for n in gone
-    ]
     if gone and check:
+        removed = [FileStatus_(directory / n, n, "removed").to_json() for n in gone]
         click.echo(f"gpuresolve: {spec.name}: no longer generated: {', '.join(gone)}", err=True)
         if as_json:
             emit_json(
@@ -548,22 +513,16 @@ def _lock_team(
                 }
             )
         sys.exit(1)
-    # a user's pyproject.toml (--format uv) is edited, not owned: never recorded for removal
-    hidden = (
-        {}
-        if check
-        else {manifest.MANIFEST: manifest.owned(team.files, not_ours=lockfiles.UPDATED_IN_PLACE)}
-    )
-    statuses, ok, outcome, found = _write_or_check(
-        directory, team.files, check, f" of {spec.name}", catalog, as_json, hidden
-    )
-    if not check:  # only once every new file is in place: a platform or group no longer there
-        for name in gone:
-            for path in manifest.remove(
-                directory, name, recorded_files[name], spec.path.name, ours
-            ):
-                if not as_json:
-                    click.echo(f"removed {path}")
+    if check:
+        statuses, ok, outcome, found = _write_or_check(
+            directory, team.files, check, f" of {spec.name}", catalog, as_json
+        )
+    else:  # the files, then what is no longer generated and provably ours, then the manifest
+        replaced = folder.replace(team.files, spec.path.name, ours)
+        _say_written([f for f in replaced.files if f.status != "removed"], as_json)
+        for path in replaced.removed if not as_json else ():
+            click.echo(f"removed {path}")
+        statuses, ok, outcome, found = [f.to_json() for f in replaced.files], True, None, {}
     if as_json:
         emit_json(
             {
@@ -572,7 +531,7 @@ def _lock_team(
                 **found,
                 "spec": spec.name,
                 "split": len(team.groups) > 1 or bool(team.groups and team.groups[0][0]),
-                "files": [*removed, *statuses],
+                "files": statuses,
                 "groups": groups_json,
             }
         )

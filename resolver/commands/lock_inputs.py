@@ -19,7 +19,6 @@ import click
 from resolver.commands.common import RequestOptions, TargetOptions
 from resolver.core.errors import UserError, escaped, plain_text, shown
 from resolver.host.pipconfig import PipIndex
-from resolver.io.bounded import open_regular
 from resolver.solve import Target
 from resolver.writers import lockfiles, outputs, recorded
 
@@ -74,11 +73,10 @@ def find_recorded(directory: Path) -> tuple[str, dict[str, Any]] | None:
     """The inputs recorded in the first of the directory's lock files that has them."""
     for name in lockfiles.file_names(["all", "pylock", "uv"]):
         path = directory / name
-        if not path.is_file():
-            continue
-        try:
-            with open_regular(path) as fh:
-                head = fh.read(MAX_READ)
+        try:  # as everything under the output folder is read: never through a link
+            head = outputs.read_head(directory, name, MAX_READ)
+            if head is None:
+                continue
             if len(head) == MAX_READ:  # a character cut at the end is not damage
                 head = head[: head.rfind(b"\n") + 1]
             text = head.decode("utf-8")
