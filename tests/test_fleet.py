@@ -340,7 +340,7 @@ class _Terminal(io.StringIO):
 
 @pytest.mark.parametrize("tty", [True, False])
 def test_progress_bar_only_on_a_terminal(tty: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    from resolver.commands.lock import PROGRESS_FROM, _progress_bars
+    from resolver.commands.lock_team import PROGRESS_FROM, _progress_bars
 
     err = _Terminal(tty)
     monkeypatch.setattr(sys, "stderr", err)

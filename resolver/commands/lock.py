@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,15 +24,15 @@ from resolver.commands.common import (
     target_options,
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
+from resolver.commands.lock_output import write_or_check
+from resolver.commands.lock_team import lock_team
 from resolver.core.errors import UserError, shown
-from resolver.flows.output import Checked, OutputFolder, owned_names
-from resolver.flows.output import FileStatus as FileStatus_
-from resolver.host.pipconfig import PipIndex
+from resolver.flows.lock import resolve_single, single_files
+from resolver.flows.output import OutputFolder
 from resolver.writers import lockfiles
 
 _GLIBC_RE = re.compile(r"^2\.[0-9]{1,3}$")
 CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
-MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one to edit
 
 
 @click.command()
@@ -203,9 +201,7 @@ def lock(
         if given:
             raise UserError(f"{spec}: {given[0]} belongs in the spec, not on the command line")
         evidence = "any" if request.allow_unconfirmed else request.evidence
-        _lock_team(
-            catalog, spec, options, output, split, check, evidence, as_json, (index, verbose)
-        )
+        lock_team(catalog, spec, options, output, split, check, evidence, as_json, (index, verbose))
     if split is not None:
         raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
     wanted = request.request(target)
@@ -231,9 +227,6 @@ def lock(
                 "(this interpreter's) and records it; pass --python to choose",
                 err=True,
             )
-    if glibc is None and profile is not None and profile.platform == machine.platform:
-        glibc = profile.glibc
-    glibc = glibc and glibc.strip()
     if confirm:
         from resolver.commands.confirm_flag import confirm_and_resolve
         from resolver.solve import solve
@@ -252,8 +245,8 @@ def lock(
                 f"inputs recorded in {where}",
                 err=True,
             )
-    lock_input = lockfiles.prepare(catalog, machine, wanted, options, glibc)
-    unmet = lock_input.unmet(options)
+    single = resolve_single(catalog, machine, wanted, options, glibc, profile)
+    lock_input, unmet = single.lock_input, single.unmet
     if unmet is not None:
         if as_json:
             emit_json(
@@ -266,15 +259,15 @@ def lock(
             click.echo("nothing written:")
         click.echo(render.decision_text(catalog, unmet, pytorch_index))
         sys.exit(1)
-    options = lockfiles.with_extensions(catalog, lock_input, options)
-    used = lockfiles.uses_default_index(catalog, lock_input.decision, options)
+    options = single.options  # with the extensions' indexes where the lock has extensions
+    used = single.uses_default_index
     lock_inputs.say_index(index, verbose=verbose, used=used)
     lock_opts["default_index"] = options.default_index if used else None  # an input where used
     lock_opts["top_level"], lock_opts["hashes"] = options.top_level, options.with_hashes
     record = lock_inputs.inputs_record(request, wanted, lock_opts)
-    existing = _existing(directory, options.files)
-    files = lockfiles.render_files(catalog, lock_input, options, inputs=record, existing=existing)
-    statuses = _write_or_check(directory, files, check, "", catalog, as_json)
+    folder = OutputFolder(directory)
+    files = single_files(catalog, single, options, record, folder)
+    statuses = write_or_check(folder, files, check, "", catalog.updated, as_json)
     if as_json and check:  # what changed, not the whole decision with every rejected build
         sel = lock_input.decision.selection
         emit_json(
@@ -320,219 +313,3 @@ def _decision_json(
     catalog: catalog_mod.Catalog, decision: Any, options: lockfiles.LockOptions
 ) -> dict[str, Any]:
     return render.decision_json(catalog, decision, options.pytorch_index)
-
-
-def _existing(directory: Path, names: Sequence[str]) -> dict[str, str]:
-    """The current text of the files a format edits in place (the user's pyproject.toml), read
-    as everything under the output folder is: never through a link."""
-    edited = [n for n in names if n in lockfiles.UPDATED_IN_PLACE]
-    return OutputFolder(directory).existing(edited, MAX_PROJECT_BYTES)
-
-
-FileStatus = dict[str, Any]  # a file's status as --json shows it
-
-
-def _write_or_check(
-    directory: Path,
-    files: dict[str, str],
-    check: bool,
-    what: str,
-    catalog: catalog_mod.Catalog,
-    as_json: bool = False,
-) -> tuple[list[FileStatus], bool, str | None, dict[str, Any]]:
-    """Write the files (saying which changed), or with --check compare them and say why.
-
-    Returns each file's status (written/unchanged, or with --check its check status and
-    changes), whether all is well, --check's outcome (drift | stale | database-newer | current)
-    and what --check found for --json (changes, messages, exit).
-    """
-    folder = OutputFolder(directory)
-    if check:
-        found = folder.check(files, catalog.updated, what)
-        _say_checked(found, directory, len(files), as_json)
-        extra = {
-            "changes": found.changes,
-            "messages": list(found.messages),
-            "exit": 0 if found.ok else 1,
-        }
-        return [f.to_json() for f in found.files], found.ok, found.outcome, extra
-    written = folder.write(files)
-    _say_written(written, as_json)
-    return [f.to_json() for f in written], True, None, {}
-
-
-def _say_checked(found: Checked, directory: Path, count: int, as_json: bool) -> None:
-    if found.diff and not as_json:
-        sys.stdout.write(found.diff)
-    for line in found.messages:
-        click.echo(f"gpuresolve: {line}", err=True)
-    if found.ok and not as_json:
-        click.echo(f"all current: {count} file(s) in {directory}")
-
-
-def _say_written(files: Sequence[Any], as_json: bool) -> None:
-    for f in files if not as_json else ():
-        click.echo(f"{'wrote' if f.status == 'written' else f.status} {f.path}")
-
-
-PROGRESS_FROM = 500  # targets or machine shapes: fewer take well under a second
-
-
-@contextlib.contextmanager
-def _progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
-    """Click's progress bar on stderr for each long step of a team lock, one after the other;
-    only when stderr is a terminal (a pipe or a CI log gets nothing) and the step is long."""
-    bars = contextlib.ExitStack()
-
-    def start(label: str, total: int) -> Callable[[int], None]:
-        bars.close()  # the previous step is done: its bar ends its line
-        if total < PROGRESS_FROM or not sys.stderr.isatty():
-            return lambda n: None
-        bar = bars.enter_context(click.progressbar(length=total, label=label, file=sys.stderr))
-        return bar.update
-
-    with bars:
-        yield start
-
-
-def _lock_team(
-    catalog: catalog_mod.Catalog,
-    spec_path: str,
-    options: lockfiles.LockOptions,
-    output: str | None,
-    split: bool | None,
-    check: bool,
-    evidence: str,
-    as_json: bool = False,
-    index: tuple[PipIndex, bool] | None = None,
-) -> None:
-    """`gpuresolve lock SPEC`: every platform's files and report.md; exits. ``index``: the
-    index outside the PyTorch index and whether to say more about it (-v)."""
-    from resolver.team.lock import default_output, lock_team
-    from resolver.team.spec import load_spec
-
-    with _progress_bars() as progress:  # a large node list's reading, the solving, grouping
-        spec = load_spec(spec_path, catalog, progress)
-        if evidence != "documented":  # given on the command line: overrides the spec's
-            spec = replace(spec, request=replace(spec.request, evidence=evidence))
-        options = replace(options, conda_source=spec.conda_source)
-        ctx = click.get_current_context()
-        if spec.lock == "top-level" and not lock_inputs.given(ctx, "top_level"):
-            top, hashed = lock_inputs.closure_choice(True, options.hashes)
-            options = replace(options, top_level=top, hashes=hashed)
-        if index is not None:
-            lock_inputs.say_index(index[0], verbose=index[1], used=bool(spec.pip))
-        directory = Path(output) if output else default_output(spec)
-        if check and not (directory / "report.md").is_file():
-            raise UserError(
-                f"no gpuresolve lock files in {directory} (no report.md): nothing to check (lock "
-                f"{spec.name} first, or point -o at the folder its files are in)"
-            )
-        if check:  # the formats the team's files record, unless given again
-            options = lock_inputs.recorded_team_formats(directory, options)
-        team = lock_team(
-            catalog,
-            spec,
-            options,
-            split,
-            existing=lambda rel: OutputFolder(directory).read(
-                rel, MAX_PROJECT_BYTES, "a file gpuresolve edits"
-            ),
-            progress=progress,
-        )
-    if split is not None and split != (spec.split == "true") and spec.split != "auto":
-        click.echo(
-            f"gpuresolve: {'--split' if split else '--no-split'} overrides the spec's "
-            f"split: {spec.split}",
-            err=True,
-        )
-    if team.auto_split:
-        click.echo(
-            f"{spec.name}: no set runs on every target, so the lock is split into "
-            f"{len(team.groups)} groups (split: auto; `split: false` in the spec refuses instead)",
-            err=True,
-        )
-    for label, decision in team.groups:
-        if as_json:
-            break
-        where = f" ({label})" if label else ""
-        if decision.ok:
-            picks = "; ".join(
-                f"{c.folder}: {render.describe_build(c.candidate)}" for c in decision.choices
-            )
-            click.echo(f"{spec.name}{where}: {picks}")
-        else:
-            click.echo(f"{spec.name}{where}: no set runs on every target")
-            for conflict in decision.conflicts:
-                click.echo(f"  {conflict}")
-    groups_json = [
-        {
-            "label": label or None,
-            "ok": decision.ok,
-            "torch": decision.torch,
-            "platforms": {  # a platform's GPU-less members' set: "<platform>-cpu"
-                c.folder: render.candidate_json(catalog, c.candidate, options.pytorch_index)
-                for c in decision.choices
-            },
-            "conflicts": list(decision.conflicts),
-        }
-        for label, decision in team.groups
-    ]
-    if not team.ok:
-        if as_json:
-            emit_json({"ok": False, "spec": spec.name, "files": [], "groups": groups_json})
-            sys.exit(1)
-        hint = "" if split else "; --split writes one set per group of targets"
-        click.echo(f"nothing written{hint} (see the reasons above)", err=True)
-        sys.exit(1)
-    folder = OutputFolder(directory)
-    ours = owned_names()
-    stale = folder.stale(team.files, spec.path.name, ours)
-    gone = [item.name for item in stale if item.removable]
-    for item in stale:
-        if not item.removable:
-            click.echo(
-                f"gpuresolve: kept {directory / item.name}: no longer generated, but "
-                f"{item.why_kept}; remove it yourself if it is not needed",
-                err=True,
-            )
-    if gone and check:
-        removed = [FileStatus_(directory / n, n, "removed").to_json() for n in gone]
-        click.echo(f"gpuresolve: {spec.name}: no longer generated: {', '.join(gone)}", err=True)
-        if as_json:
-            emit_json(
-                {
-                    "ok": False,
-                    "check": "drift",
-                    "changes": [],
-                    "messages": [f"{spec.name}: no longer generated: {', '.join(gone)}"],
-                    "exit": 1,
-                    "spec": spec.name,
-                    "files": removed,
-                    "groups": groups_json,
-                }
-            )
-        sys.exit(1)
-    if check:
-        statuses, ok, outcome, found = _write_or_check(
-            directory, team.files, check, f" of {spec.name}", catalog, as_json
-        )
-    else:  # the files, then what is no longer generated and provably ours, then the manifest
-        replaced = folder.replace(team.files, spec.path.name, ours)
-        _say_written([f for f in replaced.files if f.status != "removed"], as_json)
-        for path in replaced.removed if not as_json else ():
-            click.echo(f"removed {path}")
-        statuses, ok, outcome, found = [f.to_json() for f in replaced.files], True, None, {}
-    if as_json:
-        emit_json(
-            {
-                "ok": ok,
-                "check": outcome,
-                **found,
-                "spec": spec.name,
-                "split": len(team.groups) > 1 or bool(team.groups and team.groups[0][0]),
-                "files": statuses,
-                "groups": groups_json,
-            }
-        )
-    sys.exit(0 if ok else 1)
