@@ -20,8 +20,13 @@ from resolver.commands.common import (
 )
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
-from resolver.io import subprocs
-from resolver.io.bounded import LOCK_LIMIT, read_text
+from resolver.flows.install import (
+    hold_target,
+    lock_plan,
+    run_verify,
+    run_verify_json,
+    with_packaged_uv,
+)
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
@@ -99,7 +104,7 @@ def install(
     env_mod.require_managed(env, system)
     tools = env_mod.find_tools()
     if tools.uv is None and (installer == "uv" or (installer == "auto" and not env.has_pip)):
-        tools = _with_packaged_uv(tools)  # uv is a dependency: gpuresolve's own when none on PATH
+        tools = with_packaged_uv(tools)  # uv is a dependency: gpuresolve's own when none on PATH
     here = host_platform.probe().platform
     say = _sayer(dry_run, as_json)
     staged: str | None = None
@@ -112,8 +117,12 @@ def install(
             used += ["--evidence"] if request.evidence != "documented" else []
             if used:
                 raise UserError(f"--lock installs the lock as written: drop {', '.join(used)}")
-            _hold_target(lock_file, here, env.version, ignore_target, say)
-            plan, staged = _lock_plan(lock_file, here, env, tools, installer, pytorch_index, say)
+            note, warnings = hold_target(lock_file, here, env.version, ignore_target)
+            if note:
+                say(note)
+            for warning in warnings:
+                click.echo(f"gpuresolve: warning: {warning}", err=True)
+            plan, staged = lock_plan(lock_file, here, env, tools, installer, pytorch_index, say)
         else:
             if ignore_target:
                 raise UserError("--ignore-target goes with --lock (a lock's recorded target)")
@@ -256,110 +265,6 @@ def _constraints(catalog: Catalog, sel: Candidate, python: str) -> tuple[list[st
     return reqs, str(path)
 
 
-def _hold_target(
-    lock_file: str, here: str, python: str, ignore: bool, say: Callable[[str], None]
-) -> None:
-    """The lock's recorded target against this environment (exit 2 for another platform or
-    Python, warnings for another GPU or driver), or with --ignore-target a line saying so."""
-    from resolver.install import held_target
-
-    if ignore:
-        try:
-            target = held_target.recorded_target(lock_file)
-        except UserError:  # a damaged record is what --ignore-target passes over
-            target = None
-        what = held_target.describe(target) if target else "none readable"
-        say(f"--ignore-target: the lock's recorded target ({what}) is not checked")
-        return
-    from resolver.host import detect
-
-    try:
-        host = detect()
-    except Exception:  # detection never blocks an install: the GPU side is advice
-        host = None
-    held = held_target.hold(lock_file, here, python, host)
-    for warning in held.warnings:
-        click.echo(f"gpuresolve: warning: {warning}", err=True)
-
-
-def _lock_plan(
-    lock_file: str,
-    here: str,
-    env: EnvInfo,
-    tools: Tools,
-    installer: str,
-    pytorch_index: str | None,
-    say: Callable[[str], None],
-) -> tuple[Plan, str | None]:
-    """The plan for a lock, and the temporary copy it installs from (a mirror), if any."""
-    from resolver.install import plan as plan_mod
-    from resolver.install.run import stage_lock
-    from resolver.readers import lockfile
-    from resolver.readers import pylock as pylock_reader
-    from resolver.readers.pins import FORMAT_PYLOCK, FORMAT_REQUIREMENTS
-
-    lock = lockfile.read(lock_file, platform=here)
-    torch = lock.get("torch")
-    say(
-        f"lock: {lock_file} ({lock.format}, {len(lock.pins)} pins"
-        + (f"; {torch.text}" if torch else "; no torch pin")
-        + ")"
-    )
-    path = lock_file
-    staged: str | None = None
-    # uv reads a pylock file only under a PEP 751 name: one found by its content goes in a copy.
-    stage_as = lock_file
-    if lock.format == FORMAT_PYLOCK and not pylock_reader.is_pylock_name(Path(lock_file).name):
-        stage_as = "pylock.toml"
-    if pytorch_index:
-        from resolver import catalog as catalog_mod
-
-        base = catalog_mod.load().index_url_template.split("{variant}")[0]
-        text = read_text(lock_file, limit=LOCK_LIMIT, what="a lock file")
-        moved = plan_mod.mirror_text(text, base, pytorch_index)
-        if lock.format == FORMAT_REQUIREMENTS:
-            moved = plan_mod.absolute_includes(moved, str(Path(lock_file).resolve().parent))
-        if lock.format == FORMAT_PYLOCK and moved != text:
-            plan_mod.check_mirrored_pylock(moved, lock_file, pytorch_index, here)
-        if moved != text:
-            staged = path = stage_lock(stage_as, moved)
-            say(f"PyTorch index URLs moved to {pytorch_index} in a copy: {staged}")
-        else:
-            say(f"note: {lock_file} names no PyTorch index URL; --pytorch-index changes nothing")
-    if stage_as != lock_file and staged is None:
-        text = read_text(lock_file, limit=LOCK_LIMIT, what="a lock file")
-        staged = path = stage_lock(stage_as, text)
-        say(f"uv reads a pylock file only when it is named pylock.toml: a copy: {staged}")
-    if lock.format == FORMAT_PYLOCK and tools.uv is None:
-        tools = _with_packaged_uv(tools)  # only uv installs pylock.toml: take gpuresolve's own
-    chosen: plan_mod.Installer | None
-    try:
-        chosen = plan_mod.choose_installer(installer, tools, env)
-    except UserError:
-        if lock.format == FORMAT_REQUIREMENTS or installer != "auto":
-            raise
-        chosen = None  # a conda lock needs pip/uv only to remove a pip-installed torch
-    try:
-        return plan_mod.plan_lock(lock, path, env, chosen, tools), staged
-    except BaseException:
-        if staged:
-            shutil.rmtree(Path(staged).parent, ignore_errors=True)
-        raise
-
-
-def _with_packaged_uv(tools: Tools) -> Tools:
-    """``tools`` with the uv of the `uv` Python package (a dependency) when none is on
-    PATH: the one `lock --format pylock` used to write the file."""
-    from dataclasses import replace
-
-    from resolver.writers.closure.pip_resolve import find_uv
-
-    try:
-        return replace(tools, uv=find_uv())
-    except UserError:
-        return tools
-
-
 def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
     """Run the steps in order; the first failure ends the command with exit status 1.
 
@@ -403,39 +308,20 @@ def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
 
 def _verify(python: str, lock_file: str | None) -> int:
     """`gpuresolve verify` on the result, as a child process; its exit status is ours."""
-    argv = [sys.executable, "-m", "resolver", "verify", "--python", python]
-    if lock_file:
-        argv += ["--lock", lock_file]
     click.echo(
         f"verifying: gpuresolve verify --python {python}"
         + (f" --lock {lock_file}" if lock_file else "")
     )
     sys.stdout.flush()
-    try:
-        done = subprocs.run(argv, timeout=None, capture=False, grace=5.0)
-    except OSError as exc:
-        raise UserError(f"cannot run gpuresolve verify: {exc.strerror or exc}") from None
-    return done.returncode
+    return run_verify(python, lock_file)
 
 
 def _verify_json(python: str, lock_file: str | None) -> tuple[int, object]:
     """`gpuresolve verify --json` on the result: its exit status and its report (None when
-    it printed none)."""
-    import json
-
-    argv = [sys.executable, "-m", "resolver", "verify", "--python", python, "--json"]
-    if lock_file:
-        argv += ["--lock", lock_file]
-    try:
-        proc = subprocs.run(argv, timeout=None, grace=5.0)
-    except OSError as exc:
-        raise UserError(f"cannot run gpuresolve verify: {exc.strerror or exc}") from None
-    sys.stderr.write(proc.stderr)
-    try:
-        report: object = json.loads(proc.stdout)
-    except ValueError:
-        report = None
-    return proc.returncode, report
+    it printed none); what it said on stderr passed on."""
+    code, report, said = run_verify_json(python, lock_file)
+    sys.stderr.write(said)
+    return code, report
 
 
 for _param in install.params:
