@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from resolver.commands.lock_inputs import find_recorded
 from resolver.core.errors import UserError
 from resolver.flows.output import OutputFolder, owned_names
 from resolver.writers import manifest, recorded
@@ -77,7 +76,7 @@ def test_no_read_under_the_folder_follows_a_link(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "requirements.txt").symlink_to(elsewhere / "requirements.txt")
     (folder / "pyproject.toml").symlink_to(elsewhere / "requirements.txt")
-    assert find_recorded(elsewhere) is not None
-    assert find_recorded(folder) is None  # the recorded inputs: not read through the link
+    assert OutputFolder(elsewhere).recorded_inputs() is not None
+    assert OutputFolder(folder).recorded_inputs() is None  # not read through the link
     with pytest.raises(UserError, match="link"):
         OutputFolder(folder).existing(["pyproject.toml"], 1 << 20)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,6 @@ from typing import Any
 import click
 
 from resolver import catalog as catalog_mod
-from resolver import render
 from resolver.commands import lock_inputs
 from resolver.commands.common import (
     RequestOptions,
@@ -19,15 +17,19 @@ from resolver.commands.common import (
     TargetOptions,
     check_channel,
     check_url,
-    emit_json,
     request_options,
     target_options,
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
-from resolver.commands.lock_output import write_or_check
+from resolver.commands.lock_output import say_single, say_unmet, write_or_check
 from resolver.commands.lock_team import lock_team
 from resolver.core.errors import UserError, shown
-from resolver.flows.lock import resolve_single, single_files
+from resolver.flows.lock import (
+    default_index_choice,
+    recorded_index,
+    resolve_single,
+    single_files,
+)
 from resolver.flows.output import OutputFolder
 from resolver.writers import lockfiles
 
@@ -155,16 +157,16 @@ def lock(
         "env_name": env_name,
         "default_index": None,
     }
-    index = lock_inputs.default_index_choice(default_index)
+    index = default_index_choice(default_index)
     lock_opts["default_index"] = index.url  # recorded: --check re-resolves with the same URL
     effective = None
     if check and spec is None:
-        if not lock_inputs.has_lock_files(directory):
+        if not OutputFolder(directory).has_lock_files():
             raise UserError(
                 f"no gpuresolve lock files in {directory}: nothing to check (lock first, or "
                 "point -o at the folder the files are in)"
             )
-        found = lock_inputs.find_recorded(directory)
+        found = OutputFolder(directory).recorded_inputs()
         if found is not None:
             where, record = found
             effective = lock_inputs.apply_record(
@@ -172,7 +174,7 @@ def lock(
             )
             request, lock_opts, glibc = effective.request, effective.lock_options, effective.glibc
             if lock_opts["default_index"] != index.url:
-                index = lock_inputs.recorded_index(lock_opts["default_index"], where)
+                index = recorded_index(lock_opts["default_index"], where)
     if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
         raise UserError(f"--glibc {shown(glibc)}: expected a glibc version like 2.28")
     if lock_opts["env_name"] is not None:
@@ -246,19 +248,9 @@ def lock(
                 err=True,
             )
     single = resolve_single(catalog, machine, wanted, options, glibc, profile)
-    lock_input, unmet = single.lock_input, single.unmet
+    unmet = single.unmet
     if unmet is not None:
-        if as_json:
-            emit_json(
-                {"ok": False, "files": [], "decision": _decision_json(catalog, unmet, options)}
-            )
-            sys.exit(1)
-        if unmet is lock_input.conda_decision:
-            click.echo("conda-forge has no build that runs on this target (nothing written)")
-        else:
-            click.echo("nothing written:")
-        click.echo(render.decision_text(catalog, unmet, pytorch_index))
-        sys.exit(1)
+        say_unmet(catalog, single, options, as_json)
     options = single.options  # with the extensions' indexes where the lock has extensions
     used = single.uses_default_index
     lock_inputs.say_index(index, verbose=verbose, used=used)
@@ -268,48 +260,4 @@ def lock(
     folder = OutputFolder(directory)
     files = single_files(catalog, single, options, record, folder)
     statuses = write_or_check(folder, files, check, "", catalog.updated, as_json)
-    if as_json and check:  # what changed, not the whole decision with every rejected build
-        sel = lock_input.decision.selection
-        emit_json(
-            {
-                "ok": statuses[1],
-                "check": statuses[2],
-                "files": statuses[0],
-                **statuses[3],
-                "build": (
-                    render.candidate_json(catalog, sel, options.pytorch_index) if sel else None
-                ),
-            }
-        )
-        sys.exit(0 if statuses[1] else 1)
-    if as_json:
-        emit_json(
-            {
-                "ok": statuses[1],
-                "check": statuses[2],
-                "files": statuses[0],
-                "decision": _decision_json(catalog, lock_input.decision, options),
-                "conda_decision": (
-                    _decision_json(catalog, lock_input.conda_decision, options)
-                    if lock_input.conda_decision is not None
-                    else None
-                ),
-            }
-        )
-        sys.exit(0 if statuses[1] else 1)
-    if check:
-        sys.exit(0 if statuses[1] else 1)
-    sel = lock_input.decision.selection
-    if sel is not None and options.needs_wheels:
-        click.echo(f"build: {render.describe_build(sel)}")
-    if lock_input.conda_decision is not None and lock_input.conda_decision.selection is not None:
-        click.echo(
-            f"conda-forge build: {render.describe_build(lock_input.conda_decision.selection)}"
-        )
-    sys.exit(0)
-
-
-def _decision_json(
-    catalog: catalog_mod.Catalog, decision: Any, options: lockfiles.LockOptions
-) -> dict[str, Any]:
-    return render.decision_json(catalog, decision, options.pytorch_index)
+    say_single(catalog, single, options, statuses, check, as_json)

@@ -69,35 +69,6 @@ def inputs_record(
     }
 
 
-def find_recorded(directory: Path) -> tuple[str, dict[str, Any]] | None:
-    """The inputs recorded in the first of the directory's lock files that has them."""
-    for name in lockfiles.file_names(["all", "pylock", "uv"]):
-        path = directory / name
-        try:  # as everything under the output folder is read: never through a link
-            head = outputs.read_head(directory, name, MAX_READ)
-            if head is None:
-                continue
-            if len(head) == MAX_READ:  # a character cut at the end is not damage
-                head = head[: head.rfind(b"\n") + 1]
-            text = head.decode("utf-8")
-        except (OSError, UnicodeDecodeError, UserError):
-            continue
-        record = recorded.read(name, text)
-        if record is not None and isinstance(record.get("target"), dict):
-            return str(path), record
-    return None
-
-
-def has_lock_files(directory: Path) -> bool:
-    """Whether the folder holds a file `gpuresolve lock` writes (a uv project's pyproject.toml
-    counts only with gpuresolve's table in it)."""
-    for name in lockfiles.file_names(lockfiles.FORMATS):
-        path = directory / name
-        if name not in lockfiles.UPDATED_IN_PLACE and (path.exists() or path.is_symlink()):
-            return True  # whatever it is: reading it says what is wrong with it
-    return find_recorded(directory) is not None  # a uv project with [tool.gpuresolve]
-
-
 @dataclass(frozen=True)
 class Effective:
     """What this run locks with: the recorded inputs with the command line's overrides."""
@@ -228,24 +199,6 @@ def as_option(ctx: click.Context, where: str, name: str, value: Any) -> Any:
 def same_target(a: Target, b: Target) -> bool:
     """Whether two targets lock alike (their labels aside)."""
     return replace(a, name=None) == replace(b, name=None)
-
-
-def default_index_choice(option: str | None) -> PipIndex:
-    """The index outside the PyTorch index (``--default-index``, else the variable, else pip's
-    configuration), its URL checked. Where it came from never goes into the files (only to
-    stderr, :func:`say_index`), so the same URL from any source gives the same bytes."""
-    from resolver.host.pipconfig import default_index
-    from resolver.io.urls import index_url
-
-    found = default_index(option)
-    if found.url is None:
-        return found
-    return replace(found, url=index_url(found.url, escaped(found.source)))
-
-
-def recorded_index(url: str | None, where: str) -> PipIndex:
-    """The index a lock recorded (``--check`` re-resolves with it, not this machine's)."""
-    return PipIndex(url, f"the inputs recorded in {escaped(where)}" if url else "")
 
 
 def say_index(found: PipIndex, *, verbose: bool, used: bool) -> None:

@@ -1,18 +1,24 @@
-"""What `gpuresolve lock` says about the output folder: each file written, unchanged, removed,
-or its `--check` status, on the terminal and as `--json` statuses."""
+"""What `gpuresolve lock` says: about the output folder (each file written, unchanged, removed,
+or its `--check` status) and about one machine's lock (its builds, or why nothing was written),
+on the terminal and as `--json`; with the exit code."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
+from resolver import render
+from resolver.catalog import Catalog
+from resolver.commands.common import emit_json
+from resolver.flows.lock import Single
 from resolver.flows.output import Checked, FileStatus, OutputFolder
+from resolver.writers import lockfiles
 
-__all__ = ["say_checked", "say_written", "write_or_check"]
+__all__ = ["say_checked", "say_single", "say_unmet", "say_written", "write_or_check"]
 
 
 def write_or_check(
@@ -52,3 +58,61 @@ def say_checked(found: Checked, directory: Path, count: int, as_json: bool) -> N
 def say_written(files: Sequence[FileStatus], as_json: bool) -> None:
     for f in files if not as_json else ():
         click.echo(f"{'wrote' if f.status == 'written' else f.status} {f.path}")
+
+
+def say_unmet(
+    catalog: Catalog, single: Single, options: lockfiles.LockOptions, as_json: bool
+) -> NoReturn:
+    """Nothing written: the decision that selected nothing; exit 1."""
+    unmet = single.unmet
+    assert unmet is not None
+    if as_json:
+        decision = render.decision_json(catalog, unmet, options.pytorch_index)
+        emit_json({"ok": False, "files": [], "decision": decision})
+        sys.exit(1)
+    if unmet is single.lock_input.conda_decision:
+        click.echo("conda-forge has no build that runs on this target (nothing written)")
+    else:
+        click.echo("nothing written:")
+    click.echo(render.decision_text(catalog, unmet, options.pytorch_index))
+    sys.exit(1)
+
+
+def say_single(
+    catalog: Catalog,
+    single: Single,
+    options: lockfiles.LockOptions,
+    statuses: tuple[list[dict[str, Any]], bool, str | None, dict[str, Any]],
+    check: bool,
+    as_json: bool,
+) -> NoReturn:
+    """One machine's lock written or checked: the builds, or the `--json` document; exits."""
+    files, ok, outcome, found = statuses
+    lock_input, index = single.lock_input, options.pytorch_index
+    sel = lock_input.decision.selection
+    if as_json and check:  # what changed, not the whole decision with every rejected build
+        build = render.candidate_json(catalog, sel, index) if sel else None
+        emit_json({"ok": ok, "check": outcome, "files": files, **found, "build": build})
+        sys.exit(0 if ok else 1)
+    if as_json:
+        conda = lock_input.conda_decision
+        emit_json(
+            {
+                "ok": ok,
+                "check": outcome,
+                "files": files,
+                "decision": render.decision_json(catalog, lock_input.decision, index),
+                "conda_decision": (
+                    render.decision_json(catalog, conda, index) if conda is not None else None
+                ),
+            }
+        )
+        sys.exit(0 if ok else 1)
+    if check:
+        sys.exit(0 if ok else 1)
+    if sel is not None and options.needs_wheels:
+        click.echo(f"build: {render.describe_build(sel)}")
+    conda_sel = lock_input.conda_decision.selection if lock_input.conda_decision else None
+    if conda_sel is not None:
+        click.echo(f"conda-forge build: {render.describe_build(conda_sel)}")
+    sys.exit(0)

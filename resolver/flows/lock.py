@@ -10,13 +10,23 @@ from pathlib import Path
 from typing import Any
 
 from resolver.catalog import Catalog
-from resolver.core.errors import UserError
+from resolver.core.errors import UserError, escaped
 from resolver.core.hostprofile import HostProfile
 from resolver.flows.output import OutputFolder, owned_names
+from resolver.host.pipconfig import PipIndex
 from resolver.solve import Decision, Request, Target
 from resolver.writers import lockfiles, manifest
 
-__all__ = ["MAX_PROJECT_BYTES", "Single", "TeamRun", "resolve_single", "run_team", "single_files"]
+__all__ = [
+    "MAX_PROJECT_BYTES",
+    "Single",
+    "TeamRun",
+    "default_index_choice",
+    "recorded_index",
+    "resolve_single",
+    "run_team",
+    "single_files",
+]
 
 MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one to edit
 Progress = Callable[[str, int], Callable[[int], None]]
@@ -131,3 +141,21 @@ def run_team(
     )
     stale = tuple(folder.stale(team.files, spec.path.name, owned_names()) if team.ok else ())
     return TeamRun(spec, options, folder, team, stale)
+
+
+def default_index_choice(option: str | None) -> PipIndex:
+    """The index outside the PyTorch index (``--default-index``, else the variable, else pip's
+    configuration), its URL checked. Where it came from never goes into the files (only to
+    stderr), so the same URL from any source gives the same bytes."""
+    from resolver.host.pipconfig import default_index
+    from resolver.io.urls import index_url
+
+    found = default_index(option)
+    if found.url is None:
+        return found
+    return replace(found, url=index_url(found.url, escaped(found.source)))
+
+
+def recorded_index(url: str | None, where: str) -> PipIndex:
+    """The index a lock recorded (``--check`` re-resolves with it, not this machine's)."""
+    return PipIndex(url, f"the inputs recorded in {escaped(where)}" if url else "")

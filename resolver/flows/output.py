@@ -16,8 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resolver.core.errors import UserError
 from resolver.writers import check as lockcheck
-from resolver.writers import lockfiles, manifest, outputs
+from resolver.writers import lockfiles, manifest, outputs, recorded
+
+_MAX_HEAD = 4 * 1024 * 1024  # the inputs line sits at the top: a lock's first 4 MiB hold it
 
 __all__ = ["Checked", "FileStatus", "OutputFolder", "Replaced", "format_of", "owned_names"]
 
@@ -92,6 +95,33 @@ class OutputFolder:
         """The text of ``name`` inside the folder (None: not there); a link, a FIFO, an
         oversized or non-UTF-8 file is one line (exit 2)."""
         return outputs.read_current(self.directory, name, limit, what)
+
+    def recorded_inputs(self) -> tuple[str, dict[str, Any]] | None:
+        """The inputs recorded in the first of the folder's lock files that has them (where,
+        record); only the first ``_MAX_HEAD`` bytes of each are read."""
+        for name in lockfiles.file_names(["all", "pylock", "uv"]):
+            try:
+                head = outputs.read_head(self.directory, name, _MAX_HEAD)
+                if head is None:
+                    continue
+                if len(head) == _MAX_HEAD:  # a character cut at the end is not damage
+                    head = head[: head.rfind(b"\n") + 1]
+                text = head.decode("utf-8")
+            except (OSError, UnicodeDecodeError, UserError):
+                continue
+            record = recorded.read(name, text)
+            if record is not None and isinstance(record.get("target"), dict):
+                return str(self.directory / name), record
+        return None
+
+    def has_lock_files(self) -> bool:
+        """Whether the folder holds a file `gpuresolve lock` writes (a uv project's
+        pyproject.toml counts only with gpuresolve's table in it)."""
+        for name in lockfiles.file_names(lockfiles.FORMATS):
+            path = self.directory / name
+            if name not in lockfiles.UPDATED_IN_PLACE and (path.exists() or path.is_symlink()):
+                return True  # whatever it is: reading it says what is wrong with it
+        return self.recorded_inputs() is not None  # a uv project with [tool.gpuresolve]
 
     def existing(self, names: Iterable[str], limit: int) -> dict[str, str]:
         """The current text of those of ``names`` that are there (files gpuresolve edits)."""
