@@ -382,8 +382,8 @@ def test_verify_benchmark_command_on_the_recorded_load(
     from test_verify_nccl import script
 
     from resolver.commands import verify as verify_cmd
+    from resolver.core.hostprofile import HostProfile
     from resolver.host import gpustate
-    from resolver.host.profile import HostProfile
     from resolver.verify import nccl_run
 
     doc = load(REC / "bench_load.json")
@@ -417,8 +417,8 @@ def test_detect_prints_and_reports_the_recorded_topology(
 ) -> None:
     from cli_support import run_cli
 
+    from resolver.core.hostprofile import HostProfile
     from resolver.host import detection
-    from resolver.host.profile import HostProfile
 
     doc = load(REC / "detect.json")
     raw = {k: v for k, v in doc["topology"].items() if k not in ("summary", "peak")}
