@@ -381,8 +381,8 @@ def test_verify_benchmark_command_on_the_recorded_load(
     from cli_support import run_cli
     from test_verify_nccl import script
 
-    from resolver.commands import verify as verify_cmd
     from resolver.core.hostprofile import HostProfile
+    from resolver.flows import verify as verify_flow
     from resolver.host import gpustate
     from resolver.verify import nccl_run
 
@@ -391,7 +391,7 @@ def test_verify_benchmark_command_on_the_recorded_load(
     python = script(tmp_path, f"cat '{tmp_path / 'probe.json'}'")
     RecordedSampler.state = doc["state"]
     monkeypatch.setattr(gpustate, "Sampler", RecordedSampler)
-    monkeypatch.setattr(verify_cmd, "_detect", lambda c: HostProfile.from_json(doc["host"]))
+    monkeypatch.setattr(verify_flow, "detect", lambda c: HostProfile.from_json(doc["host"]))
     monkeypatch.setattr(topology, "collect", lambda: doc["nccl_check"]["topology"])
     monkeypatch.setattr(nccl_run, "run_nccl", lambda *a, **k: run_of(doc))
     args = ("verify", "--python", python, "--benchmark", "--no-record")
