@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from resolver.commands.common import SafePath, Seconds, check_url, emit_json
+from resolver.commands.common import emit_json
+from resolver.commands.params import SafePath, Seconds, check_url
 from resolver.dbupdate import DEFAULT_PYTORCH_INDEX, PYTORCH_INDEX_ENV
 
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from resolver.commands.common import SAFE_TEXT, emit_json
+from resolver.commands.common import emit_json
+from resolver.commands.params import SAFE_TEXT
 
 if TYPE_CHECKING:
     from resolver.wheels.torchwheel import WheelReport

@@ -12,12 +12,12 @@ import click
 
 from resolver.commands.common import (
     RequestOptions,
-    SafePath,
     TargetOptions,
     emit_json,
     request_options,
     target_options,
 )
+from resolver.commands.params import SafePath
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
 from resolver.flows.install import (

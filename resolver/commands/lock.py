@@ -13,16 +13,14 @@ from resolver import catalog as catalog_mod
 from resolver.commands import lock_inputs
 from resolver.commands.common import (
     RequestOptions,
-    SafePath,
     TargetOptions,
-    check_channel,
-    check_url,
     request_options,
     target_options,
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.commands.lock_output import say_single, say_unmet, write_or_check
 from resolver.commands.lock_team import lock_team
+from resolver.commands.params import SafePath, check_channel, check_url
 from resolver.core.errors import UserError, shown
 from resolver.flows.lock import (
     default_index_choice,

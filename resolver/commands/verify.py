@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from resolver.commands.common import SAFE_TEXT, Seconds, emit_json
+from resolver.commands.common import emit_json
+from resolver.commands.params import SAFE_TEXT, Seconds
 from resolver.commands.verify_text import report_text
 from resolver.flows import verify as verify_flow
 

@@ -15,7 +15,7 @@ from resolver.host.records import load_profile
 from resolver.solve import Target
 from resolver.solve.inputs import describe_target, is_described, target_from_profile
 
-__all__ = ["resolve_target"]
+__all__ = ["resolve_target", "what_if"]
 
 
 def resolve_target(
@@ -73,3 +73,24 @@ def resolve_target(
 def _cc_of(catalog: Catalog, name: str) -> str | None:
     model = catalog.gpu_by_name(name)
     return f"{model.cc[0]}.{model.cc[1]}" if model else None
+
+
+def what_if(
+    recorded: HostProfile,
+    where: str,
+    driver: str | None,
+    gpus: Sequence[str],
+    no_gpu: bool,
+    python: str | None,
+    platform: str | None,
+) -> list[str]:
+    """What-if notes: which facts of the --host file ``where`` the other options replaced."""
+    models = ", ".join(g.name or f"GPU {g.index}" for g in recorded.gpus) or "none"
+    given = [
+        (driver and f"--driver {driver}", f"driver {recorded.driver or 'none'}"),
+        (gpus and f"--gpu {', '.join(gpus)}", f"GPUs ({models})"),
+        (no_gpu and "--no-gpu", f"GPUs ({models})"),
+        (python and f"--python {python}", f"Python {recorded.python}"),
+        (platform and f"--platform {platform}", f"platform {recorded.platform}"),
+    ]
+    return [f"{option} replaces {where}'s {fact} (a what-if)" for option, fact in given if option]
