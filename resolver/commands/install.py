@@ -21,18 +21,18 @@ from resolver.commands.params import SafePath
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
 from resolver.flows.install import (
+    decision_plan,
+    environment,
+    execute,
     hold_target,
     lock_plan,
     run_verify,
     run_verify_json,
-    with_packaged_uv,
 )
 
 if TYPE_CHECKING:
-    from resolver.catalog import Catalog
     from resolver.install.env import EnvInfo, Tools
     from resolver.install.plan import Plan
-    from resolver.solve import Candidate
 
 _FAIL_TAIL = 12
 
@@ -90,8 +90,6 @@ def install(
     build fits, the installer fails or verify fails, 2 on bad input.
     """
     from resolver.host import platform as host_platform
-    from resolver.install import env as env_mod
-    from resolver.verify.run import resolve_python
 
     python, pytorch_index = target.python, request.pytorch_index
     if python and PYTHON_RE.match(python.strip()):
@@ -99,12 +97,7 @@ def install(
             f"--python {python}: install takes the interpreter of the environment to install "
             "into (a path such as .venv/bin/python), not a version"
         )
-    interpreter = resolve_python(python) if python else env_mod.default_target(system)
-    env = env_mod.inspect(interpreter)
-    env_mod.require_managed(env, system)
-    tools = env_mod.find_tools()
-    if tools.uv is None and (installer == "uv" or (installer == "auto" and not env.has_pip)):
-        tools = with_packaged_uv(tools)  # uv is a dependency: gpuresolve's own when none on PATH
+    env, tools = environment(python, system, installer)
     here = host_platform.probe().platform
     say = _sayer(dry_run, as_json)
     staged: str | None = None
@@ -132,7 +125,7 @@ def install(
         say(f"into: {env.python} ({env.kind}, Python {env.version}) with {plan.installer}")
         for line in plan.lines():
             say(line)
-        plan_json = _plan_json(plan, env, lock_file)
+        plan_json = plan.to_json(env.python, env.kind, env.version, lock_file)
         if dry_run and as_json:
             emit_json({"ok": True, "dry_run": True, "plan": plan_json, "outcome": None})
             staged = None  # the plan names it: keep it
@@ -158,34 +151,20 @@ def install(
         click.echo("installed (not verified: --no-verify)")
         sys.exit(0)
     if as_json:
-        code, report = _verify_json(env.python, lock_file)
+        code, report, said = run_verify_json(env.python, lock_file)
+        sys.stderr.write(said)
         verified: dict[str, object] = {
             "installed": True,
             "verify": {"exit_code": code, "report": report},
         }
         emit_json({"ok": code == 0, "dry_run": False, "plan": plan_json, "outcome": verified})
         sys.exit(code)
-    sys.exit(_verify(env.python, lock_file))
-
-
-def _plan_json(plan: Plan, env: EnvInfo, lock_file: str | None) -> dict[str, object]:
-    """The plan as JSON: where, with what, what is removed and why, the exact commands."""
-    return {
-        "python": env.python,
-        "env_kind": env.kind,
-        "python_version": env.version,
-        "installer": plan.installer,
-        "lock": lock_file,
-        "removals": [
-            {"name": r.name, "version": r.version, "why": r.why, "installer": r.installer}
-            for r in plan.removals
-        ],
-        "notes": list(plan.notes),
-        "steps": [
-            {"purpose": st.purpose, "command": st.command, "argv": list(st.argv)}
-            for st in plan.steps
-        ],
-    }
+    click.echo(
+        f"verifying: gpuresolve verify --python {env.python}"
+        + (f" --lock {lock_file}" if lock_file else "")
+    )
+    sys.stdout.flush()
+    sys.exit(run_verify(env.python, lock_file))
 
 
 def _sayer(dry_run: bool, as_json: bool = False) -> Callable[[str], None]:
@@ -210,7 +189,6 @@ def _decision_plan(
 ) -> tuple[Plan, str | None]:
     from resolver import catalog as catalog_mod
     from resolver import render
-    from resolver.install import plan as plan_mod
     from resolver.solve import solve
 
     pytorch_index = request_opts.pytorch_index
@@ -234,35 +212,7 @@ def _decision_plan(
             decision_json = render.decision_json(catalog, decision, pytorch_index)
             emit_json({"ok": False, "plan": None, "outcome": None, "decision": decision_json})
         sys.exit(1)
-    chosen = plan_mod.choose_installer(installer, tools, env)
-    extensions, staged = _constraints(catalog, sel, target.python)
-    plan = plan_mod.plan_decision(
-        sel.packages,
-        sel.variant.name,
-        catalog.index_url(sel.variant.name, pytorch_index),
-        env,
-        chosen,
-        extensions,
-        staged,
-    )
-    return plan, staged
-
-
-def _constraints(catalog: Catalog, sel: Candidate, python: str) -> tuple[list[str], str | None]:
-    """The extension packages' requirement lines, and a constraints file pinning torch (in a
-    folder of its own, removed when the command ends unless --dry-run prints it)."""
-    import tempfile
-
-    from resolver.solve.extensions import requirement_line
-
-    if not sel.extensions:
-        return [], None
-    reqs = [requirement_line(catalog, c, sel.release, python) for c in sel.extensions]
-    folder = tempfile.mkdtemp(prefix="gpuresolve-install-")
-    path = Path(folder) / "constraints.txt"
-    torch = dict(sel.packages)["torch"]
-    path.write_text(f"torch=={torch}\n", encoding="utf-8")
-    return reqs, str(path)
+    return decision_plan(catalog, sel, env, tools, installer, pytorch_index, target.python)
 
 
 def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
@@ -271,57 +221,27 @@ def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
     ``plan_json`` (--json): the installers' output goes to stderr and a failure is reported
     as JSON on stdout too.
     """
-    from resolver.install.run import run_step
-
     as_json = plan_json is not None
-    done: list[str] = []
-    for step in plan.steps:
-        click.echo(f"$ {step.command}", err=as_json)
-        result = run_step(step.argv, echo=lambda line: click.echo(f"  {line}", err=as_json))
-        if result.ok:
-            done.append(step.purpose)
-            continue
-        click.echo(
-            f"gpuresolve: {step.purpose} step failed (exit status {result.returncode}); "
-            "the installer's last lines:",
-            err=True,
-        )
-        for line in result.tail[-_FAIL_TAIL:]:
-            click.echo(f"  | {line}", err=True)
-        before = " after the removal step succeeded" if done else ""
-        click.echo(
-            f"gpuresolve: the environment is as the installer left it{before} (nothing was "
-            "rolled back); fix the cause and run `gpuresolve install` again",
-            err=True,
-        )
-        if plan_json is not None:
-            outcome = {
-                "installed": False,
-                "failed_step": step.purpose,
-                "returncode": result.returncode,
-                "done": done,
-                "tail": result.tail[-_FAIL_TAIL:],
-            }
-            emit_json({"ok": False, "dry_run": False, "plan": plan_json, "outcome": outcome})
-        sys.exit(1)
-
-
-def _verify(python: str, lock_file: str | None) -> int:
-    """`gpuresolve verify` on the result, as a child process; its exit status is ours."""
+    failed = execute(plan, lambda line: click.echo(line, err=as_json), _FAIL_TAIL)
+    if failed is None:
+        return
     click.echo(
-        f"verifying: gpuresolve verify --python {python}"
-        + (f" --lock {lock_file}" if lock_file else "")
+        f"gpuresolve: {failed.purpose} step failed (exit status {failed.returncode}); "
+        "the installer's last lines:",
+        err=True,
     )
-    sys.stdout.flush()
-    return run_verify(python, lock_file)
-
-
-def _verify_json(python: str, lock_file: str | None) -> tuple[int, object]:
-    """`gpuresolve verify --json` on the result: its exit status and its report (None when
-    it printed none); what it said on stderr passed on."""
-    code, report, said = run_verify_json(python, lock_file)
-    sys.stderr.write(said)
-    return code, report
+    for line in failed.tail:
+        click.echo(f"  | {line}", err=True)
+    before = " after the removal step succeeded" if failed.done else ""
+    click.echo(
+        f"gpuresolve: the environment is as the installer left it{before} (nothing was "
+        "rolled back); fix the cause and run `gpuresolve install` again",
+        err=True,
+    )
+    if plan_json is not None:
+        outcome = {"installed": False, "failed_step": failed.purpose, **failed.to_json()}
+        emit_json({"ok": False, "dry_run": False, "plan": plan_json, "outcome": outcome})
+    sys.exit(1)
 
 
 for _param in install.params:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,10 +16,22 @@ from resolver.io import subprocs
 from resolver.io.bounded import LOCK_LIMIT, read_text
 
 if TYPE_CHECKING:
+    from resolver.catalog import Catalog
     from resolver.install.env import EnvInfo, Tools
     from resolver.install.plan import Plan
+    from resolver.solve import Candidate
 
-__all__ = ["hold_target", "lock_plan", "run_verify", "run_verify_json", "with_packaged_uv"]
+__all__ = [
+    "Failed",
+    "decision_plan",
+    "environment",
+    "execute",
+    "hold_target",
+    "lock_plan",
+    "run_verify",
+    "run_verify_json",
+    "with_packaged_uv",
+]
 
 
 def lock_plan(
@@ -152,3 +165,92 @@ def run_verify_json(python: str, lock_file: str | None) -> tuple[int, object, st
     except ValueError:
         report = None
     return proc.returncode, report, proc.stderr
+
+
+def decision_plan(
+    catalog: Catalog,
+    sel: Candidate,
+    env: EnvInfo,
+    tools: Tools,
+    installer: str,
+    pytorch_index: str | None,
+    python: str,
+) -> tuple[Plan, str | None]:
+    """The plan that installs the selected build with the installer chosen for ``env``, and the
+    constraints file pinning torch that its extension packages install against (None without
+    extensions)."""
+    from resolver.install import plan as plan_mod
+
+    chosen = plan_mod.choose_installer(installer, tools, env)
+    extensions, staged = _constraints(catalog, sel, python)
+    index = catalog.index_url(sel.variant.name, pytorch_index)
+    plan = plan_mod.plan_decision(
+        sel.packages, sel.variant.name, index, env, chosen, extensions, staged
+    )
+    return plan, staged
+
+
+def _constraints(catalog: Catalog, sel: Candidate, python: str) -> tuple[list[str], str | None]:
+    """The extension packages' requirement lines, and a constraints file pinning torch (in a
+    folder of its own, removed when the command ends unless --dry-run prints it)."""
+    import tempfile
+
+    from resolver.solve.extensions import requirement_line
+
+    if not sel.extensions:
+        return [], None
+    reqs = [requirement_line(catalog, c, sel.release, python) for c in sel.extensions]
+    folder = tempfile.mkdtemp(prefix="gpuresolve-install-")
+    path = Path(folder) / "constraints.txt"
+    torch = dict(sel.packages)["torch"]
+    path.write_text(f"torch=={torch}\n", encoding="utf-8")
+    return reqs, str(path)
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The step that failed: its purpose, exit status, the steps done before it and the
+    installer's last lines."""
+
+    purpose: str
+    returncode: int
+    done: tuple[str, ...]
+    tail: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "returncode": self.returncode,
+            "done": list(self.done),
+            "tail": list(self.tail),
+        }
+
+
+def execute(plan: Plan, echo: Callable[[str], None], tail: int) -> Failed | None:
+    """Run the plan's steps in order (each command and its output told to ``echo``); the first
+    that fails stops the run and is returned with its last ``tail`` lines."""
+    from resolver.install.run import run_step
+
+    done: list[str] = []
+    for step in plan.steps:
+        echo(f"$ {step.command}")
+        result = run_step(step.argv, echo=lambda line: echo(f"  {line}"))
+        if not result.ok:
+            return Failed(step.purpose, result.returncode, tuple(done), tuple(result.tail[-tail:]))
+        done.append(step.purpose)
+    return None
+
+
+def environment(python: str | None, system: bool, installer: str) -> tuple[EnvInfo, Tools]:
+    """The environment to install into (``python``: its interpreter or folder; else the active
+    one) and the installers found, with gpuresolve's own uv where the choice needs uv and none
+    is on PATH (uv is a dependency)."""
+    from resolver.install import env as env_mod
+    from resolver.verify.run import resolve_python
+
+    interpreter = resolve_python(python) if python else env_mod.default_target(system)
+    env = env_mod.inspect(interpreter)
+    env_mod.require_managed(env, system)
+    tools = env_mod.find_tools()
+    if tools.uv is None and (installer == "uv" or (installer == "auto" and not env.has_pip)):
+        tools = with_packaged_uv(tools)
+    return env, tools
