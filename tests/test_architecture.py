@@ -277,6 +277,21 @@ def test_the_decision_layer_is_pure() -> None:
     assert found == []
 
 
+MAX_COMMAND_LINES = 250  # resolver/commands/*.py: options, exit codes and output only
+
+
+def test_commands_keep_to_options_exit_codes_and_output() -> None:
+    """The work of a command is in resolver/flows/ (and below): a command module that grows
+    past this is doing more than choosing options and printing."""
+    _, lines = import_graph()
+    long = {
+        mod: n
+        for mod, n in lines.items()
+        if mod.startswith("resolver.commands.") and n > MAX_COMMAND_LINES
+    }
+    assert long == {}, f"over {MAX_COMMAND_LINES} lines: move the work into resolver/flows/"
+
+
 def test_every_standalone_script_has_its_own_python_target() -> None:
     import tomlkit  # a runtime dependency; tomllib is Python 3.11+
 
