@@ -24,6 +24,7 @@ from resolver.commands.params import SafePath, check_channel, check_url
 from resolver.core.errors import UserError, shown
 from resolver.flows.lock import (
     default_index_choice,
+    lock_options,
     recorded_index,
     resolve_single,
     single_files,
@@ -175,20 +176,8 @@ def lock(
                 index = recorded_index(lock_opts["default_index"], where)
     if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
         raise UserError(f"--glibc {shown(glibc)}: expected a glibc version like 2.28")
-    if lock_opts["env_name"] is not None:
-        lock_inputs.check_env_name(lock_opts["env_name"])
     pytorch_index = request.pytorch_index
-    top, hashed = lock_inputs.closure_choice(bool(lock_opts["top_level"]), lock_opts["hashes"])
-    options = lockfiles.LockOptions(
-        formats=frozenset(lock_opts["formats"]),
-        pytorch_index=pytorch_index,
-        conda_source=lock_opts["conda_source"],
-        channel=lock_opts["channel"].strip() if lock_opts["channel"] else None,
-        top_level=top,
-        hashes=hashed,
-        name=lock_opts["env_name"],
-        default_index=index.url,
-    )
+    options = lock_options(lock_opts, pytorch_index, index.url)
     if hashes and lockfiles.REQUIREMENTS not in options.files:
         raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
     catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too

@@ -11,16 +11,15 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
 from typing import Any
 
 import click
 
 from resolver.commands.common import RequestOptions, TargetOptions
-from resolver.core.errors import UserError, escaped, plain_text, shown
+from resolver.core.errors import UserError, escaped
 from resolver.host.pipconfig import PipIndex
 from resolver.solve import Target
-from resolver.writers import lockfiles, outputs, recorded
+from resolver.writers import recorded
 
 # lock's own options a lock records (click parameter name -> record key)
 LOCK_OPTIONS = (
@@ -216,59 +215,3 @@ def say_index(found: PipIndex, *, verbose: bool, used: bool) -> None:
             "(a lock names every index it uses)",
             err=True,
         )
-
-
-_ENV_NAME_BAD = set("/\\:# ")  # what conda refuses in an environment's name
-
-
-def check_env_name(name: str) -> None:
-    """A conda environment name conda would take: it lands in environment.yml and the locks."""
-    plain_text(name, f"--name {shown(name)}")
-    if not name.strip() or _ENV_NAME_BAD & set(name):
-        raise UserError(
-            f"--name {shown(name)}: a conda environment name without spaces, '/', '\\', ':' or '#'"
-        )
-
-
-def closure_choice(top_level: bool, hashes: bool | None) -> tuple[bool, bool | None]:
-    """(top-level pins only, hashes): a full lock with hashes unless told otherwise; exit 2 for
-    hashes without the closure they are computed from."""
-    if top_level and hashes:
-        raise UserError(
-            "--top-level --hashes: top-level pins carry no hashes (they need the whole closure); "
-            "drop --top-level for a full lock with hashes, or --hashes"
-        )
-    return top_level, (False if top_level else hashes)
-
-
-def recorded_team_formats(directory: Path, options: lockfiles.LockOptions) -> lockfiles.LockOptions:
-    """``options`` with the formats, --hashes, --top-level and indexes that report.md records
-    (when not given)."""
-    ctx = click.get_current_context()
-    text = outputs.read_current(directory, "report.md")  # the output folder's rules: no link
-    record = recorded.read("report.md", text) if text is not None else None
-    files = record.get("files") if record else None
-    if not isinstance(files, dict):
-        return options
-    where = str(directory / "report.md")
-    formats, hashes = files.get("formats"), files.get("hashes")
-    mirror = files.get("pytorch_index")
-    if not given(ctx, "pytorch_index") and mirror:
-        mirror = as_option(ctx, where, "pytorch_index", mirror)
-        options = replace(options, pytorch_index=mirror)
-    if not given(ctx, "default_index") and "default_index" in files:
-        default = as_option(ctx, where, "default_index", files["default_index"])
-        options = replace(options, default_index=default)
-    try:
-        if not given(ctx, "formats") and isinstance(formats, list) and formats:
-            options = replace(options, formats=frozenset(str(f) for f in formats))
-        top = files.get("top_level")
-        if not given(ctx, "top_level") and top is True and not options.top_level:
-            options = replace(options, top_level=True, hashes=closure_choice(True, None)[1])
-        if not given(ctx, "hashes") and isinstance(hashes, bool) and not options.top_level:
-            options = replace(options, hashes=hashes)
-    except ValueError:
-        raise UserError(
-            f"{directory / 'report.md'}: the recorded formats are damaged; rerun `gpuresolve lock`"
-        ) from None
-    return options

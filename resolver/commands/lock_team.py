@@ -8,6 +8,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import click
@@ -17,10 +18,11 @@ from resolver import render
 from resolver.commands import lock_inputs
 from resolver.commands.common import emit_json
 from resolver.commands.lock_output import say_written, write_or_check
-from resolver.flows.lock import run_team
+from resolver.core.errors import UserError
+from resolver.flows.lock import closure_choice, run_team
 from resolver.flows.output import FileStatus, owned_names
 from resolver.host.pipconfig import PipIndex
-from resolver.writers import lockfiles
+from resolver.writers import lockfiles, outputs, recorded
 
 __all__ = ["lock_team"]
 
@@ -62,7 +64,7 @@ def lock_team(
         """The index note, and the spec's `lock: top-level` unless --top-level was given."""
         ctx = click.get_current_context()
         if spec.lock == "top-level" and not lock_inputs.given(ctx, "top_level"):
-            top, hashed = lock_inputs.closure_choice(True, options.hashes)
+            top, hashed = closure_choice(True, options.hashes)
             options = replace(options, top_level=top, hashes=hashed)
         if index is not None:
             lock_inputs.say_index(index[0], verbose=index[1], used=bool(spec.pip))
@@ -79,7 +81,7 @@ def lock_team(
             evidence=evidence,
             progress=progress,
             on_spec=spec_read,
-            recorded=lock_inputs.recorded_team_formats,
+            recorded=recorded_team_formats,
         )
     spec, team, options, folder = run.spec, run.team, run.options, run.folder
     directory = folder.directory
@@ -176,3 +178,40 @@ def lock_team(
             }
         )
     sys.exit(0 if ok else 1)
+
+
+def recorded_team_formats(directory: Path, options: lockfiles.LockOptions) -> lockfiles.LockOptions:
+    """``options`` with the formats, --hashes, --top-level and indexes that report.md records
+    (when not given)."""
+    ctx = click.get_current_context()
+    text = outputs.read_current(directory, "report.md")  # the output folder's rules: no link
+    record = recorded.read("report.md", text) if text is not None else None
+    files = record.get("files") if record else None
+    if not isinstance(files, dict):
+        return options
+    where = str(directory / "report.md")
+    formats, hashes = files.get("formats"), files.get("hashes")
+    mirror = files.get("pytorch_index")
+    if not lock_inputs.given(ctx, "pytorch_index") and mirror:
+        mirror = lock_inputs.as_option(ctx, where, "pytorch_index", mirror)
+        options = replace(options, pytorch_index=mirror)
+    if not lock_inputs.given(ctx, "default_index") and "default_index" in files:
+        default = lock_inputs.as_option(ctx, where, "default_index", files["default_index"])
+        options = replace(options, default_index=default)
+    try:
+        if not lock_inputs.given(ctx, "formats") and isinstance(formats, list) and formats:
+            options = replace(options, formats=frozenset(str(f) for f in formats))
+        top = files.get("top_level")
+        if not lock_inputs.given(ctx, "top_level") and top is True and not options.top_level:
+            options = replace(options, top_level=True, hashes=closure_choice(True, None)[1])
+        if (
+            not lock_inputs.given(ctx, "hashes")
+            and isinstance(hashes, bool)
+            and not options.top_level
+        ):
+            options = replace(options, hashes=hashes)
+    except ValueError:
+        raise UserError(
+            f"{directory / 'report.md'}: the recorded formats are damaged; rerun `gpuresolve lock`"
+        ) from None
+    return options

@@ -4,13 +4,13 @@ leaves. The command chooses the options and prints; what happens between is here
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from resolver.catalog import Catalog
-from resolver.core.errors import UserError, escaped
+from resolver.core.errors import UserError, escaped, plain_text, shown
 from resolver.core.hostprofile import HostProfile
 from resolver.flows.output import OutputFolder, owned_names
 from resolver.host.pipconfig import PipIndex
@@ -21,7 +21,10 @@ __all__ = [
     "MAX_PROJECT_BYTES",
     "Single",
     "TeamRun",
+    "check_env_name",
+    "closure_choice",
     "default_index_choice",
+    "lock_options",
     "recorded_index",
     "resolve_single",
     "run_team",
@@ -159,3 +162,47 @@ def default_index_choice(option: str | None) -> PipIndex:
 def recorded_index(url: str | None, where: str) -> PipIndex:
     """The index a lock recorded (``--check`` re-resolves with it, not this machine's)."""
     return PipIndex(url, f"the inputs recorded in {escaped(where)}" if url else "")
+
+
+_ENV_NAME_BAD = set("/\\:# ")  # what conda refuses in an environment's name
+
+
+def check_env_name(name: str) -> None:
+    """A conda environment name conda would take: it lands in environment.yml and the locks."""
+    plain_text(name, f"--name {shown(name)}")
+    if not name.strip() or _ENV_NAME_BAD & set(name):
+        raise UserError(
+            f"--name {shown(name)}: a conda environment name without spaces, '/', '\\', ':' or '#'"
+        )
+
+
+def closure_choice(top_level: bool, hashes: bool | None) -> tuple[bool, bool | None]:
+    """(top-level pins only, hashes): a full lock with hashes unless told otherwise; exit 2 for
+    hashes without the closure they are computed from."""
+    if top_level and hashes:
+        raise UserError(
+            "--top-level --hashes: top-level pins carry no hashes (they need the whole closure); "
+            "drop --top-level for a full lock with hashes, or --hashes"
+        )
+    return top_level, (False if top_level else hashes)
+
+
+def lock_options(
+    choices: Mapping[str, Any], pytorch_index: str | None, default_index: str | None
+) -> lockfiles.LockOptions:
+    """The writers' options from a lock's own choices (the command line's, or those a lock
+    records: formats, hashes, top_level, conda_source, channel, env_name): one model whichever
+    way they came; the environment's name and the closure choice checked."""
+    if choices["env_name"] is not None:
+        check_env_name(choices["env_name"])
+    top, hashed = closure_choice(bool(choices["top_level"]), choices["hashes"])
+    return lockfiles.LockOptions(
+        formats=frozenset(choices["formats"]),
+        pytorch_index=pytorch_index,
+        conda_source=choices["conda_source"],
+        channel=choices["channel"].strip() if choices["channel"] else None,
+        top_level=top,
+        hashes=hashed,
+        name=choices["env_name"],
+        default_index=default_index,
+    )
