@@ -65,6 +65,7 @@ STANDALONE = {
     "resolver.standalone.startup",
     "resolver.standalone.nccl_worker",
     "resolver.standalone.rattler_child",
+    "resolver.standalone.ext_probe",
 }
 
 # The decision layer decides from what it is given: it never probes, reads a file, looks at the

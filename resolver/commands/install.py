@@ -20,15 +20,7 @@ from resolver.commands.common import (
 from resolver.commands.params import SafePath
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
-from resolver.flows.install import (
-    decision_plan,
-    environment,
-    execute,
-    hold_target,
-    lock_plan,
-    run_verify,
-    run_verify_json,
-)
+from resolver.flows import install as flow
 
 if TYPE_CHECKING:
     from resolver.install.env import EnvInfo, Tools
@@ -97,7 +89,7 @@ def install(
             f"--python {python}: install takes the interpreter of the environment to install "
             "into (a path such as .venv/bin/python), not a version"
         )
-    env, tools = environment(python, system, installer)
+    env, tools = flow.environment(python, system, installer)
     here = host_platform.probe().platform
     say = _sayer(dry_run, as_json)
     staged: str | None = None
@@ -110,12 +102,14 @@ def install(
             used += ["--evidence"] if request.evidence != "documented" else []
             if used:
                 raise UserError(f"--lock installs the lock as written: drop {', '.join(used)}")
-            note, warnings = hold_target(lock_file, here, env.version, ignore_target)
+            note, warnings = flow.hold_target(lock_file, here, env.version, ignore_target)
             if note:
                 say(note)
             for warning in warnings:
                 click.echo(f"gpuresolve: warning: {warning}", err=True)
-            plan, staged = lock_plan(lock_file, here, env, tools, installer, pytorch_index, say)
+            plan, staged = flow.lock_plan(
+                lock_file, here, env, tools, installer, pytorch_index, say
+            )
         else:
             if ignore_target:
                 raise UserError("--ignore-target goes with --lock (a lock's recorded target)")
@@ -151,7 +145,7 @@ def install(
         click.echo("installed (not verified: --no-verify)")
         sys.exit(0)
     if as_json:
-        code, report, said = run_verify_json(env.python, lock_file)
+        code, report, said = flow.run_verify_json(env.python, lock_file)
         sys.stderr.write(said)
         verified: dict[str, object] = {
             "installed": True,
@@ -164,7 +158,7 @@ def install(
         + (f" --lock {lock_file}" if lock_file else "")
     )
     sys.stdout.flush()
-    sys.exit(run_verify(env.python, lock_file))
+    sys.exit(flow.run_verify(env.python, lock_file))
 
 
 def _sayer(dry_run: bool, as_json: bool = False) -> Callable[[str], None]:
@@ -200,19 +194,18 @@ def _decision_plan(
             f"install puts packages on this machine ({here}); the target is {target.platform}"
         )
     decision = solve(catalog, target, request)
-    if profile is not None:
-        for message in profile.messages:
-            say(f"note: {message}")
+    for message in profile.messages if profile is not None else ():
+        say(f"note: {message}")
     sel = decision.selection
     suggested = f"  {render.pip_command(catalog, sel, pytorch_index)}" if sel else None
     text = render.decision_text(catalog, decision, pytorch_index)
     say("\n".join(line for line in text.splitlines() if line != suggested))
+    if sel is None and as_json:
+        decision_json = render.decision_json(catalog, decision, pytorch_index)
+        emit_json({"ok": False, "plan": None, "outcome": None, "decision": decision_json})
     if sel is None:
-        if as_json:
-            decision_json = render.decision_json(catalog, decision, pytorch_index)
-            emit_json({"ok": False, "plan": None, "outcome": None, "decision": decision_json})
         sys.exit(1)
-    return decision_plan(catalog, sel, env, tools, installer, pytorch_index, target.python)
+    return flow.decision_plan(catalog, sel, env, tools, installer, pytorch_index, target.python)
 
 
 def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
@@ -222,7 +215,7 @@ def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
     as JSON on stdout too.
     """
     as_json = plan_json is not None
-    failed = execute(plan, lambda line: click.echo(line, err=as_json), _FAIL_TAIL)
+    failed = flow.execute(plan, lambda line: click.echo(line, err=as_json), _FAIL_TAIL)
     if failed is None:
         return
     click.echo(
