@@ -1,11 +1,13 @@
-"""Median wall and CPU time of `gpuresolve suggest --json` for a described target, each in a
-fresh process: with no user observations, and with a user observations file (what `verify` and
-`db import` record) of ``--observations`` wheels laid over the shipped database.
+"""`gpuresolve suggest --json` for a described target against a bare interpreter, as ratios.
 
-Budget (issues 2 and 23): under 150 ms on a 2-core machine either way; the bare interpreter takes
-about 35 ms. Each case runs with its own temporary data and cache folders, warmed first (what a
-user's second run finds). CPU time (the child's user + system) is printed beside the wall time:
-on a machine shared with other work it is the steadier figure.
+Each round runs, one after the other, the same interpreter's `python -c pass` and the command in
+each case, so a machine shared with other work slows them alike; the medians of ``--runs`` rounds
+(15 by default) and their ratios are printed. The cases: warm with no user observations (the
+catalog cache written by an earlier run), warm with a user observations file of
+``--observations`` wheels (what `verify` and `db import` record), and a fresh HOME (empty data
+and cache folders every run: what a first run, a container or a CI job finds).
+Budgets (issue 29): warm at most 7x the bare interpreter; a fresh HOME at most 1.5x warm.
+CPU time (the child's user + system) is printed beside the wall time: the steadier figure.
 Usage: python3 bench/suggest_latency.py [--runs N] [--observations N] [--gpu NAME]
 (--gpu "NVIDIA GeForce RTX 5090 D" times a name only the generated name table knows.)
 """
@@ -16,6 +18,7 @@ import argparse
 import hashlib
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -90,11 +93,10 @@ def write_observations(data_home: Path, count: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--observations", type=int, default=20)
     parser.add_argument("--gpu", default=ARGS[ARGS.index("--gpu") + 1])
     opts = parser.parse_args()
-    runs = opts.runs
     args = [opts.gpu if a == ARGS[ARGS.index("--gpu") + 1] else a for a in ARGS]
     # The console script beside this interpreter (a version manager's shim on PATH would add its
     # own start-up); else the module.
@@ -102,32 +104,47 @@ def main() -> None:
     cmd = [str(script), *args] if script.is_file() else [sys.executable, "-m", "resolver", *args]
     if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
         print("note: PYTHONDONTWRITEBYTECODE was set; unset here, as an installed wheel has .pyc")
-    bare, bare_cpu = timed([sys.executable, "-c", "pass"], runs, dict(os.environ))
-    print(
-        f"bare interpreter:               median {statistics.median(bare) * 1000:7.1f} ms wall, "
-        f"{statistics.median(bare_cpu) * 1000:6.1f} ms CPU"
-    )
     with tempfile.TemporaryDirectory() as tmp:
-        for case in ("no user observations", "user observations"):
-            home = Path(tmp) / case.replace(" ", "-")
-            env = dict(
+        envs: dict[str, dict[str, str]] = {}
+        for case in ("warm", "warm, user observations", "fresh HOME"):
+            home = Path(tmp) / case.replace(" ", "-").replace(",", "")
+            envs[case] = dict(
                 os.environ,
+                HOME=str(home),
                 XDG_DATA_HOME=str(home / "data"),
-                GPURESOLVE_CACHE_DIR=str(home / "cache"),
+                XDG_CACHE_HOME=str(home / "cache"),
                 PYTHONPATH=str(ROOT),
             )
-            label = case
-            if case == "user observations":
+            envs[case].pop("GPURESOLVE_CACHE_DIR", None)
+            envs[case].pop("GPURESOLVE_DATA_DIR", None)
+            if case == "warm, user observations":
                 n = write_observations(home / "data", opts.observations)
-                label = f"{n} user observations"
-            timed(cmd, 2, env)  # warm the page cache and the catalog cache
-            walls, cpus = timed(cmd, runs, env)
-            print(
-                f"suggest --json, {label + ':':23} median {statistics.median(walls) * 1000:7.1f} "
-                f"ms wall, {statistics.median(cpus) * 1000:6.1f} ms CPU  (min "
-                f"{min(walls) * 1000:.1f}, max {max(walls) * 1000:.1f}, {runs} runs)"
-            )
-    print("budget: 150 ms")
+                print(f"{n} user observations written")
+        for case in ("warm", "warm, user observations"):
+            timed(cmd, 2, envs[case])  # warm the page cache and the catalog cache
+        fresh = Path(tmp) / "fresh-HOME"
+        results: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in ("bare", *envs)}
+        for _ in range(opts.runs):
+            for case, env in (("bare", dict(os.environ)), *envs.items()):
+                if case == "fresh HOME":
+                    shutil.rmtree(fresh, ignore_errors=True)
+                run = [sys.executable, "-c", "pass"] if case == "bare" else cmd
+                wall, cpu = timed(run, 1, env)
+                results[case][0].extend(wall)
+                results[case][1].extend(cpu)
+    med = {c: (statistics.median(w), statistics.median(p)) for c, (w, p) in results.items()}
+    for case, (wall, cpu) in med.items():
+        ratio = (
+            ""
+            if case == "bare"
+            else f"  {wall / med['bare'][0]:5.1f}x bare (CPU {cpu / med['bare'][1]:4.1f}x)"
+        )
+        print(f"{case + ':':25} median {wall * 1000:7.1f} ms wall, {cpu * 1000:6.1f} ms CPU{ratio}")
+    print(
+        f"fresh HOME / warm: {med['fresh HOME'][0] / med['warm'][0]:.2f}x wall "
+        f"(CPU {med['fresh HOME'][1] / med['warm'][1]:.2f}x)"
+    )
+    print(f"budgets: warm <= 7x bare; fresh HOME <= 1.5x warm ({opts.runs} alternated rounds)")
 
 
 if __name__ == "__main__":

@@ -91,6 +91,10 @@ from resolver import catalog as catalog_mod
 from resolver.team.spec import load_spec
 from resolver.team.lock import lock_team
 from resolver.writers import lockfiles
+from resolver.solve import memo
+runs = []
+solve = memo.solve
+memo.solve = lambda *args: runs.append(1) or solve(*args)  # counts the solver runs
 catalog = catalog_mod.load()
 t1 = time.perf_counter()
 spec = load_spec(sys.argv[1], catalog)
@@ -100,6 +104,11 @@ team = lock_team(catalog, spec, options)
 t3, c3 = time.perf_counter(), time.process_time()
 print(f"  read the spec ({len(spec.members)} targets): {(t2 - t1) * 1000:8.0f} ms")
 print(f"  lock (solve + render):          {(t3 - t2) * 1000:8.0f} ms")
+kind = memo.FleetSolver(catalog, spec.request).kind
+by_cc = {kind(t) for t in spec.targets}
+by_name = {(kind(t), tuple(g.name for g in t.gpus)) for t in spec.targets}
+print(f"  solver runs: {len(runs)} (machine kinds by compute capability: {len(by_cc)}, "
+      f"by GPU name: {len(by_name)})")
 print(f"  end to end:                     {(t3 - t0) * 1000:8.0f} ms wall, "
       f"{(c3 - c0) * 1000:.0f} ms CPU  (budget {sys.argv[2]} ms)")
 print("  result: " + "; ".join(f"{l or 'all'}: torch {d.torch}" for l, d in team.groups[:4])

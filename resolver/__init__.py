@@ -9,6 +9,9 @@ import os
 import sys
 from types import TracebackType
 
+__all__ = ["__version__"]
+
+
 __version__ = "0.1.0"
 
 

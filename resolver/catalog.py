@@ -18,6 +18,7 @@ from typing import Any
 from resolver.core.errors import DataError, UserError
 from resolver.db import cache as _cache
 from resolver.db import location as _location
+from resolver.db import snapshot as _snapshot
 from resolver.db.evidence import Contradiction, Provenance
 from resolver.db.models import (
     Architecture,
@@ -56,6 +57,7 @@ __all__ = [  # re-exported: callers import the database's names from here
 
 FILES = ("sources.yaml", "cuda.yaml", "gpus.yaml", "torch.yaml")
 OPTIONAL_FILES = ("conda_forge.yaml", "observations.yaml", "extensions.yaml")  # read where present
+SNAPSHOT_FILES = FILES + OPTIONAL_FILES  # what data/catalog.json holds, parsed (db/snapshot.py)
 DATA_ENV = _location.DATA_ENV
 # What a cached catalog depends on besides the data: the code that reads and checks it (a change
 # to any is a miss, so a cache never outlives the code it was written for).
@@ -177,12 +179,15 @@ def _load_dir(directory: Path, overlay: Path | None = None) -> Catalog:
                 pass  # a foreign or stale cache: parse the YAML again, silently
             else:
                 return found if overlay is None else _overlay(found, overlay, doc)
-    raw: dict[str, Any] = {}
-    for name in FILES:
-        raw[name] = _read_yaml(directory / name, bounded=bounded)
-    for name in OPTIONAL_FILES:
-        if (directory / name).is_file():
+    # The shipped database: its files parsed ahead (data/catalog.json), while they match.
+    raw: dict[str, Any] | None = None if bounded else _snapshot.read(directory, SNAPSHOT_FILES)
+    if raw is None:
+        raw = {}
+        for name in FILES:
             raw[name] = _read_yaml(directory / name, bounded=bounded)
+        for name in OPTIONAL_FILES:
+            if (directory / name).is_file():
+                raw[name] = _read_yaml(directory / name, bounded=bounded)
     try:
         catalog = from_raw(raw, origin=str(directory), lenient=bounded)
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
@@ -205,6 +210,11 @@ def _load_dir(directory: Path, overlay: Path | None = None) -> Catalog:
 def _cache_file(directory: Path, overlay: Path | None = None) -> Path | None:
     extra = () if overlay is None else (overlay,)
     return _location.cache_file(directory, FILES, OPTIONAL_FILES, _CODE, extra)
+
+
+def parse_shipped(path: Path) -> Any:
+    """One shipped file parsed, as the snapshot's generator (tools/) stores it."""
+    return _read_yaml(path, bounded=False)
 
 
 def _read_yaml(path: Path, *, bounded: bool = True) -> Any:

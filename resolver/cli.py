@@ -142,6 +142,32 @@ def _escape_unencodable() -> None:
                 stream.reconfigure(errors="backslashreplace")
 
 
+def entry() -> None:
+    """The console script (and `python -m resolver`): ``main()``, then out without the
+    interpreter's teardown.
+
+    Freeing ~150 modules at exit cost ~11 ms, a tenth of a `suggest --json`. What must happen at
+    exit happens first: ``main`` has flushed stdout (and turned a failure into its exit code),
+    the atexit hooks run (weakref finalizers: temporary folders), stderr is flushed.
+    """
+    try:
+        main()
+        code: int | str | None = 0
+    except SystemExit as exc:
+        code = exc.code
+    import atexit
+
+    atexit._run_exitfuncs()
+    if code is not None and not isinstance(code, int):  # sys.exit("text"): printed, status 1
+        with suppress(OSError, ValueError, AttributeError):
+            print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    os._exit(code or 0)
+
+
 def _silence_stdout() -> None:
     """stdout to devnull, so that the flush at exit does not fail again.
 

@@ -1,4 +1,5 @@
-"""The import contract of ARCHITECTURE.md: layers, no cycles, no module over 600 lines.
+"""The import contract of ARCHITECTURE.md: layers, no cycles, no module over 600 lines, a pure
+decision layer, standalone scripts that import nothing of gpuresolve.
 
 The graph counts every import at any depth (inside functions and TYPE_CHECKING blocks too): a
 cycle kept alive by a lazy import is still a cycle in the design. Each module belongs to the
@@ -29,10 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "resolver"
 MAX_LINES = 600
 
-CORE, IO, DATA, DECISION, EFFECTS, COMMANDS = range(6)
+CORE, IO, DATA, DECISION, EFFECTS, FLOWS, COMMANDS = range(7)
 LAYERS: dict[str, int] = {
     "resolver": CORE,  # the package's __init__: the version string only
-    "resolver.core": CORE,  # errors, versions, platforms
+    "resolver.core": CORE,  # errors, versions, platforms, the host profile record
+    "resolver.standalone": CORE,  # scripts for other interpreters: they import nothing of ours
     "resolver.io": IO,  # HTTP, remote zip, bounded readers, atomic writes
     "resolver.db": DATA,
     "resolver.catalog": DATA,  # the database's facade
@@ -50,13 +52,31 @@ LAYERS: dict[str, int] = {
     "resolver.team": EFFECTS,
     "resolver.render": EFFECTS,
     "resolver.dbshow": EFFECTS,
+    "resolver.flows": FLOWS,  # each job on typed values: target, lock inputs, output folder
     "resolver.commands": COMMANDS,
     "resolver.cli": COMMANDS,
     "resolver.__main__": COMMANDS,
 }
 
-# The probe runs inside the user's interpreter (any Python, no gpuresolve installed).
-STANDALONE = {"resolver.verify.probe"}
+# Scripts run by other interpreters (the user's, a container image's, a child's): no gpuresolve
+# import at all, each with its own Python target in pyproject.toml's ruff settings.
+STANDALONE = {
+    "resolver.standalone.probe",
+    "resolver.standalone.startup",
+    "resolver.standalone.nccl_worker",
+    "resolver.standalone.rattler_child",
+    "resolver.standalone.ext_probe",
+}
+
+# The decision layer decides from what it is given: it never probes, reads a file, looks at the
+# environment or runs a program. Its folders import none of these, and call none of those.
+PURE = ("resolver.solve", "resolver.images")
+IMPURE_MODULES = ("resolver.host", "resolver.io.subprocs", "resolver.io.http")
+IMPURE_CALLS = frozenset(
+    {"open", "read_text", "read_bytes", "write_text", "write_bytes", "glob", "rglob", "iterdir"}
+    | {"stat", "lstat", "exists", "is_file", "is_dir", "getenv", "system", "popen"}
+)
+IMPURE_IMPORTS = ("subprocess", "shutil", "glob", "tempfile")
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -171,6 +191,45 @@ def layer_of(mod: str, layers: Mapping[str, int] = LAYERS) -> int | None:
     return None
 
 
+def _within(mod: str, prefixes: Iterable[str]) -> bool:
+    return any(mod == p or mod.startswith(p + ".") for p in prefixes)
+
+
+def impure_edges(graph: Mapping[str, Iterable[str]]) -> list[str]:
+    """Imports from the decision layer of a probe, a child process or the network."""
+    return [
+        f"{mod} imports {dep}: the decision layer never probes, runs or fetches"
+        for mod, deps in sorted(graph.items())
+        if _within(mod, PURE)
+        for dep in sorted(deps)
+        if _within(dep, IMPURE_MODULES)
+    ]
+
+
+def impure_calls(source: str, mod: str) -> list[str]:
+    """File, environment and process access in ``source``: ``open(``, ``.read_text(``,
+    ``.glob(`` and their kin, ``os.environ``, ``subprocess``; one line each."""
+    out: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        what = None
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else None
+            attr = func.attr if isinstance(func, ast.Attribute) else None
+            if name == "open" or attr in IMPURE_CALLS:
+                what = f"{name or attr}("
+        elif isinstance(node, ast.Attribute) and node.attr == "environ":
+            what = "os.environ"
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            hits = [n for n in names if n.split(".")[0] in IMPURE_IMPORTS]
+            what = f"import {hits[0]}" if hits else None
+        if what is not None:
+            out.append(f"{mod}:{getattr(node, 'lineno', 0)}: {what} in the decision layer")
+    return out
+
+
 def violations(
     graph: Mapping[str, Iterable[str]],
     lines: Mapping[str, int],
@@ -208,7 +267,65 @@ def test_the_package_keeps_the_contract() -> None:
     assert violations(graph, lines) == []
 
 
-def test_the_verify_probe_imports_nothing_of_gpuresolve() -> None:
+def test_the_decision_layer_is_pure() -> None:
+    graph, _ = import_graph()
+    assert impure_edges(graph) == []
+    found: list[str] = []
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        mod = module_name(path, ROOT)
+        if _within(mod, PURE):
+            found += impure_calls(path.read_text(encoding="utf-8"), mod)
+    assert found == []
+
+
+MAX_COMMAND_LINES = 250  # resolver/commands/*.py: options, exit codes and output only
+
+
+def test_commands_keep_to_options_exit_codes_and_output() -> None:
+    """The work of a command is in resolver/flows/ (and below): a command module that grows
+    past this is doing more than choosing options and printing."""
+    _, lines = import_graph()
+    long = {
+        mod: n
+        for mod, n in lines.items()
+        if mod.startswith("resolver.commands.") and n > MAX_COMMAND_LINES
+    }
+    assert long == {}, f"over {MAX_COMMAND_LINES} lines: move the work into resolver/flows/"
+
+
+def test_every_standalone_script_has_its_own_python_target() -> None:
+    import tomlkit  # a runtime dependency; tomllib is Python 3.11+
+
+    config = tomlkit.parse((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    targets = config["tool"]["ruff"]["per-file-target-version"]
+    files = {f"{m.replace('.', '/')}.py" for m in STANDALONE}
+    assert files <= set(targets), sorted(files - set(targets))
+    on_disk = {
+        f"resolver/standalone/{p.name}"
+        for p in (ROOT / "resolver" / "standalone").glob("*.py")
+        if p.name != "__init__.py"
+    }
+    assert on_disk == files  # every script there is marked standalone here
+
+
+def test_every_package_face_says_what_it_offers() -> None:
+    """Each package's ``__init__`` declares ``__all__`` (empty for a namespace of modules)."""
+    missing = []
+    for init in sorted((ROOT / PACKAGE).rglob("__init__.py")):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        targets = [
+            t.id
+            for node in tree.body
+            if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(t, ast.Name)
+        ]
+        if "__all__" not in targets:
+            missing.append(module_name(init, ROOT))
+    assert missing == []
+
+
+def test_the_standalone_scripts_import_nothing_of_gpuresolve() -> None:
     graph, _ = import_graph()
     for mod in STANDALONE:
         assert graph[mod] == set(), mod
@@ -260,6 +377,36 @@ def test_checker_finds_a_module_cycle_and_its_package_cycle() -> None:
     graph = {"resolver.db.x": {"resolver.host.y"}, "resolver.host.y": {"resolver.db.z"}}
     graph["resolver.db.z"] = set()
     assert violations(graph, {}, same) == ["cycle: resolver.db <-> resolver.host"]
+
+
+def test_checker_finds_probes_and_file_access_in_the_decision_layer() -> None:
+    graph = {
+        "resolver.solve.inputs": {"resolver.host.detection", "resolver.core.errors"},
+        "resolver.images.facts": {"resolver.io.subprocs"},
+        "resolver.writers.lockfiles": {"resolver.io.http"},  # effects may
+    }
+    assert impure_edges(graph) == [
+        "resolver.images.facts imports resolver.io.subprocs: the decision layer never probes,"
+        " runs or fetches",
+        "resolver.solve.inputs imports resolver.host.detection: the decision layer never probes,"
+        " runs or fetches",
+    ]
+    source = (
+        "import os\nimport subprocess\nfrom pathlib import Path\n"
+        "def f(p: Path) -> str:\n"
+        "    text = open(p).read() + p.read_text() + os.environ['X']\n"
+        "    return text + str(sorted(p.glob('*.json')))\n"
+        "def g(x: str) -> str:  # words alone are fine: open( in a string\n"
+        "    return 'open(' + x.strip()\n"
+    )
+    found = impure_calls(source, "resolver.solve.x")
+    assert sorted(line.split(": ", 1)[1] for line in found) == [
+        "glob( in the decision layer",
+        "import subprocess in the decision layer",
+        "open( in the decision layer",
+        "os.environ in the decision layer",
+        "read_text( in the decision layer",
+    ]
 
 
 def test_checker_finds_an_unplaced_module_and_a_long_one() -> None:

@@ -249,3 +249,47 @@ def test_lenient_observations_skip_bad_entries_and_apply_the_rest() -> None:
     strict = apply_observations(shipped, {"observations": [good, also]})
     assert lenient == strict != shipped
     assert _sass_280(lenient) == ((9, 0),)
+
+
+# --- the shipped database parsed ahead (data/catalog.json) -------------------------------------
+
+
+def test_the_shipped_snapshot_is_current() -> None:
+    """Regenerate it with `python tools/gen_catalog_snapshot.py` after editing data/."""
+    from resolver.db import snapshot
+
+    data = catalog_mod.shipped_data_dir()
+    wanted = snapshot.render(data, catalog_mod.SNAPSHOT_FILES, catalog_mod.parse_shipped)
+    assert (data / snapshot.FILE).read_text(encoding="utf-8") == wanted
+
+
+def test_a_fresh_home_reads_the_snapshot_not_the_yaml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPURESOLVE_CACHE_DIR", str(tmp_path / "empty-cache"))
+    parsed: list[Path] = []
+    real = catalog_mod._read_yaml
+    monkeypatch.setattr(
+        catalog_mod, "_read_yaml", lambda p, **kw: parsed.append(p) or real(p, **kw)
+    )
+    data = catalog_mod.shipped_data_dir()
+    from_snapshot = catalog_mod.load(data)
+    assert parsed == []
+    raw = {n: real(data / n) for n in catalog_mod.SNAPSHOT_FILES if (data / n).is_file()}
+    assert from_snapshot == catalog_mod.from_raw(raw, origin=str(data))
+
+
+def test_an_edited_file_makes_the_snapshot_a_miss(tmp_path: Path) -> None:
+    from resolver.db import snapshot
+
+    data = catalog_mod.shipped_data_dir()
+    copy = tmp_path / "data"
+    shutil.copytree(data, copy)
+    assert snapshot.read(copy, catalog_mod.SNAPSHOT_FILES) is not None
+    torch = copy / "torch.yaml"
+    torch.write_text(torch.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    assert snapshot.read(copy, catalog_mod.SNAPSHOT_FILES) is None
+    (copy / "torch.yaml").unlink()
+    shutil.copyfile(data / "torch.yaml", copy / "torch.yaml")
+    (copy / snapshot.FILE).write_text('{"schema": 1, "files": {}, "raw": []}', encoding="utf-8")
+    assert snapshot.read(copy, catalog_mod.SNAPSHOT_FILES) is None  # damaged: a miss

@@ -18,8 +18,8 @@ from pytorch_index import IndexServer
 
 from resolver import catalog as catalog_mod
 from resolver.core.errors import DataError
+from resolver.core.hostprofile import GpuInfo, HostProfile
 from resolver.db import location, yamlfile
-from resolver.host.profile import GpuInfo, HostProfile
 
 SUGGEST = ("suggest", "--gpu", "8.6", "--driver", "570.00", "--platform", "linux-x86_64")
 pytestmark = pytest.mark.usefixtures("dbupdate_hermetic")

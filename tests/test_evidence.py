@@ -257,7 +257,7 @@ def test_detect_names_a_gpu_the_driver_ignores(
     from pathlib import Path
 
     import resolver.host as host
-    from resolver.host.profile import HostProfile
+    from resolver.core.hostprofile import HostProfile
 
     here = Path(__file__).parent / "fixtures" / "host" / "h100_driver580_cli" / "detect.json"
     doc = json.loads(here.read_text())

@@ -15,6 +15,7 @@ from cli_support import run_cli
 from resolver import catalog as catalog_mod
 from resolver.catalog import shipped_data_dir
 from resolver.core.errors import DataError
+from resolver.db import imagesdata
 from resolver.images import facts as facts_mod
 
 LINUX = ("--platform", "linux-x86_64", "--python", "3.12")
@@ -137,7 +138,7 @@ def test_ngc_without_forward_compat_does_not_run(
 
 
 def test_forward_compat_facts_are_graded_and_sourced() -> None:
-    facts = facts_mod.load()
+    facts = facts_mod.from_raw(*imagesdata.read())
     fc = facts.ngc.forward_compat
     assert fc is not None and fc.kinds == ("datacenter",)
     assert {b.branch: b.fact.grade for b in fc.branches[13]} == {535: "official", 570: "inferred"}

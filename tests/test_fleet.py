@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -214,7 +215,27 @@ def varied(catalog: Catalog) -> list[Target]:
     out.append(Target("linux-x86_64", "3.12", "560.35.03", "linux", two, nvidia=True, name="two"))
     out.append(member(catalog, "no-driver", "NVIDIA H100", None))
     out.append(member(catalog, "cpu", None, None))
+    # Other names of the compute capabilities above (a kind is keyed by CC, not by name): each
+    # restated from its CC's first solve, its texts naming its own GPUs, its hints its own.
+    for gpu, driver in SAME_CC:
+        out.append(member(catalog, f"alias-{gpu}-{driver}", gpu, driver))
+    pair = (TargetGpu(*catalog.resolve_gpu("8.0")), TargetGpu(*catalog.resolve_gpu("8.6")))
+    out.append(Target("linux-x86_64", "3.12", "560.35.03", "linux", pair, nvidia=True))
+    out.append(member(catalog, "alias-no-driver", "NVIDIA H100 80GB HBM3", None))
     return out
+
+
+SAME_CC = [
+    ("NVIDIA A100-SXM4-40GB", "535.104.05"),  # 8.0, as the A100-SXM4-80GB
+    ("NVIDIA A100-PCIE-40GB", "418.40.04"),  # 8.0 on a driver too old for it
+    ("NVIDIA GeForce RTX 3090", "570.124.06"),  # 8.6
+    ("NVIDIA RTX A6000", "525.60.13"),  # 8.6
+    ("NVIDIA H100 80GB HBM3", "580.95.05"),  # 9.0, as the H100
+    ("NVIDIA GeForce GTX 1080", "580.65.06"),  # 6.1, as the GTX 1080 Ti (R580: its last branch)
+    ("Tesla P40", "590.44.01"),  # 6.1 on a branch that no longer drives it
+    ("Jetson AGX Orin", "540.4.0"),  # 8.7, Tegra: named in the hint
+    ("Jetson Orin Nano", "540.4.0"),
+]
 
 
 @pytest.mark.parametrize("policy", ["compat", "strict"])
@@ -234,6 +255,26 @@ def test_one_solve_per_kind_gives_what_solving_each_alone_gives(
         alone = solve(shipped, replace(t, name=None), request)
         assert solver(t) == alone, t.name
     assert solver.runs < len(targets)  # kinds were shared, and each shared one restated exactly
+    renamed = [t for t in targets if (t.name or "").startswith("alias")]
+    assert renamed and all(solver(t).target.gpus == t.gpus for t in renamed)
+
+
+@pytest.mark.parametrize("driver", ["570.124.06", "418.40.04", None])
+def test_gpus_of_one_compute_capability_share_one_solve(
+    shipped: Catalog, driver: str | None
+) -> None:
+    """Machines whose GPUs differ only by name are one kind: solved once, each restated with
+    its own GPU names in every text, exactly as solving it alone."""
+    from resolver.solve import solve
+    from resolver.solve.memo import FleetSolver
+
+    names = ["NVIDIA GeForce RTX 3090", "NVIDIA RTX A6000", "NVIDIA A40", "Jetson AGX Orin"]
+    targets = [member(shipped, f"m{i}", gpu, driver) for i, gpu in enumerate(names)]
+    solver = FleetSolver(shipped, Request())
+    for t in targets:
+        alone = solve(shipped, replace(t, name=None), Request())
+        assert solver(t) == alone, t.name
+    assert solver.runs == 2  # sm_86 once (three names), sm_87 (a Tegra GPU) once
 
 
 def test_split_groups_decide_as_grouping_by_hand_does(shipped: Catalog) -> None:
@@ -299,7 +340,7 @@ class _Terminal(io.StringIO):
 
 @pytest.mark.parametrize("tty", [True, False])
 def test_progress_bar_only_on_a_terminal(tty: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    from resolver.commands.lock import PROGRESS_FROM, _progress_bars
+    from resolver.commands.lock_team import PROGRESS_FROM, _progress_bars
 
     err = _Terminal(tty)
     monkeypatch.setattr(sys, "stderr", err)

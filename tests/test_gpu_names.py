@@ -14,9 +14,9 @@ import pytest
 from resolver import catalog as catalog_mod
 from resolver.catalog import Catalog
 from resolver.core.errors import DataError, UserError
+from resolver.core.hostprofile import GpuInfo, HostProfile
 from resolver.db import gpunames
 from resolver.host import smi
-from resolver.host.profile import GpuInfo, HostProfile
 from resolver.solve.inputs import target_from_profile
 from tests.cli_support import run_cli
 

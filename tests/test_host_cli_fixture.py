@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from resolver.catalog import Catalog
-from resolver.host.profile import HostProfile
+from resolver.core.hostprofile import HostProfile
 from resolver.solve import Request, solve
 from resolver.solve.inputs import target_from_profile
 

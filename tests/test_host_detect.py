@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from resolver.host import detect, procfs, smi, wsl
-from resolver.host.platform import PlatformInfo
-from resolver.host.profile import (
+from resolver.core.hostprofile import (
     STATE_MISMATCH,
     STATE_NO_DRIVER,
     STATE_NO_GPU,
@@ -21,6 +19,8 @@ from resolver.host.profile import (
     STATE_OK,
     HostProfile,
 )
+from resolver.host import detect, procfs, smi, wsl
+from resolver.host.platform import PlatformInfo
 from resolver.host.smi import CommandResult
 
 FIX = Path(__file__).parent / "fixtures" / "host"

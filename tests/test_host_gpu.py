@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
+from resolver.core.hostprofile import STATE_OK, HostProfile
 from resolver.host import detect
-from resolver.host.profile import STATE_OK, HostProfile
 
 pytestmark = [
     pytest.mark.gpu,

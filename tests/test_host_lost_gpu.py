@@ -12,9 +12,9 @@ import pytest
 from cli_support import run_cli
 
 from resolver.catalog import Catalog
+from resolver.core.hostprofile import STATE_NO_GPU, STATE_OK, HostProfile, LostGpu
 from resolver.host import detect, smi
 from resolver.host.platform import PlatformInfo
-from resolver.host.profile import STATE_NO_GPU, STATE_OK, HostProfile, LostGpu
 from resolver.host.smi import CommandResult
 from resolver.verify import checks
 from resolver.verify.result import FAIL

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from resolver.host import detect, nvml
-from resolver.host.platform import PlatformInfo
-from resolver.host.profile import (
+from resolver.core.hostprofile import (
     STATE_MISMATCH,
     STATE_NO_DRIVER,
     STATE_NO_GPU,
     STATE_OK,
     GpuInfo,
 )
+from resolver.host import detect, nvml
+from resolver.host.platform import PlatformInfo
 
 FIX = Path(__file__).parent / "fixtures" / "host"
 LINUX = PlatformInfo("linux", "linux-x86_64", "3.12", "3.12.3", "2.39")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from resolver.core.hostprofile import STATE_NO_DRIVER, STATE_NO_GPU, STATE_OK
 from resolver.host import procfs
-from resolver.host.profile import STATE_NO_DRIVER, STATE_NO_GPU, STATE_OK
 
 FIX = Path(__file__).parent / "fixtures" / "host"
 H100 = FIX / "h100_driver580"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from resolver.core.errors import UserError
-from resolver.host.profile import GpuInfo, HostProfile
-from resolver.solve.inputs import load_profile
+from resolver.core.hostprofile import GpuInfo, HostProfile
+from resolver.host.records import load_profile
 
 GOOD: dict[str, Any] = {
     "platform": "linux-x86_64",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from resolver.core.hostprofile import STATE_MISMATCH, STATE_NO_DRIVER, STATE_NO_GPU, STATE_OK
 from resolver.host import smi
-from resolver.host.profile import STATE_MISMATCH, STATE_NO_DRIVER, STATE_NO_GPU, STATE_OK
 from resolver.host.smi import CommandResult
 
 FIX = Path(__file__).parent / "fixtures" / "host"

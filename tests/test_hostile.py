@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from cli_support import run_cli
 
+from resolver.io.bounded import SPEC_LIMIT
+
 BIG = "9" * 5000  # past Python's int-conversion limit (4300 digits)
 HOST = Path(__file__).parent / "fixtures" / "host" / "h100_driver580" / "detect.json"
 
@@ -242,7 +244,7 @@ CASES = [
     Case("spec-not-mapping", spec("- a\n- b\n")),
     Case("spec-empty", spec("")),
     Case("spec-bad-yaml", spec("name: [unclosed\n"), says="line"),
-    Case("spec-too-large", spec(GOOD_SPEC + "#" * (2 * 1024 * 1024) + "\n"), says="larger"),
+    Case("spec-too-large", spec(GOOD_SPEC + "#" * (SPEC_LIMIT + 1) + "\n"), says="larger"),
     Case("spec-name-escapes", spec(GOOD_SPEC.replace("name: ok", "name: ../../etc"))),
     Case("spec-target-escapes", spec(GOOD_SPEC.replace("name: x", "name: ../x"))),
     Case("spec-python-number", spec(GOOD_SPEC.replace('"3.12"', "3.10"))),

@@ -10,6 +10,7 @@ from cli_support import run_cli
 
 from resolver.catalog import shipped_data_dir
 from resolver.core.errors import DataError, UserError
+from resolver.db import imagesdata
 from resolver.images import facts as facts_mod
 from resolver.images.reference import parse
 
@@ -157,7 +158,7 @@ def test_ngc_known_and_unknown_facts(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_shipped_facts_are_valid() -> None:
-    facts = facts_mod.load()
+    facts = facts_mod.from_raw(*imagesdata.read())
     assert facts.official.era("2.9.0") is not None
     for era in facts.official.eras:
         for f in (era.install, era.python):
@@ -167,7 +168,7 @@ def test_shipped_facts_are_valid() -> None:
 def test_bad_grade_is_data_error(tmp_path: Path) -> None:
     import yaml
 
-    raw = yaml.safe_load(facts_mod.data_file().read_text(encoding="utf-8"))
+    raw = yaml.safe_load(imagesdata.data_file().read_text(encoding="utf-8"))
     raw["official"]["eras"][0]["python"]["grade"] = "hearsay"
     with pytest.raises(DataError, match="grade"):
         facts_mod.from_raw(raw)

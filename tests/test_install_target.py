@@ -10,8 +10,8 @@ import pytest
 from cli_support import run_cli
 
 import resolver.host as host_mod
+from resolver.core.hostprofile import STATE_OK, GpuInfo, HostProfile
 from resolver.host import platform as host_platform
-from resolver.host.profile import STATE_OK, GpuInfo, HostProfile
 
 HERE = host_platform.probe().platform
 PY = f"{sys.version_info[0]}.{sys.version_info[1]}"

@@ -15,7 +15,7 @@ from cli_support import run_cli
 from conftest import scrubbed_env
 
 from resolver.catalog import shipped_data_dir
-from resolver.verify import startup
+from resolver.standalone import startup
 from resolver.writers import lockfiles
 
 A100 = ("--driver", "535.104.05", "--gpu", "8.0")

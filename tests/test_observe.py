@@ -307,9 +307,9 @@ def test_verify_records_and_compares(tmp_path: Path, synth_raw: dict[str, Any]) 
 
 
 def test_verify_records_into_the_user_database() -> None:
-    from resolver.commands import verify as verify_cmd
+    from resolver.flows import verify as verify_flow
 
-    rec = verify_cmd._record(_probe(), verify_cmd._curated_builds())
+    rec = verify_flow.record(_probe(), verify_flow.curated_builds())
     assert rec.status == "added"
     path = catalog_mod.user_data_dir() / store.FILE
     assert store.load(path).runtime[0]["version"] == "2.11.0+cu130"
@@ -449,9 +449,9 @@ def _fake_probe_python(tmp_path: Path) -> Path:
 def test_verify_cli_records_unless_told(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from resolver.commands import verify as verify_cmd
+    from resolver.flows import verify as verify_flow
 
-    monkeypatch.setattr(verify_cmd, "_detect", lambda catalog: None)
+    monkeypatch.setattr(verify_flow, "detect", lambda catalog: None)
     python = _fake_probe_python(tmp_path)
     user = catalog_mod.user_data_dir() / store.FILE
     _code, out, _err = run_cli(capsys, "verify", "--python", str(python), "--json", "--no-record")

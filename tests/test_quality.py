@@ -1,9 +1,8 @@
-"""The code stays typed, linted and formatted: ruff and mypy (strict) run as part of the suite."""
+"""CI keeps the code typed, linted and formatted, and runs the README's test command as written."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,24 +11,20 @@ ROOT = Path(__file__).resolve().parent.parent
 PATHS = ["resolver", "tests", "bench", "tools"]
 
 
-def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
-
-
-@pytest.mark.parametrize("args", [["check"], ["format", "--check"]], ids=["lint", "format"])
-def test_ruff(args: list[str]) -> None:
-    # the ruff of this interpreter's environment (the pinned one), not whatever is first on PATH;
-    # --no-cache: tests write nothing into the checkout
-    pytest.importorskip("ruff", reason="ruff is not installed (pip install -e '.[test]')")
-    proc = _run(sys.executable, "-m", "ruff", *args, "--no-cache", *PATHS)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-def test_mypy_strict(tmp_path: Path) -> None:
-    pytest.importorskip("mypy", reason="mypy is not installed (pip install -e '.[test]')")
-    # files and strictness come from pyproject.toml; the cache goes to a temporary directory
-    proc = _run(sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_ci_runs_the_checks_beside_the_tests() -> None:
+    """ruff, mypy and the distribution's own check run as CI steps, not inside pytest (they cost
+    the suite a minute of its two cores): each leg of `.ci/run` runs them."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for step in (
+        "-m ruff check",
+        "-m ruff format --check",
+        "-m mypy",
+        "-m build --no-isolation",
+        "-m twine check --strict",
+    ):
+        assert step in ci, step
+    for path in PATHS:
+        assert f" {path}" in ci  # every folder of Python is linted
 
 
 def test_ci_runs_the_readme_command_in_a_fresh_virtualenv() -> None:

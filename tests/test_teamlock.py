@@ -408,3 +408,26 @@ def test_readme_examples_leave_the_committed_examples_as_they_are(
         code, out, err = run(capsys, *argv)
         assert code == 0, (argv, out, err)
     assert tree(tmp_path / "environments") == before
+
+
+def test_a_fleet_of_any_size_records_its_targets_in_the_line_check_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Named in full, by digest per target, then one digest for all: the record never outgrows
+    the line `--check` reads back (the caps are lowered here; the real ones fit 50,000 targets)."""
+    from resolver import catalog as catalog_mod
+    from resolver.team import lock as team_lock
+    from resolver.team.spec import load_spec
+
+    lines = ["name: big", 'python: "3.12"', "targets:"]
+    lines += [f'  - {{name: n{i}, driver: "570.{i}.01", gpus: ["8.6"]}}' for i in range(40)]
+    path = tmp_path / "big.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spec = load_spec(str(path), catalog_mod.load())
+    full = team_lock.targets_record(spec)
+    assert full["n7"]["driver"] == "570.7.01" and full["n7"]["gpus"] == [{"cc": "8.6"}]
+    monkeypatch.setattr(team_lock, "MAX_TARGETS_RECORD", 100)
+    digests = team_lock.targets_record(spec)
+    assert set(digests) == set(full) and digests["n7"].startswith("sha256:")
+    monkeypatch.setattr(team_lock, "MAX_DIGESTS_RECORD", 200)
+    assert list(team_lock.targets_record(spec)) == ["(all 40 targets)"]

@@ -140,7 +140,7 @@ def test_detect_shows_the_branch(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import resolver.host as host
-    from resolver.host.profile import HostProfile
+    from resolver.core.hostprofile import HostProfile
 
     here = Path(__file__).parent / "fixtures" / "host" / "h100_driver580_cli" / "detect.json"
     doc = json.loads(here.read_text())

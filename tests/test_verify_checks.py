@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from resolver.catalog import Catalog
-from resolver.host.profile import STATE_NO_DRIVER, GpuInfo, HostProfile
+from resolver.core.hostprofile import STATE_NO_DRIVER, GpuInfo, HostProfile
 from resolver.readers import lockfile
 from resolver.verify import checks
 from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult, overall

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from resolver.catalog import Catalog
+from resolver.core.hostprofile import HostProfile
 from resolver.host import gpustate
-from resolver.host.profile import HostProfile
 from resolver.verify import checks, diagnose, speed
 from resolver.verify.result import CHECKS, FAIL, PASS, WARN, CheckResult
 

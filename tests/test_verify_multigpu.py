@@ -381,9 +381,9 @@ def test_verify_benchmark_command_on_the_recorded_load(
     from cli_support import run_cli
     from test_verify_nccl import script
 
-    from resolver.commands import verify as verify_cmd
+    from resolver.core.hostprofile import HostProfile
+    from resolver.flows import verify as verify_flow
     from resolver.host import gpustate
-    from resolver.host.profile import HostProfile
     from resolver.verify import nccl_run
 
     doc = load(REC / "bench_load.json")
@@ -391,7 +391,7 @@ def test_verify_benchmark_command_on_the_recorded_load(
     python = script(tmp_path, f"cat '{tmp_path / 'probe.json'}'")
     RecordedSampler.state = doc["state"]
     monkeypatch.setattr(gpustate, "Sampler", RecordedSampler)
-    monkeypatch.setattr(verify_cmd, "_detect", lambda c: HostProfile.from_json(doc["host"]))
+    monkeypatch.setattr(verify_flow, "detect", lambda c: HostProfile.from_json(doc["host"]))
     monkeypatch.setattr(topology, "collect", lambda: doc["nccl_check"]["topology"])
     monkeypatch.setattr(nccl_run, "run_nccl", lambda *a, **k: run_of(doc))
     args = ("verify", "--python", python, "--benchmark", "--no-record")
@@ -417,8 +417,8 @@ def test_detect_prints_and_reports_the_recorded_topology(
 ) -> None:
     from cli_support import run_cli
 
+    from resolver.core.hostprofile import HostProfile
     from resolver.host import detection
-    from resolver.host.profile import HostProfile
 
     doc = load(REC / "detect.json")
     raw = {k: v for k, v in doc["topology"].items() if k not in ("summary", "peak")}

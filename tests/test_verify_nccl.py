@@ -222,12 +222,12 @@ def test_verify_nccl_on_the_recorded_one_gpu_probe_is_one_skip_line(
     from cli_support import run_cli
     from test_verify_checks import H100
 
-    from resolver.commands import verify as verify_cmd
+    from resolver.flows import verify as verify_flow
 
     probe = json.loads((H100 / "probe.json").read_text(encoding="utf-8"))
     (tmp_path / "probe.json").write_text(json.dumps(probe), encoding="utf-8")
     python = script(tmp_path, f"cat '{tmp_path / 'probe.json'}'")
-    monkeypatch.setattr(verify_cmd, "_detect", lambda catalog: None)
+    monkeypatch.setattr(verify_flow, "detect", lambda catalog: None)
     _, out, _ = run_cli(capsys, "verify", "--python", python, "--nccl")
     line = "SKIP  NCCL across GPUs  one GPU visible: nothing to run NCCL across"
     assert [ln for ln in out.splitlines() if "NCCL across" in ln] == [line]

@@ -16,9 +16,9 @@ import pytest
 from cli_support import run_cli
 from test_verify_checks import H100, cpu_build
 
-from resolver.commands import verify as verify_cmd
 from resolver.core.errors import UserError
-from resolver.host.profile import STATE_NO_DRIVER, HostProfile
+from resolver.core.hostprofile import STATE_NO_DRIVER, HostProfile
+from resolver.flows import verify as verify_flow
 from resolver.verify import checks
 from resolver.verify.result import CHECKS, FAIL, SKIP
 from resolver.verify.run import PROBE_FILE, resolve_python, run_probe
@@ -222,7 +222,7 @@ def test_cpu_build_report_lists_every_check(
     (tmp_path / "probe.json").write_text(json.dumps(probe), encoding="utf-8")
     python = fake_python(tmp_path, f"cat '{tmp_path / 'probe.json'}'")
     bare = HostProfile(platform="linux-x86_64", python="3.12", state=STATE_NO_DRIVER)
-    monkeypatch.setattr(verify_cmd, "_detect", lambda catalog: bare)
+    monkeypatch.setattr(verify_flow, "detect", lambda catalog: bare)
     code, out, _ = run_cli(capsys, "verify", "--python", str(python), "--json")
     assert code == 0
     report = json.loads(out)
@@ -264,7 +264,7 @@ def test_benchmark_fraction_of_peak_end_to_end(
     }
     (tmp_path / "probe.json").write_text(json.dumps(probe), encoding="utf-8")
     python = fake_python(tmp_path, f"cat '{tmp_path / 'probe.json'}'")
-    monkeypatch.setattr(verify_cmd, "_detect", lambda catalog: None)
+    monkeypatch.setattr(verify_flow, "detect", lambda catalog: None)
     code, out, _ = run_cli(capsys, "verify", "--python", str(python), "--benchmark", "--json")
     report = json.loads(out)
     (speed,) = [c for c in report["checks"] if c["id"] == "speed"]

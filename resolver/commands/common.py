@@ -16,13 +16,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from resolver.core.errors import UserError, unsafe_char
+from resolver.commands.params import SAFE_TEXT, SafePath, check_url
+from resolver.core.errors import UserError
 from resolver.core.platforms import MACOS
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
-    from resolver.host.profile import HostProfile
+    from resolver.core.hostprofile import HostProfile
     from resolver.solve import Request, Target
+
+__all__ = [
+    "PYTORCH_INDEX_ENV",
+    "RequestOptions",
+    "TargetOptions",
+    "emit_json",
+    "request_options",
+    "target_options",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 PYTORCH_INDEX_ENV = "GPURESOLVE_PYTORCH_INDEX"
@@ -49,7 +59,7 @@ class TargetOptions:
         self, catalog: Catalog, python: str | None = None
     ) -> tuple[Target, HostProfile | None]:
         """The target: described by these options, or this machine probed (``python`` overrides)."""
-        from resolver.solve.inputs import resolve_target
+        from resolver.flows.target import resolve_target, what_if
 
         target, profile = resolve_target(
             catalog,
@@ -61,27 +71,13 @@ class TargetOptions:
             host_file=self.host_file,
         )
         if profile is not None and self.host_file:
-            profile.messages.extend(self.overrides(profile))
+            given = (self.driver, self.gpus, self.no_gpu, self.python, self.platform)
+            profile.messages.extend(what_if(profile, self.host_file, *given))
         if profile is not None and profile.lost_gpus:
             from resolver.host.detection import lost_note
 
             click.echo(f"gpuresolve: warning: {lost_note(profile)}", err=True)
         return target, profile
-
-    def overrides(self, recorded: HostProfile) -> list[str]:
-        """What-if notes: which facts of the --host file the other options replaced."""
-        where = self.host_file
-        gpus = ", ".join(g.name or f"GPU {g.index}" for g in recorded.gpus) or "none"
-        given = [
-            (self.driver and f"--driver {self.driver}", f"driver {recorded.driver or 'none'}"),
-            (self.gpus and f"--gpu {', '.join(self.gpus)}", f"GPUs ({gpus})"),
-            (self.no_gpu and "--no-gpu", f"GPUs ({gpus})"),
-            (self.python and f"--python {self.python}", f"Python {recorded.python}"),
-            (self.platform and f"--platform {self.platform}", f"platform {recorded.platform}"),
-        ]
-        return [
-            f"{option} replaces {where}'s {fact} (a what-if)" for option, fact in given if option
-        ]
 
 
 @dataclass(frozen=True)
@@ -127,74 +123,6 @@ class RequestOptions:
                     f"{asked}: drop one of them"
                 )
         return request
-
-
-def _source_name(ctx: click.Context, param: click.Parameter) -> str:
-    """How the user gave a value: the option's flag, or the environment variable it came from."""
-    if ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.ENVIRONMENT:
-        envvar = param.envvar if isinstance(param.envvar, str) else None
-        if envvar:
-            return envvar
-    return param.opts[0] if param.opts else str(param.name)
-
-
-def check_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Click callback: an index URL (http, https, or file: for a local mirror), validated."""
-    from resolver.io.urls import index_url
-
-    return None if value is None else index_url(value, _source_name(ctx, param))
-
-
-def check_channel(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Click callback: a conda channel name or URL, validated."""
-    from resolver.io.urls import channel
-
-    return None if value is None else channel(value, _source_name(ctx, param))
-
-
-class Seconds(click.FloatRange):
-    """Seconds within [low, high]; ``nan`` (which every range comparison lets through) refused."""
-
-    def __init__(self, low: float, high: float) -> None:
-        super().__init__(min=low, max=high)
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        import math
-
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        return number
-
-
-def _refuse_unsafe(
-    kind: SafePath | SafeText, value: Any, param: click.Parameter | None, ctx: click.Context | None
-) -> None:
-    """A control or bidi character in a path is exit 2, before anything is created or printed:
-    `-o $'out\\a'` made a folder whose name rang the terminal's bell in every later message."""
-    ch = unsafe_char(value) if isinstance(value, str) else None
-    if ch is not None:
-        kind.fail(f"holds the control or bidi character U+{ord(ch):04X}: refused", param, ctx)
-
-
-class SafePath(click.Path):
-    """A path option or argument (click.Path) that refuses control and bidi characters."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        _refuse_unsafe(self, value, param, ctx)
-        return super().convert(value, param, ctx)
-
-
-class SafeText(click.types.StringParamType):
-    """A string naming a path (``--python X.Y|PATH``, ``URL|PATH``, ``FILE``) that refuses
-    control and bidi characters."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        _refuse_unsafe(self, value, param, ctx)
-        return super().convert(value, param, ctx)
-
-
-SAFE_TEXT = SafeText()
 
 
 def _bundle(func: F, key: str, cls: type[Any], options: list[Callable[[Any], Any]]) -> F:
@@ -307,5 +235,15 @@ def request_options(func: F) -> F:
 
 
 def emit_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, sort_keys=False)
-    sys.stdout.write("\n")
+    """The document in pieces of ``PIPE_BUF`` bytes: ``json.dump`` writes each token apart, which
+    unbuffered (``PYTHONUNBUFFERED=1``, common in containers and CI) is one system call per
+    token. Not in one write: unbuffered, a write to a pipe whose reader left can be cut short and
+    Python's text layer drops the rest silently (exit 0 for a truncated document), while a pipe
+    write of at most ``PIPE_BUF`` bytes is all or nothing. ASCII only (``ensure_ascii``), so
+    characters are bytes."""
+    import select  # built in: costs nothing
+
+    text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=True) + "\n"
+    size = getattr(select, "PIPE_BUF", 512)  # POSIX's least
+    for start in range(0, len(text), size):
+        sys.stdout.write(text[start : start + size])

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from resolver.commands.common import SafePath, Seconds, check_url, emit_json
-from resolver.dbupdate import DEFAULT_PYTORCH_INDEX, PYTORCH_INDEX_ENV
+from resolver.commands.common import emit_json
+from resolver.commands.params import SafePath
 
 if TYPE_CHECKING:
-    from resolver.dbupdate.collect import ProgressBar
+    pass
 
 _DATA_OPTION = click.option(
     "--data",
@@ -41,17 +39,10 @@ _JSON_OPTION = click.option(
 def check(data_dir: str | None, as_json: bool) -> None:
     """Validate the schema and the consistency of every record (exit 1 on problems)."""
     from resolver import catalog as catalog_mod
-    from resolver.core.errors import DataError
-    from resolver.db.check import check as db_check
-    from resolver.images import facts as image_facts
-    from resolver.verify import speed
+    from resolver.flows.database import problems_of
 
     cat = catalog_mod.load(Path(data_dir) if data_dir else None)
-    problems = db_check(cat) + image_facts.check(cat)  # images.yaml
-    try:
-        speed.load(speed.data_file(cat.origin))  # gpu_peaks.yaml
-    except DataError as exc:
-        problems.append(str(exc))
+    problems = problems_of(cat)
     if as_json:
         emit_json(
             {
@@ -96,155 +87,6 @@ def show(data_dir: str | None, as_json: bool) -> None:
 
 
 @db.command()
-@click.option(
-    "--pytorch-index",
-    envvar=PYTORCH_INDEX_ENV,
-    default=DEFAULT_PYTORCH_INDEX,
-    show_default=True,
-    metavar="URL",
-    callback=check_url,
-    help=f"The PyTorch wheel index (or a mirror of it); env {PYTORCH_INDEX_ENV}.",
-)
-@click.option(
-    "--pypi-index",
-    metavar="URL",
-    callback=check_url,
-    help="The default index to learn which build it carries (default: pip's index-url).",
-)
-@click.option("--no-pypi", is_flag=True, help="Do not read the default index at all.")
-@click.option(
-    "--write-data",
-    type=SafePath(file_okay=False),
-    help="Update this data directory in place (a checkout's data/, for a release).",
-)
-@click.option(
-    "--timeout",
-    type=Seconds(0.1, 600),
-    default=20.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Each request's deadline, whole: connecting, the answer however slowly it comes, "
-    "and any retries.",
-)
-@click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
-@click.option(
-    "--read-wheels",
-    is_flag=True,
-    help="Instead: read one wheel of every build not yet observed (its arch list, CUDA, "
-    "cuDNN, NCCL) and record it in observations.yaml.",
-)
-@click.option(
-    "--budget",
-    type=click.FloatRange(min=1),
-    metavar="MB",
-    help="With --read-wheels: read at most this many MiB in all (default 512).",
-)
-@_JSON_OPTION
-def update(
-    pytorch_index: str,
-    pypi_index: str | None,
-    no_pypi: bool,
-    write_data: str | None,
-    timeout: float,
-    dry_run: bool,
-    read_wheels: bool,
-    budget: float | None,
-    as_json: bool,
-) -> None:
-    """Refresh the database from the PyTorch wheel index (into your data directory).
-
-    Also adds new releases of the extension packages (xformers, bitsandbytes, torchao, vllm,
-    triton, flash-attn) from the default index and the PyTorch index's CUDA folders, read from
-    their wheels; releases the database holds are never changed.
-
-    Exit 0 when updated or current, 1 when the indexes could not be read (the database in use
-    is left as it was).
-    """
-    from resolver import catalog as catalog_mod
-
-    if budget is not None and not read_wheels:
-        from resolver.core.errors import UserError
-
-        raise UserError("--budget applies to --read-wheels")
-    if read_wheels:
-        from resolver.commands.db_wheels import update_read_wheels
-
-        update_read_wheels(
-            pytorch_index, None if no_pypi else pypi_index, no_pypi, write_data, timeout,
-            dry_run, 512.0 if budget is None else budget,
-        )  # fmt: skip
-        return
-    from resolver.core.errors import IndexFormatError
-    from resolver.dbupdate import UpdateError
-    from resolver.dbupdate.run import run_update
-    from resolver.host.pipconfig import pip_index_url
-    from resolver.io import ReadError
-    from resolver.io.http import Client
-
-    target = Path(write_data) if write_data else catalog_mod.user_data_dir()
-    # The database in use, after any fallback: a damaged user database is not read, only replaced.
-    base = target if write_data else Path(catalog_mod.load().origin)
-    pypi = None if no_pypi else (pypi_index or pip_index_url())
-    if pypi is not None and pypi_index is None:
-        from resolver.io.urls import index_url
-
-        pypi = index_url(pypi, "pip's configured index-url")
-    if pypi is None and not no_pypi:
-        click.echo(
-            "note: no default index is configured in pip (index-url, PIP_INDEX_URL or "
-            "--pypi-index): skipping which build it carries and the extension packages' "
-            "releases there",
-            err=True,
-        )
-    click.echo(f"reading {pytorch_index.rstrip('/')}/ (database: {base})", err=True)
-    try:
-        with Client(timeout=timeout) as fetcher:
-            outcome = run_update(
-                base=base,
-                target=target,
-                pytorch_index=pytorch_index,
-                pypi_index=pypi,
-                fetcher=fetcher,
-                progress=_no_progress if as_json else _progress,
-                dry_run=dry_run,
-            )
-    except (UpdateError, ReadError, IndexFormatError) as exc:
-        click.echo(f"gpuresolve: db update failed: {exc}; the database is unchanged", err=True)
-        if as_json:
-            emit_json({"ok": False, "error": str(exc), "changed": False, "written": False})
-        sys.exit(1)
-    click.echo(f"{outcome.requests} requests", err=True)
-    if as_json:
-        emit_json(
-            {
-                "ok": True,
-                "changed": outcome.summary.changed,
-                "written": outcome.written,
-                "dry_run": dry_run,
-                "base": str(outcome.base),
-                "target": str(outcome.target),
-                "pypi_read": outcome.pypi_read,
-                "requests": outcome.requests,
-                "changes": outcome.summary.as_json(),
-                "extension_pages_read": outcome.extensions_read,
-                "extension_wheels_read": outcome.extension_wheels,
-            }
-        )
-        sys.exit(0)
-    for line in outcome.summary.lines():
-        click.echo(line)
-    if not outcome.summary.changed:
-        click.echo(f"the database is current ({base})")
-    elif dry_run:
-        click.echo(f"dry run: nothing written (would write {target})")
-    else:
-        click.echo(f"updated {target}")
-        forced = os.environ.get(catalog_mod.DATA_ENV)
-        if forced and not write_data:
-            click.echo(f"note: {catalog_mod.DATA_ENV}={forced} still overrides it", err=True)
-
-
-@db.command()
 @click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
 @click.option("--json", "as_json", is_flag=True, help="The outcome as JSON.")
 def reset(dry_run: bool, as_json: bool) -> None:
@@ -283,27 +125,12 @@ def reset(dry_run: bool, as_json: bool) -> None:
         sys.exit(2)
 
 
-@contextmanager
-def _no_progress(label: str, length: int) -> Iterator[ProgressBar]:
-    """No bar: --json keeps the output free of it."""
-
-    class _Quiet:
-        def update(self, n_steps: int) -> None:
-            pass
-
-    yield _Quiet()
-
-
-@contextmanager
-def _progress(label: str, length: int) -> Iterator[ProgressBar]:
-    with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
-        yield bar
-
-
 def _wheel_commands() -> None:
-    """`db inspect-wheel` and the observation commands live in their own module."""
+    """`db update`, `db inspect-wheel` and the observation commands live in their own modules."""
+    from resolver.commands.db_update import update
     from resolver.commands.db_wheels import export_observations, import_observations, inspect_wheel
 
+    db.add_command(update)
     db.add_command(inspect_wheel)
     db.add_command(export_observations)
     db.add_command(import_observations)

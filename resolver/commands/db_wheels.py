@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-from resolver.commands.common import SAFE_TEXT, emit_json
-
-if TYPE_CHECKING:
-    from resolver.wheels.torchwheel import WheelReport
+from resolver.commands.common import emit_json
+from resolver.commands.params import SAFE_TEXT
+from resolver.flows.observe import (
+    against_database,
+    import_entries,
+    observations_file,
+    read_wheels_inputs,
+)
 
 MIB = 1024 * 1024
 
@@ -90,7 +93,7 @@ def inspect_wheel(
             )
     finally:
         done()
-    verdict = _against_database(report)
+    verdict = against_database(report)
     if as_json:
         data = report.as_json()
         data["contradicts"] = verdict
@@ -126,55 +129,8 @@ def inspect_wheel(
         click.echo(f"  note: {note}", err=True)
 
 
-def _against_database(report: WheelReport) -> list[dict[str, Any]] | None:
-    """The curated facts the wheel contradicts (database in use); None: no such build."""
-    from resolver import catalog as catalog_mod
-    from resolver.core.errors import UserError
-    from resolver.observe import compare
-
-    public, _, local = report.version.partition("+")
-    if report.platform is None:
-        return None
-    try:
-        doc = compare.read_torch_doc(catalog_mod.data_dir())
-    except UserError:
-        return None
-    curated = compare.find(doc, public, local or None, report.platform)
-    if curated is None:
-        return None
-    entry: dict[str, Any] = {
-        "torch": public,
-        "variant": curated.variant,
-        "platform": report.platform,
-        "cuda": report.cuda,
-        "cudnn": report.cudnn,
-        "nccl": report.nccl,
-    }
-    if report.cuda is not None:
-        entry["sass"], entry["ptx"] = report.sass_cc, report.ptx_cc
-    return compare.contradictions(entry, curated)
-
-
 def _is_sha256(text: str) -> bool:
     return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
-
-
-def observations_file(write_data: str | None) -> Path:
-    """Where observations are recorded: --write-data DIR, else the user's data directory."""
-    from resolver import catalog as catalog_mod
-    from resolver.observe.store import FILE
-
-    return (Path(write_data) if write_data else catalog_mod.user_data_dir()) / FILE
-
-
-def observed_builds(*files: Path) -> set[tuple[str, str, str]]:
-    """(torch, variant, platform) observed in any of ``files`` (the shipped one included)."""
-    from resolver.observe import store
-
-    seen: set[tuple[str, str, str]] = set()
-    for path in dict.fromkeys(files):
-        seen |= store.load(path).observed_builds()
-    return seen
 
 
 def update_read_wheels(
@@ -187,19 +143,11 @@ def update_read_wheels(
     budget: float,
 ) -> None:
     """`db update --read-wheels`: the wheel-reading run, its progress and its summary."""
-    from resolver import catalog as catalog_mod
     from resolver.io.http import Client
-    from resolver.observe import compare, readwheels, store
+    from resolver.observe import readwheels
     from resolver.wheels.index import pip_default_index
 
-    target = observations_file(write_data)
-    base = Path(write_data) if write_data else catalog_mod.data_dir()
-    doc = compare.read_torch_doc(base)
-    if write_data:  # a database of its own: only its observations count
-        observed = observed_builds(target)
-    else:
-        shipped = catalog_mod.shipped_data_dir() / store.FILE
-        observed = observed_builds(shipped, base / store.FILE, target)
+    target, base, doc, observed = read_wheels_inputs(write_data)
     pypi = None if no_pypi else (pypi_index or pip_default_index())
     if dry_run:
         todo, already = readwheels.plan(doc, observed)
@@ -286,33 +234,11 @@ def import_observations(file: str, dry_run: bool) -> None:
     reported and kept on the entry. A wheel observation of a build the database lacks is
     refused (run `gpuresolve db update` first). Exit 2 on an invalid file.
     """
-    from resolver import catalog as catalog_mod
-    from resolver.io.filelock import locked
-    from resolver.observe import compare, store
+    from resolver.observe import store
 
     incoming = store.load_required(Path(file))
     target = observations_file(None)
-    doc = compare.read_torch_doc(catalog_mod.data_dir())
-    # read, merge and write under the database folder's lock: concurrent imports all land
-    with contextlib.nullcontext() if dry_run else locked(target.parent):
-        mine = store.load(target)
-        counts = {"added": 0, "same": 0, "differs": 0, "refused": 0}
-        lines: list[str] = []
-        for kind, entries in (("observations", incoming.wheels), ("runtime", incoming.runtime)):
-            for entry in entries:
-                curated = compare.find(doc, entry["torch"], entry["variant"], entry["platform"])
-                found = compare.contradictions(entry, curated)
-                if curated is None and kind == "observations":
-                    counts["refused"] += 1
-                    lines += [f"refused: {line}" for line in compare.describe(entry, found)]
-                    continue
-                if found:
-                    entry = {**entry, "contradicts": found}
-                    lines += [f"contradiction: {line}" for line in compare.describe(entry, found)]
-                status, _old = mine.add(store.validate_entry(entry, kind, file), kind)
-                counts[status] += 1
-        if not dry_run and (counts["added"] or counts["differs"]):
-            store.save(target, mine)
+    counts, lines = import_entries(incoming, target, file, dry_run)
     for line in lines:
         click.echo(line)
     verb = "would import" if dry_run else "imported"

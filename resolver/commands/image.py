@@ -44,13 +44,14 @@ def image(
     malformed or unknown reference.
     """
     from resolver import catalog as catalog_mod
+    from resolver.db import imagesdata
     from resolver.images import facts as facts_mod
     from resolver.images import reference as ref_mod
     from resolver.images.evaluate import Judge, report_for
 
     ref = ref_mod.parse(reference) if reference else None  # bad input fails before detection
     catalog = catalog_mod.load()
-    facts = facts_mod.load(facts_mod.data_file(catalog.origin))
+    facts = facts_mod.from_raw(*imagesdata.read(catalog.origin))
     if target.python:
         click.echo("note: --python is ignored: an image brings its own Python", err=True)
     machine, profile = target.resolve(catalog)

@@ -12,22 +12,19 @@ import click
 
 from resolver.commands.common import (
     RequestOptions,
-    SafePath,
     TargetOptions,
     emit_json,
     request_options,
     target_options,
 )
+from resolver.commands.params import SafePath
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
-from resolver.io import subprocs
-from resolver.io.bounded import LOCK_LIMIT, read_text
+from resolver.flows import install as flow
 
 if TYPE_CHECKING:
-    from resolver.catalog import Catalog
     from resolver.install.env import EnvInfo, Tools
     from resolver.install.plan import Plan
-    from resolver.solve import Candidate
 
 _FAIL_TAIL = 12
 
@@ -85,8 +82,6 @@ def install(
     build fits, the installer fails or verify fails, 2 on bad input.
     """
     from resolver.host import platform as host_platform
-    from resolver.install import env as env_mod
-    from resolver.verify.run import resolve_python
 
     python, pytorch_index = target.python, request.pytorch_index
     if python and PYTHON_RE.match(python.strip()):
@@ -94,12 +89,7 @@ def install(
             f"--python {python}: install takes the interpreter of the environment to install "
             "into (a path such as .venv/bin/python), not a version"
         )
-    interpreter = resolve_python(python) if python else env_mod.default_target(system)
-    env = env_mod.inspect(interpreter)
-    env_mod.require_managed(env, system)
-    tools = env_mod.find_tools()
-    if tools.uv is None and (installer == "uv" or (installer == "auto" and not env.has_pip)):
-        tools = _with_packaged_uv(tools)  # uv is a dependency: gpuresolve's own when none on PATH
+    env, tools = flow.environment(python, system, installer)
     here = host_platform.probe().platform
     say = _sayer(dry_run, as_json)
     staged: str | None = None
@@ -112,8 +102,14 @@ def install(
             used += ["--evidence"] if request.evidence != "documented" else []
             if used:
                 raise UserError(f"--lock installs the lock as written: drop {', '.join(used)}")
-            _hold_target(lock_file, here, env.version, ignore_target, say)
-            plan, staged = _lock_plan(lock_file, here, env, tools, installer, pytorch_index, say)
+            note, warnings = flow.hold_target(lock_file, here, env.version, ignore_target)
+            if note:
+                say(note)
+            for warning in warnings:
+                click.echo(f"gpuresolve: warning: {warning}", err=True)
+            plan, staged = flow.lock_plan(
+                lock_file, here, env, tools, installer, pytorch_index, say
+            )
         else:
             if ignore_target:
                 raise UserError("--ignore-target goes with --lock (a lock's recorded target)")
@@ -123,7 +119,7 @@ def install(
         say(f"into: {env.python} ({env.kind}, Python {env.version}) with {plan.installer}")
         for line in plan.lines():
             say(line)
-        plan_json = _plan_json(plan, env, lock_file)
+        plan_json = plan.to_json(env.python, env.kind, env.version, lock_file)
         if dry_run and as_json:
             emit_json({"ok": True, "dry_run": True, "plan": plan_json, "outcome": None})
             staged = None  # the plan names it: keep it
@@ -149,34 +145,20 @@ def install(
         click.echo("installed (not verified: --no-verify)")
         sys.exit(0)
     if as_json:
-        code, report = _verify_json(env.python, lock_file)
+        code, report, said = flow.run_verify_json(env.python, lock_file)
+        sys.stderr.write(said)
         verified: dict[str, object] = {
             "installed": True,
             "verify": {"exit_code": code, "report": report},
         }
         emit_json({"ok": code == 0, "dry_run": False, "plan": plan_json, "outcome": verified})
         sys.exit(code)
-    sys.exit(_verify(env.python, lock_file))
-
-
-def _plan_json(plan: Plan, env: EnvInfo, lock_file: str | None) -> dict[str, object]:
-    """The plan as JSON: where, with what, what is removed and why, the exact commands."""
-    return {
-        "python": env.python,
-        "env_kind": env.kind,
-        "python_version": env.version,
-        "installer": plan.installer,
-        "lock": lock_file,
-        "removals": [
-            {"name": r.name, "version": r.version, "why": r.why, "installer": r.installer}
-            for r in plan.removals
-        ],
-        "notes": list(plan.notes),
-        "steps": [
-            {"purpose": st.purpose, "command": st.command, "argv": list(st.argv)}
-            for st in plan.steps
-        ],
-    }
+    click.echo(
+        f"verifying: gpuresolve verify --python {env.python}"
+        + (f" --lock {lock_file}" if lock_file else "")
+    )
+    sys.stdout.flush()
+    sys.exit(flow.run_verify(env.python, lock_file))
 
 
 def _sayer(dry_run: bool, as_json: bool = False) -> Callable[[str], None]:
@@ -201,7 +183,6 @@ def _decision_plan(
 ) -> tuple[Plan, str | None]:
     from resolver import catalog as catalog_mod
     from resolver import render
-    from resolver.install import plan as plan_mod
     from resolver.solve import solve
 
     pytorch_index = request_opts.pytorch_index
@@ -213,151 +194,18 @@ def _decision_plan(
             f"install puts packages on this machine ({here}); the target is {target.platform}"
         )
     decision = solve(catalog, target, request)
-    if profile is not None:
-        for message in profile.messages:
-            say(f"note: {message}")
+    for message in profile.messages if profile is not None else ():
+        say(f"note: {message}")
     sel = decision.selection
     suggested = f"  {render.pip_command(catalog, sel, pytorch_index)}" if sel else None
     text = render.decision_text(catalog, decision, pytorch_index)
     say("\n".join(line for line in text.splitlines() if line != suggested))
+    if sel is None and as_json:
+        decision_json = render.decision_json(catalog, decision, pytorch_index)
+        emit_json({"ok": False, "plan": None, "outcome": None, "decision": decision_json})
     if sel is None:
-        if as_json:
-            decision_json = render.decision_json(catalog, decision, pytorch_index)
-            emit_json({"ok": False, "plan": None, "outcome": None, "decision": decision_json})
         sys.exit(1)
-    chosen = plan_mod.choose_installer(installer, tools, env)
-    extensions, staged = _constraints(catalog, sel, target.python)
-    plan = plan_mod.plan_decision(
-        sel.packages,
-        sel.variant.name,
-        catalog.index_url(sel.variant.name, pytorch_index),
-        env,
-        chosen,
-        extensions,
-        staged,
-    )
-    return plan, staged
-
-
-def _constraints(catalog: Catalog, sel: Candidate, python: str) -> tuple[list[str], str | None]:
-    """The extension packages' requirement lines, and a constraints file pinning torch (in a
-    folder of its own, removed when the command ends unless --dry-run prints it)."""
-    import tempfile
-
-    from resolver.solve.extensions import requirement_line
-
-    if not sel.extensions:
-        return [], None
-    reqs = [requirement_line(catalog, c, sel.release, python) for c in sel.extensions]
-    folder = tempfile.mkdtemp(prefix="gpuresolve-install-")
-    path = Path(folder) / "constraints.txt"
-    torch = dict(sel.packages)["torch"]
-    path.write_text(f"torch=={torch}\n", encoding="utf-8")
-    return reqs, str(path)
-
-
-def _hold_target(
-    lock_file: str, here: str, python: str, ignore: bool, say: Callable[[str], None]
-) -> None:
-    """The lock's recorded target against this environment (exit 2 for another platform or
-    Python, warnings for another GPU or driver), or with --ignore-target a line saying so."""
-    from resolver.install import held_target
-
-    if ignore:
-        try:
-            target = held_target.recorded_target(lock_file)
-        except UserError:  # a damaged record is what --ignore-target passes over
-            target = None
-        what = held_target.describe(target) if target else "none readable"
-        say(f"--ignore-target: the lock's recorded target ({what}) is not checked")
-        return
-    from resolver.host import detect
-
-    try:
-        host = detect()
-    except Exception:  # detection never blocks an install: the GPU side is advice
-        host = None
-    held = held_target.hold(lock_file, here, python, host)
-    for warning in held.warnings:
-        click.echo(f"gpuresolve: warning: {warning}", err=True)
-
-
-def _lock_plan(
-    lock_file: str,
-    here: str,
-    env: EnvInfo,
-    tools: Tools,
-    installer: str,
-    pytorch_index: str | None,
-    say: Callable[[str], None],
-) -> tuple[Plan, str | None]:
-    """The plan for a lock, and the temporary copy it installs from (a mirror), if any."""
-    from resolver.install import plan as plan_mod
-    from resolver.install.run import stage_lock
-    from resolver.readers import lockfile
-    from resolver.readers import pylock as pylock_reader
-    from resolver.readers.pins import FORMAT_PYLOCK, FORMAT_REQUIREMENTS
-
-    lock = lockfile.read(lock_file, platform=here)
-    torch = lock.get("torch")
-    say(
-        f"lock: {lock_file} ({lock.format}, {len(lock.pins)} pins"
-        + (f"; {torch.text}" if torch else "; no torch pin")
-        + ")"
-    )
-    path = lock_file
-    staged: str | None = None
-    # uv reads a pylock file only under a PEP 751 name: one found by its content goes in a copy.
-    stage_as = lock_file
-    if lock.format == FORMAT_PYLOCK and not pylock_reader.is_pylock_name(Path(lock_file).name):
-        stage_as = "pylock.toml"
-    if pytorch_index:
-        from resolver import catalog as catalog_mod
-
-        base = catalog_mod.load().index_url_template.split("{variant}")[0]
-        text = read_text(lock_file, limit=LOCK_LIMIT, what="a lock file")
-        moved = plan_mod.mirror_text(text, base, pytorch_index)
-        if lock.format == FORMAT_REQUIREMENTS:
-            moved = plan_mod.absolute_includes(moved, str(Path(lock_file).resolve().parent))
-        if lock.format == FORMAT_PYLOCK and moved != text:
-            plan_mod.check_mirrored_pylock(moved, lock_file, pytorch_index, here)
-        if moved != text:
-            staged = path = stage_lock(stage_as, moved)
-            say(f"PyTorch index URLs moved to {pytorch_index} in a copy: {staged}")
-        else:
-            say(f"note: {lock_file} names no PyTorch index URL; --pytorch-index changes nothing")
-    if stage_as != lock_file and staged is None:
-        text = read_text(lock_file, limit=LOCK_LIMIT, what="a lock file")
-        staged = path = stage_lock(stage_as, text)
-        say(f"uv reads a pylock file only when it is named pylock.toml: a copy: {staged}")
-    if lock.format == FORMAT_PYLOCK and tools.uv is None:
-        tools = _with_packaged_uv(tools)  # only uv installs pylock.toml: take gpuresolve's own
-    chosen: plan_mod.Installer | None
-    try:
-        chosen = plan_mod.choose_installer(installer, tools, env)
-    except UserError:
-        if lock.format == FORMAT_REQUIREMENTS or installer != "auto":
-            raise
-        chosen = None  # a conda lock needs pip/uv only to remove a pip-installed torch
-    try:
-        return plan_mod.plan_lock(lock, path, env, chosen, tools), staged
-    except BaseException:
-        if staged:
-            shutil.rmtree(Path(staged).parent, ignore_errors=True)
-        raise
-
-
-def _with_packaged_uv(tools: Tools) -> Tools:
-    """``tools`` with the uv of the `uv` Python package (a dependency) when none is on
-    PATH: the one `lock --format pylock` used to write the file."""
-    from dataclasses import replace
-
-    from resolver.writers.closure.pip_resolve import find_uv
-
-    try:
-        return replace(tools, uv=find_uv())
-    except UserError:
-        return tools
+    return flow.decision_plan(catalog, sel, env, tools, installer, pytorch_index, target.python)
 
 
 def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
@@ -366,76 +214,27 @@ def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
     ``plan_json`` (--json): the installers' output goes to stderr and a failure is reported
     as JSON on stdout too.
     """
-    from resolver.install.run import run_step
-
     as_json = plan_json is not None
-    done: list[str] = []
-    for step in plan.steps:
-        click.echo(f"$ {step.command}", err=as_json)
-        result = run_step(step.argv, echo=lambda line: click.echo(f"  {line}", err=as_json))
-        if result.ok:
-            done.append(step.purpose)
-            continue
-        click.echo(
-            f"gpuresolve: {step.purpose} step failed (exit status {result.returncode}); "
-            "the installer's last lines:",
-            err=True,
-        )
-        for line in result.tail[-_FAIL_TAIL:]:
-            click.echo(f"  | {line}", err=True)
-        before = " after the removal step succeeded" if done else ""
-        click.echo(
-            f"gpuresolve: the environment is as the installer left it{before} (nothing was "
-            "rolled back); fix the cause and run `gpuresolve install` again",
-            err=True,
-        )
-        if plan_json is not None:
-            outcome = {
-                "installed": False,
-                "failed_step": step.purpose,
-                "returncode": result.returncode,
-                "done": done,
-                "tail": result.tail[-_FAIL_TAIL:],
-            }
-            emit_json({"ok": False, "dry_run": False, "plan": plan_json, "outcome": outcome})
-        sys.exit(1)
-
-
-def _verify(python: str, lock_file: str | None) -> int:
-    """`gpuresolve verify` on the result, as a child process; its exit status is ours."""
-    argv = [sys.executable, "-m", "resolver", "verify", "--python", python]
-    if lock_file:
-        argv += ["--lock", lock_file]
+    failed = flow.execute(plan, lambda line: click.echo(line, err=as_json), _FAIL_TAIL)
+    if failed is None:
+        return
     click.echo(
-        f"verifying: gpuresolve verify --python {python}"
-        + (f" --lock {lock_file}" if lock_file else "")
+        f"gpuresolve: {failed.purpose} step failed (exit status {failed.returncode}); "
+        "the installer's last lines:",
+        err=True,
     )
-    sys.stdout.flush()
-    try:
-        done = subprocs.run(argv, timeout=None, capture=False, grace=5.0)
-    except OSError as exc:
-        raise UserError(f"cannot run gpuresolve verify: {exc.strerror or exc}") from None
-    return done.returncode
-
-
-def _verify_json(python: str, lock_file: str | None) -> tuple[int, object]:
-    """`gpuresolve verify --json` on the result: its exit status and its report (None when
-    it printed none)."""
-    import json
-
-    argv = [sys.executable, "-m", "resolver", "verify", "--python", python, "--json"]
-    if lock_file:
-        argv += ["--lock", lock_file]
-    try:
-        proc = subprocs.run(argv, timeout=None, grace=5.0)
-    except OSError as exc:
-        raise UserError(f"cannot run gpuresolve verify: {exc.strerror or exc}") from None
-    sys.stderr.write(proc.stderr)
-    try:
-        report: object = json.loads(proc.stdout)
-    except ValueError:
-        report = None
-    return proc.returncode, report
+    for line in failed.tail:
+        click.echo(f"  | {line}", err=True)
+    before = " after the removal step succeeded" if failed.done else ""
+    click.echo(
+        f"gpuresolve: the environment is as the installer left it{before} (nothing was "
+        "rolled back); fix the cause and run `gpuresolve install` again",
+        err=True,
+    )
+    if plan_json is not None:
+        outcome = {"installed": False, "failed_step": failed.purpose, **failed.to_json()}
+        emit_json({"ok": False, "dry_run": False, "plan": plan_json, "outcome": outcome})
+    sys.exit(1)
 
 
 for _param in install.params:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
-import sys
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,27 +10,30 @@ from typing import Any
 import click
 
 from resolver import catalog as catalog_mod
-from resolver import render
 from resolver.commands import lock_inputs
 from resolver.commands.common import (
     RequestOptions,
-    SafePath,
     TargetOptions,
-    check_channel,
-    check_url,
-    emit_json,
     request_options,
     target_options,
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
+from resolver.commands.lock_output import say_single, say_unmet, write_or_check
+from resolver.commands.lock_team import lock_team
+from resolver.commands.params import SafePath, check_channel, check_url
 from resolver.core.errors import UserError, shown
-from resolver.host.pipconfig import PipIndex
-from resolver.writers import check as lockcheck
+from resolver.flows.lock import (
+    default_index_choice,
+    lock_options,
+    recorded_index,
+    resolve_single,
+    single_files,
+)
+from resolver.flows.output import OutputFolder
 from resolver.writers import lockfiles
 
 _GLIBC_RE = re.compile(r"^2\.[0-9]{1,3}$")
 CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
-MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one to edit
 
 
 @click.command()
@@ -156,16 +156,16 @@ def lock(
         "env_name": env_name,
         "default_index": None,
     }
-    index = lock_inputs.default_index_choice(default_index)
+    index = default_index_choice(default_index)
     lock_opts["default_index"] = index.url  # recorded: --check re-resolves with the same URL
     effective = None
     if check and spec is None:
-        if not lock_inputs.has_lock_files(directory):
+        if not OutputFolder(directory).has_lock_files():
             raise UserError(
                 f"no gpuresolve lock files in {directory}: nothing to check (lock first, or "
                 "point -o at the folder the files are in)"
             )
-        found = lock_inputs.find_recorded(directory)
+        found = OutputFolder(directory).recorded_inputs()
         if found is not None:
             where, record = found
             effective = lock_inputs.apply_record(
@@ -173,23 +173,11 @@ def lock(
             )
             request, lock_opts, glibc = effective.request, effective.lock_options, effective.glibc
             if lock_opts["default_index"] != index.url:
-                index = lock_inputs.recorded_index(lock_opts["default_index"], where)
+                index = recorded_index(lock_opts["default_index"], where)
     if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
         raise UserError(f"--glibc {shown(glibc)}: expected a glibc version like 2.28")
-    if lock_opts["env_name"] is not None:
-        lock_inputs.check_env_name(lock_opts["env_name"])
     pytorch_index = request.pytorch_index
-    top, hashed = lock_inputs.closure_choice(bool(lock_opts["top_level"]), lock_opts["hashes"])
-    options = lockfiles.LockOptions(
-        formats=frozenset(lock_opts["formats"]),
-        pytorch_index=pytorch_index,
-        conda_source=lock_opts["conda_source"],
-        channel=lock_opts["channel"].strip() if lock_opts["channel"] else None,
-        top_level=top,
-        hashes=hashed,
-        name=lock_opts["env_name"],
-        default_index=index.url,
-    )
+    options = lock_options(lock_opts, pytorch_index, index.url)
     if hashes and lockfiles.REQUIREMENTS not in options.files:
         raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
     catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
@@ -202,16 +190,14 @@ def lock(
         if given:
             raise UserError(f"{spec}: {given[0]} belongs in the spec, not on the command line")
         evidence = "any" if request.allow_unconfirmed else request.evidence
-        _lock_team(
-            catalog, spec, options, output, split, check, evidence, as_json, (index, verbose)
-        )
+        lock_team(catalog, spec, options, output, split, check, evidence, as_json, (index, verbose))
     if split is not None:
         raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
     wanted = request.request(target)
     if effective is not None and effective.target is not None:
         machine, profile = effective.target, None
         if lock_inputs.given(ctx, "python") and target.python:
-            from resolver.solve.inputs import python_version
+            from resolver.host.interpreter import python_version
 
             machine = replace(machine, python=python_version(target.python))
     else:
@@ -230,9 +216,6 @@ def lock(
                 "(this interpreter's) and records it; pass --python to choose",
                 err=True,
             )
-    if glibc is None and profile is not None and profile.platform == machine.platform:
-        glibc = profile.glibc
-    glibc = glibc and glibc.strip()
     if confirm:
         from resolver.commands.confirm_flag import confirm_and_resolve
         from resolver.solve import solve
@@ -251,329 +234,17 @@ def lock(
                 f"inputs recorded in {where}",
                 err=True,
             )
-    lock_input = lockfiles.prepare(catalog, machine, wanted, options, glibc)
-    unmet = lock_input.unmet(options)
+    single = resolve_single(catalog, machine, wanted, options, glibc, profile)
+    unmet = single.unmet
     if unmet is not None:
-        if as_json:
-            emit_json(
-                {"ok": False, "files": [], "decision": _decision_json(catalog, unmet, options)}
-            )
-            sys.exit(1)
-        if unmet is lock_input.conda_decision:
-            click.echo("conda-forge has no build that runs on this target (nothing written)")
-        else:
-            click.echo("nothing written:")
-        click.echo(render.decision_text(catalog, unmet, pytorch_index))
-        sys.exit(1)
-    options = lockfiles.with_extensions(catalog, lock_input, options)
-    used = lockfiles.uses_default_index(catalog, lock_input.decision, options)
+        say_unmet(catalog, single, options, as_json)
+    options = single.options  # with the extensions' indexes where the lock has extensions
+    used = single.uses_default_index
     lock_inputs.say_index(index, verbose=verbose, used=used)
     lock_opts["default_index"] = options.default_index if used else None  # an input where used
     lock_opts["top_level"], lock_opts["hashes"] = options.top_level, options.with_hashes
     record = lock_inputs.inputs_record(request, wanted, lock_opts)
-    existing = _existing(directory, options.files)
-    files = lockfiles.render_files(catalog, lock_input, options, inputs=record, existing=existing)
-    statuses = _write_or_check(directory, files, check, "", catalog, as_json)
-    if as_json and check:  # what changed, not the whole decision with every rejected build
-        sel = lock_input.decision.selection
-        emit_json(
-            {
-                "ok": statuses[1],
-                "check": statuses[2],
-                "files": statuses[0],
-                **statuses[3],
-                "build": (
-                    render.candidate_json(catalog, sel, options.pytorch_index) if sel else None
-                ),
-            }
-        )
-        sys.exit(0 if statuses[1] else 1)
-    if as_json:
-        emit_json(
-            {
-                "ok": statuses[1],
-                "check": statuses[2],
-                "files": statuses[0],
-                "decision": _decision_json(catalog, lock_input.decision, options),
-                "conda_decision": (
-                    _decision_json(catalog, lock_input.conda_decision, options)
-                    if lock_input.conda_decision is not None
-                    else None
-                ),
-            }
-        )
-        sys.exit(0 if statuses[1] else 1)
-    if check:
-        sys.exit(0 if statuses[1] else 1)
-    sel = lock_input.decision.selection
-    if sel is not None and options.needs_wheels:
-        click.echo(f"build: {render.describe_build(sel)}")
-    if lock_input.conda_decision is not None and lock_input.conda_decision.selection is not None:
-        click.echo(
-            f"conda-forge build: {render.describe_build(lock_input.conda_decision.selection)}"
-        )
-    sys.exit(0)
-
-
-def _decision_json(
-    catalog: catalog_mod.Catalog, decision: Any, options: lockfiles.LockOptions
-) -> dict[str, Any]:
-    return render.decision_json(catalog, decision, options.pytorch_index)
-
-
-def _existing(directory: Path, names: Sequence[str]) -> dict[str, str]:
-    """The current text of the files a format edits in place (the user's pyproject.toml)."""
-    out: dict[str, str] = {}
-    for name in names:
-        if name in lockfiles.UPDATED_IN_PLACE:
-            text = _read_existing(directory / name)
-            if text is not None:
-                out[name] = text
-    return out
-
-
-def _read_existing(path: Path) -> str | None:
-    """A file gpuresolve edits in place, bounded; None when there is none."""
-    from resolver.io.bounded import read_optional_text
-
-    return read_optional_text(path, limit=MAX_PROJECT_BYTES, what="a file gpuresolve edits")
-
-
-FileStatus = dict[str, Any]
-
-
-def _write_or_check(
-    directory: Path,
-    files: dict[str, str],
-    check: bool,
-    what: str,
-    catalog: catalog_mod.Catalog,
-    as_json: bool = False,
-    hidden: dict[str, str] | None = None,
-) -> tuple[list[FileStatus], bool, str | None, dict[str, Any]]:
-    """Write the files (saying which changed), or with --check compare them and say why.
-
-    Returns each file's status (written/unchanged, or with --check its check status and
-    changes), whether all is well, --check's outcome (drift | stale | database-newer | current)
-    and what --check found for --json (changes, messages, exit).
-    ``hidden``: files written with them (all or nothing) but not listed (the manifest).
-    """
-    if check:
-        result = lockcheck.compare(directory, files)
-        notes = lockcheck.messages(result, catalog.updated, what)
-        if result.diff and not as_json:
-            sys.stdout.write(result.diff)
-        for line in notes:
-            click.echo(f"gpuresolve: {line}", err=True)
-        if result.ok and not as_json:
-            click.echo(f"all current: {len(files)} file(s) in {directory}")
-        statuses = [
-            {
-                "path": str(directory / f.name),
-                "format": _format_of(f.name),
-                "status": f.status,
-                "changes": list(f.changes),
-                **({"line_endings": "crlf"} if f.crlf else {}),  # git's core.autocrlf
-            }
-            for f in result.files
-        ]
-        found = {
-            "changes": result.changes,
-            "messages": notes,
-            "exit": 0 if result.ok else 1,
-        }
-        return statuses, result.ok, result.outcome, found
-    changed = [n for n in files if lockfiles.diff_files(directory, {n: files[n]})]
-    lockfiles.write_files(directory, {**files, **(hidden or {})}, check=False)
-    statuses = []
-    for name in files:
-        status = "written" if name in changed else "unchanged"
-        statuses.append(
-            {"path": str(directory / name), "format": _format_of(name), "status": status}
-        )
-        if not as_json:
-            click.echo(f"{'wrote' if name in changed else 'unchanged'} {directory / name}")
-    return statuses, True, None, {}
-
-
-def _format_of(name: str) -> str:
-    base = name.rsplit("/", 1)[-1]
-    return lockfiles.FORMAT_OF.get(base, "report" if base == "report.md" else "other")
-
-
-PROGRESS_FROM = 500  # targets or machine shapes: fewer take well under a second
-
-
-@contextlib.contextmanager
-def _progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
-    """Click's progress bar on stderr for each long step of a team lock, one after the other;
-    only when stderr is a terminal (a pipe or a CI log gets nothing) and the step is long."""
-    bars = contextlib.ExitStack()
-
-    def start(label: str, total: int) -> Callable[[int], None]:
-        bars.close()  # the previous step is done: its bar ends its line
-        if total < PROGRESS_FROM or not sys.stderr.isatty():
-            return lambda n: None
-        bar = bars.enter_context(click.progressbar(length=total, label=label, file=sys.stderr))
-        return bar.update
-
-    with bars:
-        yield start
-
-
-def _lock_team(
-    catalog: catalog_mod.Catalog,
-    spec_path: str,
-    options: lockfiles.LockOptions,
-    output: str | None,
-    split: bool | None,
-    check: bool,
-    evidence: str,
-    as_json: bool = False,
-    index: tuple[PipIndex, bool] | None = None,
-) -> None:
-    """`gpuresolve lock SPEC`: every platform's files and report.md; exits. ``index``: the
-    index outside the PyTorch index and whether to say more about it (-v)."""
-    from resolver.team.lock import default_output, lock_team
-    from resolver.team.spec import load_spec
-
-    with _progress_bars() as progress:  # a large node list's reading, the solving, grouping
-        spec = load_spec(spec_path, catalog, progress)
-        if evidence != "documented":  # given on the command line: overrides the spec's
-            spec = replace(spec, request=replace(spec.request, evidence=evidence))
-        options = replace(options, conda_source=spec.conda_source)
-        ctx = click.get_current_context()
-        if spec.lock == "top-level" and not lock_inputs.given(ctx, "top_level"):
-            top, hashed = lock_inputs.closure_choice(True, options.hashes)
-            options = replace(options, top_level=top, hashes=hashed)
-        if index is not None:
-            lock_inputs.say_index(index[0], verbose=index[1], used=bool(spec.pip))
-        directory = Path(output) if output else default_output(spec)
-        if check and not (directory / "report.md").is_file():
-            raise UserError(
-                f"no gpuresolve lock files in {directory} (no report.md): nothing to check (lock "
-                f"{spec.name} first, or point -o at the folder its files are in)"
-            )
-        if check:  # the formats the team's files record, unless given again
-            options = lock_inputs.recorded_team_formats(directory, options)
-        team = lock_team(
-            catalog,
-            spec,
-            options,
-            split,
-            existing=lambda rel: _read_existing(directory / rel),
-            progress=progress,
-        )
-    if split is not None and split != (spec.split == "true") and spec.split != "auto":
-        click.echo(
-            f"gpuresolve: {'--split' if split else '--no-split'} overrides the spec's "
-            f"split: {spec.split}",
-            err=True,
-        )
-    if team.auto_split:
-        click.echo(
-            f"{spec.name}: no set runs on every target, so the lock is split into "
-            f"{len(team.groups)} groups (split: auto; `split: false` in the spec refuses instead)",
-            err=True,
-        )
-    for label, decision in team.groups:
-        if as_json:
-            break
-        where = f" ({label})" if label else ""
-        if decision.ok:
-            picks = "; ".join(
-                f"{c.folder}: {render.describe_build(c.candidate)}" for c in decision.choices
-            )
-            click.echo(f"{spec.name}{where}: {picks}")
-        else:
-            click.echo(f"{spec.name}{where}: no set runs on every target")
-            for conflict in decision.conflicts:
-                click.echo(f"  {conflict}")
-    groups_json = [
-        {
-            "label": label or None,
-            "ok": decision.ok,
-            "torch": decision.torch,
-            "platforms": {  # a platform's GPU-less members' set: "<platform>-cpu"
-                c.folder: render.candidate_json(catalog, c.candidate, options.pytorch_index)
-                for c in decision.choices
-            },
-            "conflicts": list(decision.conflicts),
-        }
-        for label, decision in team.groups
-    ]
-    if not team.ok:
-        if as_json:
-            emit_json({"ok": False, "spec": spec.name, "files": [], "groups": groups_json})
-            sys.exit(1)
-        hint = "" if split else "; --split writes one set per group of targets"
-        click.echo(f"nothing written{hint} (see the reasons above)", err=True)
-        sys.exit(1)
-    from resolver.writers import manifest
-
-    ours = (
-        *(
-            n
-            for n in lockfiles.file_names(lockfiles.FORMATS)
-            if n not in lockfiles.UPDATED_IN_PLACE
-        ),
-        "report.md",
-    )
-    recorded_files = manifest.recorded(directory)
-    stale = manifest.stale(directory, team.files, spec.path.name, ours)
-    gone = [item.name for item in stale if item.removable]
-    for item in stale:
-        if not item.removable:
-            click.echo(
-                f"gpuresolve: kept {directory / item.name}: no longer generated, but "
-                f"{item.why_kept}; remove it yourself if it is not needed",
-                err=True,
-            )
-    removed = [
-        {"path": str(directory / n), "format": _format_of(n), "status": "removed"} for n in gone
-    ]
-    if gone and check:
-        click.echo(f"gpuresolve: {spec.name}: no longer generated: {', '.join(gone)}", err=True)
-        if as_json:
-            emit_json(
-                {
-                    "ok": False,
-                    "check": "drift",
-                    "changes": [],
-                    "messages": [f"{spec.name}: no longer generated: {', '.join(gone)}"],
-                    "exit": 1,
-                    "spec": spec.name,
-                    "files": removed,
-                    "groups": groups_json,
-                }
-            )
-        sys.exit(1)
-    # a user's pyproject.toml (--format uv) is edited, not owned: never recorded for removal
-    hidden = (
-        {}
-        if check
-        else {manifest.MANIFEST: manifest.owned(team.files, not_ours=lockfiles.UPDATED_IN_PLACE)}
-    )
-    statuses, ok, outcome, found = _write_or_check(
-        directory, team.files, check, f" of {spec.name}", catalog, as_json, hidden
-    )
-    if not check:  # only once every new file is in place: a platform or group no longer there
-        for name in gone:
-            for path in manifest.remove(
-                directory, name, recorded_files[name], spec.path.name, ours
-            ):
-                if not as_json:
-                    click.echo(f"removed {path}")
-    if as_json:
-        emit_json(
-            {
-                "ok": ok,
-                "check": outcome,
-                **found,
-                "spec": spec.name,
-                "split": len(team.groups) > 1 or bool(team.groups and team.groups[0][0]),
-                "files": [*removed, *statuses],
-                "groups": groups_json,
-            }
-        )
-    sys.exit(0 if ok else 1)
+    folder = OutputFolder(directory)
+    files = single_files(catalog, single, options, record, folder)
+    statuses = write_or_check(folder, files, check, "", catalog.updated, as_json)
+    say_single(catalog, single, options, statuses, check, as_json)

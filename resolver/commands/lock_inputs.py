@@ -11,17 +11,15 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
 from typing import Any
 
 import click
 
 from resolver.commands.common import RequestOptions, TargetOptions
-from resolver.core.errors import UserError, escaped, plain_text, shown
+from resolver.core.errors import UserError, escaped
 from resolver.host.pipconfig import PipIndex
-from resolver.io.bounded import open_regular, read_optional_text
 from resolver.solve import Target
-from resolver.writers import lockfiles, recorded
+from resolver.writers import recorded
 
 # lock's own options a lock records (click parameter name -> record key)
 LOCK_OPTIONS = (
@@ -35,7 +33,6 @@ LOCK_OPTIONS = (
 )
 TARGET_FLAGS = ("driver", "gpus", "no_gpu", "platform", "host_file")
 MAX_READ = 4 * 1024 * 1024
-MAX_REPORT_BYTES = 1024 * 1024  # report.md, read back for a team lock's --check
 
 
 def given(ctx: click.Context, name: str) -> bool:
@@ -69,36 +66,6 @@ def inputs_record(
         "request": request_record(request, built),
         "files": {k: _plain(options[k]) for k in LOCK_OPTIONS},
     }
-
-
-def find_recorded(directory: Path) -> tuple[str, dict[str, Any]] | None:
-    """The inputs recorded in the first of the directory's lock files that has them."""
-    for name in lockfiles.file_names(["all", "pylock", "uv"]):
-        path = directory / name
-        if not path.is_file():
-            continue
-        try:
-            with open_regular(path) as fh:
-                head = fh.read(MAX_READ)
-            if len(head) == MAX_READ:  # a character cut at the end is not damage
-                head = head[: head.rfind(b"\n") + 1]
-            text = head.decode("utf-8")
-        except (OSError, UnicodeDecodeError, UserError):
-            continue
-        record = recorded.read(name, text)
-        if record is not None and isinstance(record.get("target"), dict):
-            return str(path), record
-    return None
-
-
-def has_lock_files(directory: Path) -> bool:
-    """Whether the folder holds a file `gpuresolve lock` writes (a uv project's pyproject.toml
-    counts only with gpuresolve's table in it)."""
-    for name in lockfiles.file_names(lockfiles.FORMATS):
-        path = directory / name
-        if name not in lockfiles.UPDATED_IN_PLACE and (path.exists() or path.is_symlink()):
-            return True  # whatever it is: reading it says what is wrong with it
-    return find_recorded(directory) is not None  # a uv project with [tool.gpuresolve]
 
 
 @dataclass(frozen=True)
@@ -233,24 +200,6 @@ def same_target(a: Target, b: Target) -> bool:
     return replace(a, name=None) == replace(b, name=None)
 
 
-def default_index_choice(option: str | None) -> PipIndex:
-    """The index outside the PyTorch index (``--default-index``, else the variable, else pip's
-    configuration), its URL checked. Where it came from never goes into the files (only to
-    stderr, :func:`say_index`), so the same URL from any source gives the same bytes."""
-    from resolver.host.pipconfig import default_index
-    from resolver.io.urls import index_url
-
-    found = default_index(option)
-    if found.url is None:
-        return found
-    return replace(found, url=index_url(found.url, escaped(found.source)))
-
-
-def recorded_index(url: str | None, where: str) -> PipIndex:
-    """The index a lock recorded (``--check`` re-resolves with it, not this machine's)."""
-    return PipIndex(url, f"the inputs recorded in {escaped(where)}" if url else "")
-
-
 def say_index(found: PipIndex, *, verbose: bool, used: bool) -> None:
     """stderr: with -v, the index and its source, and what of the environment uv gets; where
     the lock uses the default index, a note that pip's extra indexes and find-links are not."""
@@ -266,61 +215,3 @@ def say_index(found: PipIndex, *, verbose: bool, used: bool) -> None:
             "(a lock names every index it uses)",
             err=True,
         )
-
-
-_ENV_NAME_BAD = set("/\\:# ")  # what conda refuses in an environment's name
-
-
-def check_env_name(name: str) -> None:
-    """A conda environment name conda would take: it lands in environment.yml and the locks."""
-    plain_text(name, f"--name {shown(name)}")
-    if not name.strip() or _ENV_NAME_BAD & set(name):
-        raise UserError(
-            f"--name {shown(name)}: a conda environment name without spaces, '/', '\\', ':' or '#'"
-        )
-
-
-def closure_choice(top_level: bool, hashes: bool | None) -> tuple[bool, bool | None]:
-    """(top-level pins only, hashes): a full lock with hashes unless told otherwise; exit 2 for
-    hashes without the closure they are computed from."""
-    if top_level and hashes:
-        raise UserError(
-            "--top-level --hashes: top-level pins carry no hashes (they need the whole closure); "
-            "drop --top-level for a full lock with hashes, or --hashes"
-        )
-    return top_level, (False if top_level else hashes)
-
-
-def recorded_team_formats(directory: Path, options: lockfiles.LockOptions) -> lockfiles.LockOptions:
-    """``options`` with the formats, --hashes, --top-level and indexes that report.md records
-    (when not given)."""
-    ctx = click.get_current_context()
-    text = read_optional_text(
-        directory / "report.md", limit=MAX_REPORT_BYTES, what="a file gpuresolve edits"
-    )
-    record = recorded.read("report.md", text) if text is not None else None
-    files = record.get("files") if record else None
-    if not isinstance(files, dict):
-        return options
-    where = str(directory / "report.md")
-    formats, hashes = files.get("formats"), files.get("hashes")
-    mirror = files.get("pytorch_index")
-    if not given(ctx, "pytorch_index") and mirror:
-        mirror = as_option(ctx, where, "pytorch_index", mirror)
-        options = replace(options, pytorch_index=mirror)
-    if not given(ctx, "default_index") and "default_index" in files:
-        default = as_option(ctx, where, "default_index", files["default_index"])
-        options = replace(options, default_index=default)
-    try:
-        if not given(ctx, "formats") and isinstance(formats, list) and formats:
-            options = replace(options, formats=frozenset(str(f) for f in formats))
-        top = files.get("top_level")
-        if not given(ctx, "top_level") and top is True and not options.top_level:
-            options = replace(options, top_level=True, hashes=closure_choice(True, None)[1])
-        if not given(ctx, "hashes") and isinstance(hashes, bool) and not options.top_level:
-            options = replace(options, hashes=hashes)
-    except ValueError:
-        raise UserError(
-            f"{directory / 'report.md'}: the recorded formats are damaged; rerun `gpuresolve lock`"
-        ) from None
-    return options

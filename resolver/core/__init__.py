@@ -4,3 +4,5 @@
 version values), ``platforms`` (a platform's marker values, wheel tags, conda subdir, Docker and
 Kubernetes names; the Python version value type).
 """
+
+__all__: list[str] = []  # a namespace: import its modules

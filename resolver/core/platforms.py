@@ -153,6 +153,18 @@ def uv_platform(platform: str, glibc: str | None = None) -> str:
 
 # A target's Python as users and files write it: "3.12", "3.13t" (free-threaded).
 PYTHON_RE = re.compile(r"^3\.[0-9]{1,2}t?$")
+_PYTHON_FULL_RE = re.compile(r"^3\.[0-9]{1,2}\.[0-9]+$")
+
+
+def python_option(value: str) -> str | None:
+    """A --python version as gpuresolve spells it: "3.12", "3.13t" ("3.12.4" keeps the minor);
+    None where ``value`` is no version (an interpreter path, which the host reads, or nonsense)."""
+    v = value.strip()
+    if PYTHON_RE.match(v):
+        return v
+    if _PYTHON_FULL_RE.match(v):
+        return ".".join(v.split(".")[:2])
+    return None
 
 
 @dataclass(frozen=True, order=True)

@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +65,8 @@ def _plain(obj: object, depth: int) -> bool:
 def write(path: Path, obj: dict[str, Any]) -> None:
     """Store ``obj`` at ``path`` atomically, keeping the ``KEEP`` most recently written other
     caches; silently skipped when the cache directory cannot be written."""
+    import tempfile  # only to write: it imports shutil, random and lzma, a cost on every start
+
     tmp: str | None = None
     try:
         data = json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()

@@ -11,6 +11,7 @@ live with the loader.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ DB_FILES = (
     "gpu_peaks.yaml",
     "extensions.yaml",
     "gpu_names.json",  # generated from pci.ids (tools/gen_gpu_names.py), copied as it is
+    "catalog.json",  # generated: the shipped files parsed (db/snapshot.py); used there only
     "SCHEMA.md",
 )
 _HEAD_BYTES = 64 * 1024  # `schema:` and `updated:` sit in the first lines of torch.yaml
@@ -45,8 +47,10 @@ _TOP_KEY = re.compile(r"^(schema|updated):[ \t]*(.*?)[ \t]*(?:#.*)?$")
 _MIN_TIME = datetime.min.replace(tzinfo=timezone.utc)
 
 
+@functools.cache
 def shipped_data_dir() -> Path:
-    """`data/` inside the installed wheel (resolver/data), else the checkout's top-level `data/`."""
+    """`data/` inside the installed wheel (resolver/data), else the checkout's top-level `data/`
+    (found once: the installation does not move while gpuresolve runs)."""
     package = Path(__file__).resolve().parent.parent
     inside = package / "data"
     return inside if (inside / "torch.yaml").is_file() else package.parent / "data"

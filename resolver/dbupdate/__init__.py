@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from resolver.core.errors import UserError
 
+__all__ = ["DEFAULT_PYTORCH_INDEX", "PYTORCH_INDEX_ENV", "UpdateError"]
+
+
 DEFAULT_PYTORCH_INDEX = "https://download.pytorch.org/whl"
 PYTORCH_INDEX_ENV = "GPURESOLVE_PYTORCH_INDEX"
 

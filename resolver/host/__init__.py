@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from resolver.core.hostprofile import HostProfile as HostProfile
     from resolver.host.detection import detect as detect
-    from resolver.host.profile import HostProfile as HostProfile
 
 __all__ = ["HostProfile", "detect"]
 
@@ -21,7 +21,7 @@ def __getattr__(name: str) -> object:
 
         return detect
     if name == "HostProfile":
-        from resolver.host.profile import HostProfile
+        from resolver.core.hostprofile import HostProfile
 
         return HostProfile
     raise AttributeError(f"module 'resolver.host' has no attribute {name!r}")

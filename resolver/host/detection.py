@@ -15,11 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import UserError, shown
-from resolver.core.versions import Driver
-from resolver.host import nvml, procfs, smi, wsl
-from resolver.host import platform as host_platform
-from resolver.host.probe import ProbeResult
-from resolver.host.profile import (
+from resolver.core.hostprofile import (
     LOST_BUS_UNKNOWN,
     SOURCE_NAME_LOOKUP,
     SOURCE_NVML,
@@ -33,6 +29,10 @@ from resolver.host.profile import (
     GpuInfo,
     HostProfile,
 )
+from resolver.core.versions import Driver
+from resolver.host import nvml, procfs, smi, wsl
+from resolver.host import platform as host_platform
+from resolver.host.probe import ProbeResult
 
 __all__ = ["detect"]
 

@@ -14,8 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from resolver.core.errors import escaped
-from resolver.host.probe import ProbeResult, gpu, pci_device_hex
-from resolver.host.profile import (
+from resolver.core.hostprofile import (
     LOST_BUS_UNKNOWN,
     MAX_LOST_ERROR,
     SOURCE_NVML,
@@ -26,6 +25,7 @@ from resolver.host.profile import (
     GpuInfo,
     LostGpu,
 )
+from resolver.host.probe import ProbeResult, gpu, pci_device_hex
 
 # NVML errors that say something about the machine, not about this probe.
 _NO_DRIVER = {"NVML_ERROR_LIBRARY_NOT_FOUND", "NVML_ERROR_DRIVER_NOT_LOADED"}

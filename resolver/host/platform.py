@@ -29,7 +29,6 @@ class PlatformInfo:
 def probe() -> PlatformInfo:
     """This interpreter's platform, Python and glibc."""
     import platform as _platform
-    import sysconfig
 
     system = _platform.system().lower()
     glibc: str | None = None
@@ -42,12 +41,15 @@ def probe() -> PlatformInfo:
             lib, version = _platform.libc_ver()
             glibc = version if lib == "glibc" and version else None
     v = sys.version_info
+    free_threaded = False
+    if v >= (3, 13):  # only 3.13 and later can be built without the GIL
+        import sysconfig  # its build data costs start-up: read only where it can answer
+
+        free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
     return PlatformInfo(
         system=system,
         platform=platform_name(system, _platform.machine()),
-        python=str(
-            PythonVersion(v.major, v.minor, bool(sysconfig.get_config_var("Py_GIL_DISABLED")))
-        ),
+        python=str(PythonVersion(v.major, v.minor, free_threaded)),
         python_full=f"{v.major}.{v.minor}.{v.micro}",
         glibc=glibc,
     )

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from resolver.core.errors import UserError, escaped
+from resolver.core.hostprofile import GpuInfo, LostGpu
 from resolver.core.versions import parse_cc
-from resolver.host.profile import GpuInfo, LostGpu
 
 
 @dataclass

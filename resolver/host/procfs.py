@@ -13,8 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from resolver.host.probe import ProbeResult, gpu, pci_device_hex
-from resolver.host.profile import (
+from resolver.core.hostprofile import (
     SOURCE_NAME_LOOKUP,
     SOURCE_PROCFS,
     SOURCE_SYSFS,
@@ -23,6 +22,7 @@ from resolver.host.profile import (
     STATE_OK,
     GpuInfo,
 )
+from resolver.host.probe import ProbeResult, gpu, pci_device_hex
 
 SYS_VERSION = "sys/module/nvidia/version"
 PROC_VERSION = "proc/driver/nvidia/version"

@@ -12,8 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from resolver.core.errors import escaped
-from resolver.host.probe import ProbeResult, gpu, pci_device_hex
-from resolver.host.profile import (
+from resolver.core.hostprofile import (
     MAX_LOST_ERROR,
     PCI_BUS_ID_RE,
     SOURCE_SMI,
@@ -24,6 +23,7 @@ from resolver.host.profile import (
     GpuInfo,
     LostGpu,
 )
+from resolver.host.probe import ProbeResult, gpu, pci_device_hex
 
 QUERY_FIELDS = (
     "index",

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
     from resolver.catalog import Catalog
 
-FILE = "images.yaml"
 GRADES = ("observed", "build-config", "official", "transcription", "inferred")
 
 
@@ -122,26 +121,6 @@ class ImageFacts:
     sources: Mapping[str, Mapping[str, Any]]
     updated: str | None
     origin: str
-
-
-def data_file(catalog_origin: str | None = None) -> Path:
-    """images.yaml next to the database in use, else the shipped one (a user database written by
-    `db update` has no images.yaml)."""
-    from resolver.catalog import shipped_data_dir
-
-    if catalog_origin:
-        here = Path(catalog_origin) / FILE
-        if here.is_file():
-            return here
-    return shipped_data_dir() / FILE
-
-
-def load(path: Path | None = None) -> ImageFacts:
-    from resolver.db.yamlfile import read_yaml
-
-    path = path or data_file()
-    raw = read_yaml(path)
-    return from_raw(raw, origin=str(path))
 
 
 def from_raw(raw: Any, origin: str = "<memory>") -> ImageFacts:
@@ -257,21 +236,17 @@ def _mapping(data: Any, where: str) -> Mapping[str, Any]:
     return data
 
 
-def check(catalog: Catalog) -> list[str]:
-    """``db check``'s rules for images.yaml: loadable, every fact graded and sourced, NGC CUDA
-    versions known to cuda.yaml (gpu_peaks.yaml is verify's: the db command checks it)."""
+def check(catalog: Catalog, facts: ImageFacts) -> list[str]:
+    """``db check``'s rules for images.yaml once loaded: NGC CUDA versions known to cuda.yaml
+    (only for an images.yaml beside the database: the shipped one is checked against the shipped
+    database), an era for the newest torch release (gpu_peaks.yaml is verify's: the db command
+    checks it)."""
     problems: list[str] = []
-    path = data_file(catalog.origin)
-    try:
-        facts = load(path)
-    except DataError as exc:
-        problems.append(str(exc))
-    else:
-        beside = path.parent == Path(catalog.origin)  # else the shipped file: no cross-check
-        for rel in facts.ngc.releases if beside else ():
-            cuda = rel.cuda.value
-            if cuda is not None and cuda not in catalog.toolkits:
-                problems.append(f"images.yaml ngc {rel.release}: CUDA {cuda} not in cuda.yaml")
-        if not any(facts.official.era(r.version) for r in catalog.releases[:1]):
-            problems.append("images.yaml official: no era covers the newest torch release")
+    beside = Path(facts.origin).parent == Path(catalog.origin)
+    for rel in facts.ngc.releases if beside else ():
+        cuda = rel.cuda.value
+        if cuda is not None and cuda not in catalog.toolkits:
+            problems.append(f"images.yaml ngc {rel.release}: CUDA {cuda} not in cuda.yaml")
+    if not any(facts.official.era(r.version) for r in catalog.releases[:1]):
+        problems.append("images.yaml official: no era covers the newest torch release")
     return problems

@@ -4,3 +4,5 @@
 (wanted pins + the environment's inventory -> what to remove and the exact commands); ``run``
 executes the commands, streaming the installer's output.
 """
+
+__all__: list[str] = []  # a namespace: import its modules

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resolver.core.errors import UserError
+from resolver.core.hostprofile import STATE_OK, HostProfile
 from resolver.core.versions import Driver, cc_str
-from resolver.host.profile import STATE_OK, HostProfile
 from resolver.io.bounded import LOCK_LIMIT, read_text
 from resolver.solve import Target
 from resolver.writers import recorded

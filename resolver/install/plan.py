@@ -86,6 +86,28 @@ class Plan:
         out = [f"remove {r.name} {r.version}: {r.why}" for r in self.removals]
         return out + [f"note: {n}" for n in self.notes]
 
+    def to_json(
+        self, python: str, env_kind: str, version: str, lock: str | None
+    ) -> dict[str, object]:
+        """The plan as `install --json` shows it: where, with what, what is removed and why,
+        the exact commands."""
+        return {
+            "python": python,
+            "env_kind": env_kind,
+            "python_version": version,
+            "installer": self.installer,
+            "lock": lock,
+            "removals": [
+                {"name": r.name, "version": r.version, "why": r.why, "installer": r.installer}
+                for r in self.removals
+            ],
+            "notes": list(self.notes),
+            "steps": [
+                {"purpose": st.purpose, "command": st.command, "argv": list(st.argv)}
+                for st in self.steps
+            ],
+        }
+
 
 @dataclass(frozen=True)
 class Installer:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from resolver.core.errors import UserError
 
+__all__ = ["ReadError"]
+
 
 class ReadError(UserError):
     """A file or URL could not be read as asked: a server error, a truncated or damaged file,

@@ -19,7 +19,10 @@ from resolver.core.errors import UserError
 KIB = 1024
 MIB = 1024 * KIB
 HOST_FILE_LIMIT = 1 * MIB  # `detect --json`: a few KB even with 16 GPUs
-SPEC_LIMIT = 1 * MIB  # a team spec
+# A team spec: the README speaks of 50,000-machine fleets, and an inline spec of that many
+# targets is ~8 MiB and ~1,000,000 YAML values; past these caps it fails before it is parsed.
+SPEC_LIMIT = 16 * MIB
+SPEC_MAX_NODES = 2_000_000
 LOCK_LIMIT = 16 * MIB  # a lock file with hashes for a large closure
 LOCK_MAX_NODES = 4_000_000
 MAX_DEPTH = 64  # nesting of JSON/YAML containers

@@ -11,3 +11,5 @@
 The curated files are never edited here: a contradiction is reported and recorded next to the
 observation, and the loader layers observations over the curated facts.
 """
+
+__all__: list[str] = []  # a namespace: import its modules

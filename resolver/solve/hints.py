@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from resolver.catalog import Catalog
 from resolver.core.platforms import PythonVersion
-from resolver.core.versions import cuda_key, driver_key
+from resolver.core.versions import cuda_key
 from resolver.db.evidence import trusted
 from resolver.solve.ext_hints import extension_hints
 from resolver.solve.solver import (
@@ -24,6 +24,7 @@ from resolver.solve.solver import (
     Request,
     Target,
     decide,
+    floor_key,
     gpu_windows,
 )
 
@@ -71,7 +72,7 @@ def build_hints(
         top = max(c.rank_key(allow) for c in by_driver)[:3]
         best = min(
             (c for c in by_driver if c.rank_key(allow)[:3] == top),
-            key=lambda c: driver_key(c.min_driver or "0"),
+            key=lambda c: floor_key(c.min_driver or "0"),
         )
         if selection is not None and best.release.key == selection.release.key:
             # the same release on a newer CUDA: say so, or it reads as if it did not run here

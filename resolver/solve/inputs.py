@@ -8,14 +8,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, shown
-from resolver.core.platforms import MACOS, PLATFORMS, PYTHON_RE
+from resolver.core.hostprofile import STATE_OK, HostProfile
+from resolver.core.platforms import MACOS, PLATFORMS, python_option
 from resolver.core.versions import Driver, parse_cc
-from resolver.host.profile import STATE_OK, HostProfile
 from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
 from resolver.solve.extensions import EXTENSIONS
 
@@ -31,45 +30,6 @@ def normalize_driver(value: str) -> str:
     """A driver version as NVIDIA prints it (Windows' Device Manager form translated): the one
     grammar of `Driver`, a UserError otherwise."""
     return str(Driver.parse(value))
-
-
-def python_version(value: str) -> str:
-    """ "3.12", "3.13t", or an interpreter path whose version is read (as uv's --python accepts)."""
-    v = value.strip()
-    if PYTHON_RE.match(v):
-        return v
-    if re.match(r"^3\.[0-9]{1,2}\.[0-9]+$", v):
-        return ".".join(v.split(".")[:2])
-    path = Path(v)
-    try:
-        exists = path.exists()
-    except OSError:  # a name too long for the file system
-        exists = False
-    if not (exists or "/" in v or "\\" in v):
-        raise UserError(
-            f"--python {shown(value)}: expected a version like 3.12 or an interpreter path"
-        )
-    if exists:
-        v = str(path.absolute())  # a relative path is that file, never a name looked up on PATH
-    from resolver.io import subprocs
-
-    code = (
-        "import sys,sysconfig;"
-        "t='t' if sysconfig.get_config_var('Py_GIL_DISABLED') else '';"
-        "print(f'{sys.version_info[0]}.{sys.version_info[1]}{t}')"
-    )
-    try:
-        done = subprocs.run([v, "-c", code], timeout=20)
-    except OSError:
-        raise UserError(f"--python {shown(value)}: cannot run that interpreter") from None
-    if done.timed_out:
-        raise UserError(f"--python {shown(value)}: the interpreter did not answer in 20 s")
-    if done.returncode != 0:
-        raise UserError(f"--python {shown(value)}: cannot run that interpreter")
-    out = done.stdout.strip()
-    if not PYTHON_RE.match(out):
-        raise UserError(f"--python {shown(value)}: it reported an unexpected version {out[:40]!r}")
-    return out
 
 
 def _specifier(text: str, what: str) -> tuple[SpecifierSet, str | None]:
@@ -223,7 +183,11 @@ def describe_target(
         driver = normalize_driver(driver)
     if plat == MACOS and (resolved or driver):
         raise UserError("macOS has no NVIDIA CUDA builds: drop --gpu/--driver for macos-arm64")
-    py = python_version(python) if python else base.python
+    py = python_option(python) if python else base.python
+    if py is None:  # an interpreter path is read by the caller (host/interpreter.py) first
+        raise UserError(
+            f"--python {shown(python or '')}: expected a version like 3.12 or an interpreter path"
+        )
     if not is_described(
         driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=base.platform
     ):
@@ -239,74 +203,3 @@ def describe_target(
         nvidia=bool(resolved) or driver is not None,
         name=base.name,
     )
-
-
-def load_profile(path: str) -> HostProfile:
-    """A host recorded with `gpuresolve detect --json` (one clear error for a bad file).
-
-    Read with a size and nesting cap: a real one is a few KB.
-    """
-    from resolver.io.bounded import HOST_FILE_LIMIT, load_json
-
-    what = "a `gpuresolve detect --json` file"
-    data = load_json(path, limit=HOST_FILE_LIMIT, what=what)
-    try:
-        return HostProfile.from_json(data)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        detail = " ".join(str(exc).split())[:200]
-        raise UserError(f"{path}: not {what} ({detail})") from None
-
-
-def resolve_target(
-    catalog: Catalog,
-    *,
-    driver: str | None,
-    gpus: Sequence[str],
-    no_gpu: bool,
-    python: str | None,
-    platform: str | None,
-    host_file: str | None = None,
-) -> tuple[Target, HostProfile | None]:
-    """The target for a command: a recorded host, a described one, or this machine (probed)."""
-    from resolver.host import platform as host_platform
-
-    profile: HostProfile | None = None
-    here = host_platform.probe()
-    if host_file:
-        profile = load_profile(host_file)
-        base = target_from_profile(catalog, profile)
-    elif is_described(
-        driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=here.platform
-    ):
-        from resolver.host import wsl
-
-        on_wsl = here.platform.startswith("linux") and wsl.probe().version is not None
-        base = Target(here.platform, here.python, driver_os="windows" if on_wsl else "linux")
-    else:
-        from resolver.host import detect
-
-        profile = detect(lookup_cc=lambda name: _cc_of(catalog, name))
-        base = target_from_profile(catalog, profile)
-    target = describe_target(
-        catalog,
-        base=base,
-        driver=driver,
-        gpus=gpus,
-        no_gpu=no_gpu,
-        python=python,
-        platform=platform,
-    )
-    if host_file and not no_gpu and target.platform == base.platform:
-        # A what-if on a recorded host replaces only the facts given: `--host h.json --driver X`
-        # keeps the recorded GPUs, `--gpu Y` the recorded driver.
-        if not gpus:
-            target = replace(target, gpus=base.gpus, unknown_gpus=base.unknown_gpus)
-        if driver is None:
-            target = replace(target, driver=base.driver, driver_os=base.driver_os)
-        target = replace(target, nvidia=target.nvidia or base.nvidia)
-    return target, profile
-
-
-def _cc_of(catalog: Catalog, name: str) -> str | None:
-    model = catalog.gpu_by_name(name)
-    return f"{model.cc[0]}.{model.cc[1]}" if model else None

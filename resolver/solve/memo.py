@@ -12,16 +12,18 @@ stays linear in them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from typing import TypeVar
 
 from resolver.catalog import Catalog
 from resolver.core.versions import DriverKey, driver_key
-from resolver.solve.hints import solve
+from resolver.solve.hints import build_hints, solve
 from resolver.solve.solver import (
     Candidate,
     Decision,
+    Reason,
     Request,
     Target,
+    TargetGpu,
     driver_reason,
     window_reasons,
 )
@@ -38,7 +40,8 @@ class FleetSolver:
         self.runs = 0  # solver runs made (the rest were restated): the benches print it
         self._floors: dict[str, tuple[DriverKey, ...]] = {}
         self._exact: dict[Target, Decision] = {}
-        self._kinds: dict[Kind, tuple[Decision, list[int]]] = {}
+        self._kinds: dict[Kind, tuple[Decision, list[Restate]]] = {}
+        self._named: dict[tuple[Kind, tuple[TargetGpu, ...]], tuple[Decision, list[Restate]]] = {}
 
     def floors(self, driver_os: str) -> tuple[DriverKey, ...]:
         """Every driver floor a build can ask of ``driver_os`` (toolkit minimums, compat floors)."""
@@ -52,7 +55,10 @@ class FleetSolver:
         return found
 
     def kind(self, target: Target) -> Kind:
-        """What the verdicts depend on: the target without its name, its driver as a class."""
+        """What the verdicts depend on: the target without its name, its GPUs by compute
+        capability (a model's name changes only the texts), its driver as a class."""
+        if any(g.name for g in target.gpus):
+            target = _copy(target, gpus=tuple(TargetGpu(g.cc) for g in target.gpus))
         if target.driver is None:
             return ("exact", target)
         have = driver_key(target.driver)
@@ -69,11 +75,13 @@ class FleetSolver:
                         win.first is not None and major < win.first,
                     )
                 )
-        return ("driver", replace(target, driver="", name=None), met, tuple(windows))
+        return ("driver", _copy(target, driver="", name=None), met, tuple(windows))
 
     def __call__(self, target: Target) -> Decision:
-        """The decision for ``target`` (its name dropped), exactly as ``solve`` would give it."""
-        key = replace(target, name=None)
+        """The decision for ``target`` (its name dropped), exactly as ``solve`` would give it:
+        its kind's first decision, with this machine's GPU names (once per kind and names),
+        restated for its driver build."""
+        key = _copy(target, name=None) if target.name is not None else target
         found = self._exact.get(key)
         if found is not None:
             return found
@@ -82,25 +90,57 @@ class FleetSolver:
         if first is None:
             self.runs += 1
             found = solve(self.catalog, key, self.request)
-            self._kinds[kind] = (found, restated(found))
-        else:
-            found = rebind(self.catalog, first[0], key, first[1])
+            first = self._kinds[kind] = (found, restated(found))
+        if first[0].target.gpus != key.gpus:
+            named = self._named.get((kind, key.gpus))
+            if named is None:
+                found = _renamed(self.catalog, first[0], key.gpus)
+                named = self._named[(kind, key.gpus)] = (found, restated(found))
+            first = named
+        found = rebind(self.catalog, first[0], key, first[1])
         self._exact[key] = found
         return found
 
 
+_T = TypeVar("_T")
+
+
+def _copy(obj: _T, **changes: object) -> _T:
+    """A frozen dataclass with ``changes``, copied directly: ``dataclasses.replace`` re-runs
+    ``__init__`` (~6 us), and a 10,000-machine fleet makes 40,000 such copies. For the solver's
+    own records only, which have no ``__post_init__`` checks to skip."""
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__)
+    new.__dict__.update(changes)
+    return new
+
+
 _DRIVER_TEXT = frozenset({"driver", "window"})  # reason kinds whose text names the host's driver
 
+# A rejected candidate whose texts name the host's driver: its position, its reasons, and in
+# them the positions of each floor's reason (with the floor) and of each window reason.
+Restate = tuple[
+    int, tuple[Reason, ...], tuple[tuple[int, tuple[str, str | None]], ...], tuple[int, ...]
+]
 
-def restated(decision: Decision) -> list[int]:
-    """The positions of the rejected candidates whose reasons name the host's driver."""
-    return [
-        i for i, c in enumerate(decision.rejected) if any(r.kind in _DRIVER_TEXT for r in c.reasons)
-    ]
+
+def restated(decision: Decision) -> list[Restate]:
+    """The rejected candidates whose reasons name the host's driver, with where they do."""
+    out: list[Restate] = []
+    for i, c in enumerate(decision.rejected):
+        floors, windows = [], []
+        for pos, r in enumerate(c.reasons):
+            if r.kind == "driver" and c.min_driver is not None:
+                floors.append((pos, (c.min_driver, c.min_driver_why)))
+            elif r.kind == "window":
+                windows.append(pos)
+        if floors or windows:
+            out.append((i, c.reasons, tuple(floors), tuple(windows)))
+    return out
 
 
 def rebind(
-    catalog: Catalog, decision: Decision, target: Target, which: Sequence[int] | None = None
+    catalog: Catalog, decision: Decision, target: Target, which: Sequence[Restate] | None = None
 ) -> Decision:
     """``decision`` restated for ``target``, a machine of the same kind with another driver build.
 
@@ -113,33 +153,71 @@ def rebind(
     old = decision.target
     if old == target:
         return decision
-    if old.driver is None or target.driver is None or replace(old, driver=target.driver) != target:
+    if old.driver is None or target.driver is None or _copy(old, driver=target.driver) != target:
         raise ValueError("rebind: the targets differ in more than their driver build")
     windows = [r for r, _ in window_reasons(catalog, target)]
     driver = target.driver
     rejected = list(decision.rejected)
-    for i in restated(decision) if which is None else which:
-        c = rejected[i]
-        left = iter(windows)
-        reasons = tuple(
-            driver_reason(c.min_driver, c.min_driver_why, driver)
-            if r.kind == "driver" and c.min_driver is not None
-            else next(left)
-            if r.kind == "window"
-            else r
-            for r in c.reasons
-        )
-        # dataclasses.replace re-runs __init__ (~10 us): a 10,000-machine fleet restates
-        # ~200,000 candidates, so the copy is made directly (one field differs)
-        new = object.__new__(Candidate)
-        new.__dict__.update(c.__dict__)
-        object.__setattr__(new, "reasons", reasons)
-        rejected[i] = new
+    said: dict[tuple[str, str | None], Reason] = {}  # builds share a few floors: each said once
+    for i, before, floors, at in restated(decision) if which is None else which:
+        reasons = list(before)
+        for pos, need in floors:
+            found = said.get(need)
+            if found is None:
+                found = said[need] = driver_reason(need[0], need[1], driver)
+            reasons[pos] = found
+        for pos, new_reason in zip(at, windows, strict=True):
+            reasons[pos] = new_reason
+        rejected[i] = _copy(rejected[i], reasons=tuple(reasons))
     # The one hint naming the host's driver (hints.py): "...; this host has <driver>".
     was, now = f"this host has {old.driver}", f"this host has {target.driver}"
-    return replace(
+    return _copy(
         decision,
         target=target,
         rejected=tuple(rejected),
         hints=tuple(h.replace(was, now) for h in decision.hints),
+    )
+
+
+def _renamed(catalog: Catalog, decision: Decision, gpus: tuple[TargetGpu, ...]) -> Decision:
+    """``decision`` for its machine with ``gpus``: the same compute capabilities, in the same
+    order, under other names. Kernel coverage, "no kernels" and driver-window texts name each
+    GPU by its label; the hints are made anew."""
+    old = decision.target
+    if [g.cc for g in old.gpus] != [g.cc for g in gpus]:
+        raise ValueError("renamed: the GPUs differ in more than their names")
+    target = _copy(old, gpus=gpus)
+    pairs = [(a.label, b.label) for a, b in zip(old.gpus, gpus, strict=True)]
+    windows = [r for r, _ in window_reasons(catalog, target)]  # each names a GPU
+
+    def relabel(c: Candidate) -> Candidate:
+        if not c.coverage and not any(r.kind in ("arch", "window") for r in c.reasons):
+            return c
+        coverage, reasons = list(c.coverage), list(c.reasons)
+        cov = 0
+        arch = [i for i, r in enumerate(reasons) if r.kind == "arch"]
+        for was, now in pairs:  # each GPU is covered (in order) or has its "no kernels" reason
+            if cov < len(coverage) and coverage[cov].startswith(was + ": "):
+                coverage[cov] = now + coverage[cov][len(was) :]
+                cov += 1
+            elif arch:
+                i = arch.pop(0)
+                text = reasons[i].text.replace(f"for {was}: ", f"for {now}: ", 1)
+                reasons[i] = Reason("arch", text)
+        left = iter(windows)
+        reasons = [next(left) if r.kind == "window" else r for r in reasons]
+        return _copy(c, coverage=tuple(coverage), reasons=tuple(reasons))
+
+    selection = relabel(decision.selection) if decision.selection is not None else None
+    alternatives = tuple(relabel(c) for c in decision.alternatives)
+    rejected = [relabel(c) for c in decision.rejected]
+    ok = ([selection] if selection else []) + list(alternatives)
+    hints = build_hints(catalog, target, decision.request, selection, ok, rejected)
+    return _copy(
+        decision,
+        target=target,
+        selection=selection,
+        alternatives=alternatives,
+        rejected=tuple(rejected),
+        hints=hints,
     )

@@ -9,18 +9,13 @@ becoming one fleet target whose ``count`` is its number of machines.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from resolver.catalog import Catalog
-from resolver.core.errors import UserError
+from resolver.core.hostprofile import HostProfile
 from resolver.core.versions import CC, cc_sm, driver_key
 from resolver.solve import Target, TargetGpu
-
-# A folder of detect files is read whole: bound it (a detect file is a few KB).
-MAX_DETECT_FILES = 100_000
-MAX_DETECT_FILE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, order=True)
@@ -182,27 +177,16 @@ def abbreviate(names: tuple[str, ...], keep: int = 6) -> str:
 # --- a folder of `gpuresolve detect --json` files ------------------------------------------------
 
 
-def detect_dir_machines(catalog: Catalog, folder: Path) -> list[tuple[str, Shape]]:
-    """Each ``*.json`` file of ``folder`` (a `detect --json` output) as (file stem, shape)."""
-    from resolver.solve.inputs import load_profile, target_from_profile
+def profile_shapes(
+    catalog: Catalog, records: Sequence[tuple[str, HostProfile]]
+) -> list[tuple[str, Shape]]:
+    """Recorded hosts (a folder of `detect --json` files: ``host.records.load_folder``) as
+    (name, shape)."""
+    from resolver.solve.inputs import target_from_profile
 
-    files = []
-    for i, path in enumerate(sorted(folder.glob("*.json"))):
-        if i >= MAX_DETECT_FILES:
-            raise UserError(f"{folder}: more than {MAX_DETECT_FILES} detect files")
-        files.append(path)
-    if not files:
-        raise UserError(f"{folder}: no *.json files (expected `gpuresolve detect --json` outputs)")
     out = []
-    for path in files:
-        try:
-            size = path.stat().st_size
-        except OSError as exc:
-            raise UserError(f"{path}: cannot read: {exc.strerror}") from None
-        if size > MAX_DETECT_FILE_BYTES:
-            raise UserError(f"{path}: {size} bytes; a detect file is a few KB (cap 1 MiB)")
-        profile = load_profile(str(path))
-        target = target_from_profile(catalog, profile, path.stem)
+    for stem, profile in records:
+        target = target_from_profile(catalog, profile, stem)
         counts: dict[tuple[str, CC], int] = {}
         for g in target.gpus:
             key = (g.name or cc_sm(g.cc), g.cc)
@@ -217,5 +201,5 @@ def detect_dir_machines(catalog: Catalog, folder: Path) -> list[tuple[str, Shape
             unknown_gpus=tuple(sorted(target.unknown_gpus)),
             mig=mig,
         )
-        out.append((path.stem, shape))
+        out.append((stem, shape))
     return out

@@ -16,65 +16,21 @@ Rules (see README "How gpuresolve decides"):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Release, Variant
 from resolver.core.platforms import BY_NAME
 from resolver.core.versions import CC, cc_sm, cc_str, cuda_key, driver_key
 from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, rank, trusted
 from resolver.solve.extensions import ExtChoice, Place, choose
-
-if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given --torch needs them
-    from packaging.specifiers import SpecifierSet
+from resolver.solve.target import Policy as Policy
+from resolver.solve.target import Request as Request
+from resolver.solve.target import Target as Target
+from resolver.solve.target import TargetGpu as TargetGpu
 
 COMPANIONS = ("torchvision", "torchaudio")
-Policy = Literal["compat", "strict"]
-
-
-@dataclass(frozen=True)
-class TargetGpu:
-    cc: CC
-    name: str | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{cc_sm(self.cc)} ({self.name})" if self.name else cc_sm(self.cc)
-
-
-@dataclass(frozen=True)
-class Target:
-    """The machine to resolve for: detected, described, or one member of a fleet."""
-
-    platform: str
-    python: str  # "3.12"
-    driver: str | None = None  # None: unknown, not checked (the answer states what it needs)
-    driver_os: str = "linux"  # whose driver floors apply ("windows" on Windows and WSL2)
-    gpus: tuple[TargetGpu, ...] = ()
-    nvidia: bool = False  # an NVIDIA GPU is there (even when its CC is unknown)
-    name: str | None = None  # a label for fleets and reports
-    unknown_gpus: tuple[str, ...] = ()  # GPUs seen whose compute capability nobody knows
-
-
-@dataclass(frozen=True)
-class Request:
-    """What the user asks for."""
-
-    torch: SpecifierSet | None = None  # None: any release
-    companions: tuple[tuple[str, SpecifierSet | None], ...] = ()  # (name, specifier or None)
-    extensions: tuple[tuple[str, SpecifierSet | None], ...] = ()  # xformers, vllm...: same form
-    cuda: str | None = None  # "12.8"
-    variant: str | None = None  # "cu126": from a local version in a pin (torch==2.8.0+cu126)
-    policy: Policy = "compat"
-    allow_unconfirmed: bool = False  # the old flag: --evidence any
-    cuda_on_gpu_less: bool = False  # a fleet's GPU-less members run its CUDA build on the CPU
-    evidence: str = "documented"  # documented | observed | any: which builds rank first
-
-    @property
-    def level(self) -> str:
-        return "any" if self.allow_unconfirmed else self.evidence
-
-
 ReasonKind = Literal[
     "spec", "python", "cuda", "variant", "companion", "cpu", "nogpu", "arch", "driver",
     "unknown", "window", "evidence", "extension",
@@ -142,12 +98,42 @@ class Decision:
     cpu_fallback: Candidate | None = None  # shown when a GPU target has no GPU build
 
 
+floor_key = functools.lru_cache(maxsize=1024)(driver_key)  # a few dozen floors, asked per build
+
+
+class _Machine:
+    """What the target alone decides, worked out once per solve, not for each of ~100 builds:
+    its driver's sort key, its driver-window verdicts and facts, each GPU's kernel coverage."""
+
+    def __init__(self, catalog: Catalog, target: Target) -> None:
+        self.catalog, self.target = catalog, target
+        self.have = driver_key(target.driver) if target.driver is not None else None
+        self._windows: tuple[list[tuple[Reason, Fact]], list[Fact]] | None = None
+        self._coverage: dict[tuple[int, CC], str | None] = {}
+
+    def older_than(self, floor: str) -> bool:
+        return self.have is not None and self.have < floor_key(floor)
+
+    def windows(self) -> tuple[list[tuple[Reason, Fact]], list[Fact]]:
+        if self._windows is None:
+            c, t = self.catalog, self.target
+            self._windows = (window_reasons(c, t), window_facts(c, t))
+        return self._windows
+
+    def coverage(self, arch: ArchList, cc: CC) -> str | None:
+        key = (id(arch), cc)  # the catalog holds every arch list for the whole solve
+        if key not in self._coverage:
+            self._coverage[key] = kernel_coverage(self.catalog, arch, cc)
+        return self._coverage[key]
+
+
 def decide(catalog: Catalog, target: Target, request: Request) -> Decision:
     """Resolve the best build for the target, with the runners-up and the rejects; hints.solve
     adds the hints (hints.py reads this module's types, so it calls this one, not the reverse)."""
     cuda_wanted = target.nvidia or bool(target.gpus)
+    machine = _Machine(catalog, target)
     evaluated = [
-        _evaluate(catalog, target, request, rel, var, cuda_wanted)
+        _evaluate(catalog, target, request, rel, var, cuda_wanted, machine)
         for rel in catalog.releases
         for var in rel.variants
         if target.platform in var.platforms and var.kind in ("cpu", "cuda")
@@ -217,7 +203,9 @@ def _evaluate(
     rel: Release,
     var: Variant,
     cuda_wanted: bool,
+    machine: _Machine | None = None,
 ) -> Candidate:
+    machine = machine if machine is not None else _Machine(catalog, target)
     reasons: list[Reason] = []
     warnings: list[str] = []
     if request.torch is not None and not request.torch.contains(rel.version, prereleases=True):
@@ -298,7 +286,7 @@ def _evaluate(
                 )
             )
             for gpu in target.gpus:
-                how = kernel_coverage(catalog, arch, gpu.cc)
+                how = machine.coverage(arch, gpu.cc)
                 if how is None:
                     reasons.append(
                         Reason("arch", f"no kernels for {gpu.label}: {_arch_text(arch)}")
@@ -321,14 +309,15 @@ def _evaluate(
                     f"the minimum {target.driver_os} driver for CUDA {var.cuda} is unknown",
                 )
             )
-        elif target.driver is not None and driver_key(target.driver) < driver_key(min_driver):
+        elif target.driver is not None and machine.older_than(min_driver):
             reasons.append(driver_reason(min_driver, why, target.driver))
     if var.kind == "cuda" and target.gpus:
-        for reason, fact in window_reasons(catalog, target):
+        windows, edges = machine.windows()
+        for reason, fact in windows:
             reasons.append(reason)
             driver_facts.append(fact)
         if not any(r.kind == "window" for r in reasons):
-            driver_facts.extend(window_facts(catalog, target))
+            driver_facts.extend(edges)
     evidence, worst = facts_grade((*facts, *driver_facts))
     doubt = describe_fact(worst) if worst is not None and evidence not in DOCUMENTED else None
     if request.level == "observed" and evidence != "observed" and worst is not None:

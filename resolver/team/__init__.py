@@ -7,3 +7,5 @@ files. Fleets are read from where they live: a Kubernetes node list, a folder of
 shapes, ``shapes`` groups machines by shape, ``expand`` turns a spec entry into one fleet target per
 shape, and ``whatif`` says which driver upgrade would unlock a newer torch release fleet-wide.
 """
+
+__all__: list[str] = []  # a namespace: import its modules

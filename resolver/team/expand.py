@@ -13,7 +13,8 @@ from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
-from resolver.solve.shapes import FleetMember, ShapeGroup, detect_dir_machines, group
+from resolver.host.records import load_folder
+from resolver.solve.shapes import FleetMember, ShapeGroup, group, profile_shapes
 
 # The CLI's progress bars: (label, total) -> what to tell of each part done.
 ProgressBars = Callable[[str, int], Callable[[int], None]]
@@ -62,9 +63,8 @@ def expand_entry(
         if kind == "kubernetes":
             groups = _kubernetes(path, rel, entry.get("selector"), catalog, prefix, fail, progress)
         else:
-            groups = group(
-                detect_dir_machines(catalog, path), source=rel, prefix=prefix and prefix.strip()
-            )
+            machines = profile_shapes(catalog, load_folder(path))
+            groups = group(machines, source=rel, prefix=prefix and prefix.strip())
     except UserError as exc:
         raise fail(kind, str(exc)) from None
     return [FleetMember(g.shape.target(python, g.name), g.count, rel, g) for g in groups]

@@ -30,6 +30,7 @@ _EMPTY = re.compile(rb"\[\s*\]")
 _OBJECTS_END = re.compile(rb"\}\s*\]")  # where an array of objects closes
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')  # deleted by translate
 _MAX_DEPTH = 4  # deeper arrays are left to the decoder
+_MAX_INDENT = 256  # an item indented deeper than this is read as another layout
 
 
 def _plain(segment: bytes) -> bool:
@@ -276,7 +277,13 @@ class JsonStream:
         """
         if self._peek() != "{" or self.base + self.pos < self._closed_upto:
             return
-        line = self.text.rfind("\n", 0, self.pos) + 1
+        # Only the last few bytes can be an indent: in one-line JSON (`kubectl get --raw`,
+        # `jq -c`) there is no newline, and a search back through the whole window per item
+        # made a compact node list quadratic.
+        floor = max(0, self.pos - _MAX_INDENT - 1)
+        line = self.text.rfind("\n", floor, self.pos) + 1
+        if not line and floor:
+            return  # no line starts near: another layout, just try
         indent = self.text[line : self.pos]
         if not indent or indent.strip(" "):
             return  # another layout: just try

@@ -115,6 +115,10 @@ def team_inputs(spec: EnvSpec, options: lockfiles.LockOptions, split: str) -> di
 
 
 MAX_TARGETS_RECORD = 256 * 1024  # bytes of JSON; past it each target is recorded by digest
+# Past this (~10,000 targets) one digest stands for them all: the record must stay well inside
+# the 1 MiB line `--check` reads back (writers/recorded.py), for the 50,000-machine fleets the
+# README speaks of, instead of failing after the whole fleet was solved.
+MAX_DIGESTS_RECORD = 512 * 1024
 
 
 def targets_record(spec: EnvSpec) -> dict[str, Any]:
@@ -140,11 +144,15 @@ def targets_record(spec: EnvSpec) -> dict[str, Any]:
     text = json.dumps(out, sort_keys=True, separators=(",", ":"))
     if len(text) <= MAX_TARGETS_RECORD:
         return out
-    return {
+    digests = {
         name: "sha256:"
         + hashlib.sha256(json.dumps(v, sort_keys=True).encode("utf-8")).hexdigest()[:16]
         for name, v in out.items()
     }
+    if len(json.dumps(digests, separators=(",", ":"))) <= MAX_DIGESTS_RECORD:
+        return digests
+    whole = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return {f"(all {len(out)} targets)": f"sha256:{whole}"}
 
 
 def lock_team(
@@ -197,6 +205,7 @@ def lock_team(
     counts = {m.target.name or "": m.count for m in spec.members}
     files: dict[str, str] = {}
     report: list[str] = []
+    member_groups = [m.group for m in spec.members if m.group is not None]  # once, not per group
     for label, members, decision in groups:
         prefix = f"{label}/" if label else ""
         report.append(
@@ -208,7 +217,7 @@ def lock_team(
                 counts,
                 label or None,
                 options.pytorch_index,
-                [m.group for m in spec.members if m.group is not None],
+                member_groups,
             )
         )
         if not decision.ok:

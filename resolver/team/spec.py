@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, unsafe_char
 from resolver.core.platforms import DEFAULT_PLATFORM, PLATFORMS
-from resolver.io.bounded import SPEC_LIMIT, load_yaml, read_text
+from resolver.io.bounded import SPEC_LIMIT, SPEC_MAX_NODES, load_yaml, read_text
 from resolver.solve import Request, Target
 from resolver.solve.shapes import FleetMember
 
@@ -144,19 +144,15 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     """Read and validate a spec; every problem is one UserError naming file and key.
 
     ``progress`` (the CLI's bars on a terminal) is told of a large node list's reading."""
-    from resolver.solve.inputs import (
-        build_request,
-        describe_target,
-        load_profile,
-        python_version,
-        target_from_profile,
-    )
+    from resolver.host.interpreter import python_version
+    from resolver.host.records import load_profile
+    from resolver.solve.inputs import build_request, describe_target, target_from_profile
     from resolver.team.expand import expand_entry, is_many
 
     spec_path = Path(path)
     s = _Spec(spec_path)
     text = read_text(spec_path, limit=SPEC_LIMIT, what="an environment spec")
-    data = load_yaml(text, spec_path)
+    data = load_yaml(text, spec_path, max_nodes=SPEC_MAX_NODES)
     top = s.mapping(data, "(top)", TOP_KEYS)
     for required in ("name", "python", "targets"):
         if required not in top:

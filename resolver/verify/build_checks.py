@@ -11,14 +11,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resolver.catalog import ArchList, Provenance
+from resolver.core.hostprofile import HostProfile
 from resolver.core.versions import CC, cc_sm, driver_key, parse_cc
-from resolver.host.profile import HostProfile
 from resolver.solve import driver_need, is_jit, kernel_coverage
+from resolver.standalone.startup import first_line
 from resolver.verify.context import Context, build_variant, skipped
 from resolver.verify.diagnose import cuda_visible_cause
 from resolver.verify.package_checks import missing_lib_fix
 from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult, Status
-from resolver.verify.startup import first_line
 
 
 def probe_failed(

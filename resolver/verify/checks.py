@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from resolver.catalog import Catalog
-from resolver.host.profile import HostProfile
+from resolver.core.hostprofile import HostProfile
 from resolver.readers.pins import LockPins
 from resolver.verify.build_checks import (
     check_arch,

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from resolver.standalone.startup import MAX_REL_ERR, compute_failures, first_line
 from resolver.verify.context import Context, skipped
 from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, CheckResult
-from resolver.verify.startup import MAX_REL_ERR, compute_failures, first_line
 
 
 def check_gpu_compute(ctx: Context) -> CheckResult:

@@ -18,7 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from resolver.catalog import Catalog, Release, Variant
-from resolver.host.profile import STATE_MISMATCH, STATE_OK, HostProfile
+from resolver.core.hostprofile import STATE_MISMATCH, STATE_OK, HostProfile
 from resolver.readers.pins import LockPins, variant_of_local
 from resolver.verify.result import CHECKS, SKIP, CheckResult
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import escaped
 from resolver.io import subprocs
+from resolver.standalone import EXT_PROBE
 from resolver.verify.result import EXTENSIONS_CHECK, FAIL, PASS, SKIP, CheckResult
 
-PROBE_FILE = Path(__file__).with_name("ext_probe.py")
+PROBE_FILE = EXT_PROBE
 TOLERANCE = {"bitsandbytes": 0.1, "torchao": 0.1}  # quantized: a coarse match is right
 DEFAULT_TOLERANCE = 0.02  # fp16 attention and exact adds
 _SYMBOL = re.compile(r"undefined symbol: ([A-Za-z0-9_]+)")

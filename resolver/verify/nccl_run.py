@@ -17,15 +17,15 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import escaped
 from resolver.io import subprocs
-from resolver.verify.nccl_worker import STAGE_PREFIX
+from resolver.standalone import NCCL_WORKER
+from resolver.standalone.nccl_worker import STAGE_PREFIX
 from resolver.verify.run import PROBE_OUTPUT_MAX, foreign
 
-WORKER_FILE = Path(__file__).with_name("nccl_worker.py")
+WORKER_FILE = NCCL_WORKER
 DEFAULT_TIMEOUT_S = 60.0
 # bytes per collective, as nccl-tests -b/-e; up to 1 GiB because 256 MiB under-reads NVLink (a
 # 2 x H200 host: plain all-reduce 288 GB/s at 256 MiB, 327 at 1 GiB, 2026-11-26); the worker skips

@@ -1,6 +1,6 @@
 """`verify --benchmark` on every GPU of a node: each judged against its peak and its peers.
 
-The probe measures each visible GPU in turn (`verify.probe`); each is judged like one GPU
+The probe measures each visible GPU in turn (`standalone/probe.py`); each is judged like one GPU
 (`verify.speed`). A slow GPU among its peers is the classic node fault (low clocks, a hot card,
 another job on one card), so a GPU is also named when it is below ``PEER_BELOW`` of the fastest
 GPU of its model AND below ``PEAK_BELOW`` of its datasheet peak: with two GPUs a median decides

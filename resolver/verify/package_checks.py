@@ -24,6 +24,7 @@ from resolver.readers.pins import (
     canonical,
     variant_of_local,
 )
+from resolver.standalone.startup import first_line
 from resolver.verify.context import (
     Context,
     build_variant,
@@ -37,7 +38,6 @@ from resolver.verify.context import (
     version_tuple,
 )
 from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult
-from resolver.verify.startup import first_line
 
 # The packages whose versions torch pins and whose libraries it loads.
 _PINNED_PREFIXES = ("nvidia-", "cuda-")

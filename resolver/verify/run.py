@@ -21,9 +21,10 @@ from typing import Any
 
 from resolver.core.errors import UserError, escaped
 from resolver.io import subprocs
-from resolver.verify.probe import STAGE_PREFIX
+from resolver.standalone import PROBE
+from resolver.standalone.probe import STAGE_PREFIX
 
-PROBE_FILE = Path(__file__).with_name("probe.py")
+PROBE_FILE = PROBE
 DEFAULT_TIMEOUT_S = 120.0
 _TAIL_LINES = 12
 PROBE_OUTPUT_MAX = 16 * 2**20  # bytes per stream: its JSON is some kB; more is a flood

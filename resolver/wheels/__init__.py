@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from resolver.io import ReadError
 
+__all__ = ["WheelError"]
+
 
 class WheelError(ReadError):
     """The wheel is not what was asked for: not torch, no arch list, a sha256 mismatch."""

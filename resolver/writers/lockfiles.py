@@ -17,7 +17,7 @@ from resolver.core.errors import UserError
 from resolver.solve import Decision, Request, Target, solve
 from resolver.solve.conda import solve_conda_forge, virtual_packages
 from resolver.solve.extensions import requirement_line
-from resolver.verify.startup import CHECK_NAME, PROBE_NAME
+from resolver.standalone.startup import CHECK_NAME, PROBE_NAME
 from resolver.writers import recorded
 from resolver.writers.closure.conda_solve import CondaRecord
 from resolver.writers.closure.pip_resolve import ResolvedDist
@@ -313,10 +313,11 @@ def render_files(
             )
             files[CONDA_LOCK] = render_conda_lock(header, [LockedPlatform(env, vp, records, pip)])
     if DOCKERFILE in names:
+        from resolver.db import imagesdata
         from resolver.images import facts as image_facts
         from resolver.writers.formats.dockerfile import probe_files, render_dockerfile
 
-        facts = image_facts.load(image_facts.data_file(catalog.origin))
+        facts = image_facts.from_raw(*imagesdata.read(catalog.origin))
         files[DOCKERFILE] = render_dockerfile(catalog, decision, facts)
         files.update(probe_files())
     record = {

@@ -89,9 +89,25 @@ def folder(directory: Path, folders: tuple[str, ...]) -> Iterator[int | None]:
             os.close(fd)
 
 
-def read_current(directory: Path, name: str, limit: int = READ_LIMIT) -> str | None:
+def read_current(
+    directory: Path, name: str, limit: int = READ_LIMIT, what: str = "a lock file"
+) -> str | None:
     """The text of ``directory/name`` (None: there is none); a link, FIFO, device, directory,
     oversized or non-UTF-8 file is one line, at once."""
+    data = read_head(directory, name, limit + 1)
+    if data is None:
+        return None
+    if len(data) > limit:
+        raise UserError(f"{directory / name}: larger than {limit // (1024 * 1024)} MiB: not {what}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{directory / name}: not UTF-8 text (byte {exc.start})") from None
+
+
+def read_head(directory: Path, name: str, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of ``directory/name`` (None: there is none), opened as every file
+    under the output folder is: no link followed on the way or at the end, a regular file only."""
     *folders, base = parts(name)
     with folder(directory, tuple(folders)) as dfd:
         if dfd is None:
@@ -105,15 +121,7 @@ def read_current(directory: Path, name: str, limit: int = READ_LIMIT) -> str | N
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 raise _refuse(directory, name, kind="not a regular file")
-            data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise UserError(
-            f"{directory / name}: larger than {limit // (1024 * 1024)} MiB: not a lock file"
-        )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{directory / name}: not UTF-8 text (byte {exc.start})") from None
+            return fh.read(limit)
 
 
 def diff_files(directory: Path, files: Mapping[str, str]) -> str:

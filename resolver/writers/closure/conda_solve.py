@@ -14,11 +14,11 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import UserError
 from resolver.io import subprocs
+from resolver.standalone import RATTLER_CHILD
 
 SOLVE_TIMEOUT_S = 600
 INSTALL_HINT = "pip install 'gpuresolve[conda]'"
@@ -65,7 +65,7 @@ def solve(
     }
     try:
         proc = subprocs.run(
-            [sys.executable, str(Path(__file__).with_name("_rattler_child.py"))],
+            [sys.executable, str(RATTLER_CHILD)],
             input=json.dumps(request),
             timeout=SOLVE_TIMEOUT_S,
         )

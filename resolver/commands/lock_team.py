@@ -1,0 +1,217 @@
+"""`gpuresolve lock SPEC`: what a team lock says: the groups' builds, what it kept and removed,
+each file written or checked, and the `--json` document; exit codes. The lock itself is
+``flows.lock.run_team`` and the folder ``flows.output``."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from resolver import catalog as catalog_mod
+from resolver import render
+from resolver.commands import lock_inputs
+from resolver.commands.common import emit_json
+from resolver.commands.lock_output import say_written, write_or_check
+from resolver.core.errors import UserError
+from resolver.flows.lock import closure_choice, run_team
+from resolver.flows.output import FileStatus, owned_names
+from resolver.host.pipconfig import PipIndex
+from resolver.writers import lockfiles, outputs, recorded
+
+__all__ = ["lock_team"]
+
+PROGRESS_FROM = 500  # targets or machine shapes: fewer take well under a second
+
+
+@contextlib.contextmanager
+def _progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
+    """Click's progress bar on stderr for each long step of a team lock, one after the other;
+    only when stderr is a terminal (a pipe or a CI log gets nothing) and the step is long."""
+    bars = contextlib.ExitStack()
+
+    def start(label: str, total: int) -> Callable[[int], None]:
+        bars.close()  # the previous step is done: its bar ends its line
+        if total < PROGRESS_FROM or not sys.stderr.isatty():
+            return lambda n: None
+        bar = bars.enter_context(click.progressbar(length=total, label=label, file=sys.stderr))
+        return bar.update
+
+    with bars:
+        yield start
+
+
+def lock_team(
+    catalog: catalog_mod.Catalog,
+    spec_path: str,
+    options: lockfiles.LockOptions,
+    output: str | None,
+    split: bool | None,
+    check: bool,
+    evidence: str,
+    as_json: bool = False,
+    index: tuple[PipIndex, bool] | None = None,
+) -> None:
+    """`gpuresolve lock SPEC`: every platform's files and report.md; exits. ``index``: the
+    index outside the PyTorch index and whether to say more about it (-v)."""
+
+    def spec_read(spec: Any, options: lockfiles.LockOptions) -> lockfiles.LockOptions:
+        """The index note, and the spec's `lock: top-level` unless --top-level was given."""
+        ctx = click.get_current_context()
+        if spec.lock == "top-level" and not lock_inputs.given(ctx, "top_level"):
+            top, hashed = closure_choice(True, options.hashes)
+            options = replace(options, top_level=top, hashes=hashed)
+        if index is not None:
+            lock_inputs.say_index(index[0], verbose=index[1], used=bool(spec.pip))
+        return options
+
+    with _progress_bars() as progress:  # a large node list's reading, the solving, grouping
+        run = run_team(
+            catalog,
+            spec_path,
+            options,
+            output=output,
+            split=split,
+            check=check,
+            evidence=evidence,
+            progress=progress,
+            on_spec=spec_read,
+            recorded=recorded_team_formats,
+        )
+    spec, team, options, folder = run.spec, run.team, run.options, run.folder
+    directory = folder.directory
+    if split is not None and split != (spec.split == "true") and spec.split != "auto":
+        click.echo(
+            f"gpuresolve: {'--split' if split else '--no-split'} overrides the spec's "
+            f"split: {spec.split}",
+            err=True,
+        )
+    if team.auto_split:
+        click.echo(
+            f"{spec.name}: no set runs on every target, so the lock is split into "
+            f"{len(team.groups)} groups (split: auto; `split: false` in the spec refuses instead)",
+            err=True,
+        )
+    for label, decision in team.groups:
+        if as_json:
+            break
+        where = f" ({label})" if label else ""
+        if decision.ok:
+            picks = "; ".join(
+                f"{c.folder}: {render.describe_build(c.candidate)}" for c in decision.choices
+            )
+            click.echo(f"{spec.name}{where}: {picks}")
+        else:
+            click.echo(f"{spec.name}{where}: no set runs on every target")
+            for conflict in decision.conflicts:
+                click.echo(f"  {conflict}")
+    groups_json = [
+        {
+            "label": label or None,
+            "ok": decision.ok,
+            "torch": decision.torch,
+            "platforms": {  # a platform's GPU-less members' set: "<platform>-cpu"
+                c.folder: render.candidate_json(catalog, c.candidate, options.pytorch_index)
+                for c in decision.choices
+            },
+            "conflicts": list(decision.conflicts),
+        }
+        for label, decision in team.groups
+    ]
+    if not team.ok:
+        if as_json:
+            emit_json({"ok": False, "spec": spec.name, "files": [], "groups": groups_json})
+            sys.exit(1)
+        hint = "" if split else "; --split writes one set per group of targets"
+        click.echo(f"nothing written{hint} (see the reasons above)", err=True)
+        sys.exit(1)
+    gone = run.gone
+    for item in run.stale:
+        if not item.removable:
+            click.echo(
+                f"gpuresolve: kept {directory / item.name}: no longer generated, but "
+                f"{item.why_kept}; remove it yourself if it is not needed",
+                err=True,
+            )
+    if gone and check:
+        removed = [FileStatus(directory / n, n, "removed").to_json() for n in gone]
+        click.echo(f"gpuresolve: {spec.name}: no longer generated: {', '.join(gone)}", err=True)
+        if as_json:
+            emit_json(
+                {
+                    "ok": False,
+                    "check": "drift",
+                    "changes": [],
+                    "messages": [f"{spec.name}: no longer generated: {', '.join(gone)}"],
+                    "exit": 1,
+                    "spec": spec.name,
+                    "files": removed,
+                    "groups": groups_json,
+                }
+            )
+        sys.exit(1)
+    if check:
+        statuses, ok, outcome, found = write_or_check(
+            folder, team.files, check, f" of {spec.name}", catalog.updated, as_json
+        )
+    else:  # the files, then what is no longer generated and provably ours, then the manifest
+        replaced = folder.replace(team.files, spec.path.name, owned_names())
+        say_written([f for f in replaced.files if f.status != "removed"], as_json)
+        for path in replaced.removed if not as_json else ():
+            click.echo(f"removed {path}")
+        statuses, ok, outcome, found = [f.to_json() for f in replaced.files], True, None, {}
+    if as_json:
+        emit_json(
+            {
+                "ok": ok,
+                "check": outcome,
+                **found,
+                "spec": spec.name,
+                "split": len(team.groups) > 1 or bool(team.groups and team.groups[0][0]),
+                "files": statuses,
+                "groups": groups_json,
+            }
+        )
+    sys.exit(0 if ok else 1)
+
+
+def recorded_team_formats(directory: Path, options: lockfiles.LockOptions) -> lockfiles.LockOptions:
+    """``options`` with the formats, --hashes, --top-level and indexes that report.md records
+    (when not given)."""
+    ctx = click.get_current_context()
+    text = outputs.read_current(directory, "report.md")  # the output folder's rules: no link
+    record = recorded.read("report.md", text) if text is not None else None
+    files = record.get("files") if record else None
+    if not isinstance(files, dict):
+        return options
+    where = str(directory / "report.md")
+    formats, hashes = files.get("formats"), files.get("hashes")
+    mirror = files.get("pytorch_index")
+    if not lock_inputs.given(ctx, "pytorch_index") and mirror:
+        mirror = lock_inputs.as_option(ctx, where, "pytorch_index", mirror)
+        options = replace(options, pytorch_index=mirror)
+    if not lock_inputs.given(ctx, "default_index") and "default_index" in files:
+        default = lock_inputs.as_option(ctx, where, "default_index", files["default_index"])
+        options = replace(options, default_index=default)
+    try:
+        if not lock_inputs.given(ctx, "formats") and isinstance(formats, list) and formats:
+            options = replace(options, formats=frozenset(str(f) for f in formats))
+        top = files.get("top_level")
+        if not lock_inputs.given(ctx, "top_level") and top is True and not options.top_level:
+            options = replace(options, top_level=True, hashes=closure_choice(True, None)[1])
+        if (
+            not lock_inputs.given(ctx, "hashes")
+            and isinstance(hashes, bool)
+            and not options.top_level
+        ):
+            options = replace(options, hashes=hashes)
+    except ValueError:
+        raise UserError(
+            f"{directory / 'report.md'}: the recorded formats are damaged; rerun `gpuresolve lock`"
+        ) from None
+    return options

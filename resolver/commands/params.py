@@ -1,0 +1,81 @@
+"""Click parameter types and callbacks the commands share: index URLs and conda channels
+validated, seconds that are numbers, paths and path-like text without control or bidi
+characters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from resolver.core.errors import unsafe_char
+
+__all__ = ["SAFE_TEXT", "SafePath", "SafeText", "Seconds", "check_channel", "check_url"]
+
+
+def _source_name(ctx: click.Context, param: click.Parameter) -> str:
+    """How the user gave a value: the option's flag, or the environment variable it came from."""
+    if ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.ENVIRONMENT:
+        envvar = param.envvar if isinstance(param.envvar, str) else None
+        if envvar:
+            return envvar
+    return param.opts[0] if param.opts else str(param.name)
+
+
+def check_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback: an index URL (http, https, or file: for a local mirror), validated."""
+    from resolver.io.urls import index_url
+
+    return None if value is None else index_url(value, _source_name(ctx, param))
+
+
+def check_channel(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback: a conda channel name or URL, validated."""
+    from resolver.io.urls import channel
+
+    return None if value is None else channel(value, _source_name(ctx, param))
+
+
+class Seconds(click.FloatRange):
+    """Seconds within [low, high]; ``nan`` (which every range comparison lets through) refused."""
+
+    def __init__(self, low: float, high: float) -> None:
+        super().__init__(min=low, max=high)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import math
+
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return number
+
+
+def _refuse_unsafe(
+    kind: SafePath | SafeText, value: Any, param: click.Parameter | None, ctx: click.Context | None
+) -> None:
+    """A control or bidi character in a path is exit 2, before anything is created or printed:
+    `-o $'out\\a'` made a folder whose name rang the terminal's bell in every later message."""
+    ch = unsafe_char(value) if isinstance(value, str) else None
+    if ch is not None:
+        kind.fail(f"holds the control or bidi character U+{ord(ch):04X}: refused", param, ctx)
+
+
+class SafePath(click.Path):
+    """A path option or argument (click.Path) that refuses control and bidi characters."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        _refuse_unsafe(self, value, param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class SafeText(click.types.StringParamType):
+    """A string naming a path (``--python X.Y|PATH``, ``URL|PATH``, ``FILE``) that refuses
+    control and bidi characters."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        _refuse_unsafe(self, value, param, ctx)
+        return super().convert(value, param, ctx)
+
+
+SAFE_TEXT = SafeText()

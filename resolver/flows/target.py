@@ -1,0 +1,96 @@
+"""The target of a command: a recorded host (`--host`), a described one (`--gpu`, `--driver`,
+...), or this machine, probed; the described facts laid over it. Probes and file reads happen
+here, so the decision layer gets a finished `Target`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from resolver.catalog import Catalog
+from resolver.core.hostprofile import HostProfile
+from resolver.host.interpreter import python_version
+from resolver.host.records import load_profile
+from resolver.solve import Target
+from resolver.solve.inputs import describe_target, is_described, target_from_profile
+
+__all__ = ["resolve_target", "what_if"]
+
+
+def resolve_target(
+    catalog: Catalog,
+    *,
+    driver: str | None,
+    gpus: Sequence[str],
+    no_gpu: bool,
+    python: str | None,
+    platform: str | None,
+    host_file: str | None = None,
+) -> tuple[Target, HostProfile | None]:
+    """The target for a command: a recorded host, a described one, or this machine (probed)."""
+    from resolver.host import platform as host_platform
+
+    profile: HostProfile | None = None
+    here = host_platform.probe()
+    if python is not None:  # an interpreter path is run here, once: the solver gets a version
+        python = python_version(python)
+    if host_file:
+        profile = load_profile(host_file)
+        base = target_from_profile(catalog, profile)
+    elif is_described(
+        driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=here.platform
+    ):
+        from resolver.host import wsl
+
+        on_wsl = here.platform.startswith("linux") and wsl.probe().version is not None
+        base = Target(here.platform, here.python, driver_os="windows" if on_wsl else "linux")
+    else:
+        from resolver.host import detect
+
+        profile = detect(lookup_cc=lambda name: _cc_of(catalog, name))
+        base = target_from_profile(catalog, profile)
+    target = describe_target(
+        catalog,
+        base=base,
+        driver=driver,
+        gpus=gpus,
+        no_gpu=no_gpu,
+        python=python,
+        platform=platform,
+    )
+    if host_file and not no_gpu and target.platform == base.platform:
+        # A what-if on a recorded host replaces only the facts given: `--host h.json --driver X`
+        # keeps the recorded GPUs, `--gpu Y` the recorded driver.
+        if not gpus:
+            target = replace(target, gpus=base.gpus, unknown_gpus=base.unknown_gpus)
+        if driver is None:
+            target = replace(target, driver=base.driver, driver_os=base.driver_os)
+        target = replace(target, nvidia=target.nvidia or base.nvidia)
+    return target, profile
+
+
+def _cc_of(catalog: Catalog, name: str) -> str | None:
+    model = catalog.gpu_by_name(name)
+    return f"{model.cc[0]}.{model.cc[1]}" if model else None
+
+
+def what_if(
+    recorded: HostProfile,
+    where: str,
+    driver: str | None,
+    gpus: Sequence[str],
+    no_gpu: bool,
+    python: str | None,
+    platform: str | None,
+) -> list[str]:
+    """What-if notes: which facts of the --host file ``where`` the other options replaced."""
+    models = ", ".join(g.name or f"GPU {g.index}" for g in recorded.gpus) or "none"
+    given = [
+        (driver and f"--driver {driver}", f"driver {recorded.driver or 'none'}"),
+        (gpus and f"--gpu {', '.join(gpus)}", f"GPUs ({models})"),
+        (no_gpu and "--no-gpu", f"GPUs ({models})"),
+        (python and f"--python {python}", f"Python {recorded.python}"),
+        (platform and f"--platform {platform}", f"platform {recorded.platform}"),
+    ]
+    return [f"{option} replaces {where}'s {fact} (a what-if)" for option, fact in given if option]
