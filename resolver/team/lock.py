@@ -248,8 +248,12 @@ def lock_team(
             if lock_input.unmet(mine) is not None:
                 continue
             mine = lockfiles.with_extensions(catalog, lock_input, mine)  # xformers... beside torch
-            rendered = lockfiles.render_files(catalog, lock_input, mine, inputs=inputs)
             sub = f"{prefix}{choice.folder}/" if several else prefix
+            # the set's name: `verify --json` reports it, `fleet report` groups nodes by it
+            group = f"{label or spec.name}/{choice.folder}" if several else label or spec.name
+            rendered = lockfiles.render_files(
+                catalog, lock_input, mine, inputs={**inputs, "group": group}
+            )
             for name, text in rendered.items():
                 files[f"{sub}{name}"] = text
         if project and decisions:  # one pyproject for the group, sources by platform marker
