@@ -120,15 +120,19 @@ def test_expect_names_missing_nodes(capsys: pytest.CaptureFixture[str], tmp_path
     (tmp_path / "a.json").write_text(json.dumps(doc), encoding="utf-8")
     lockdir = tmp_path / "lock"
     lockdir.mkdir()
-    plan = {"fleet": 1, "groups": [{"group": "h100", "nodes": ["gpu-a", "gpu-b"]}]}
-    (lockdir / fleet_report.PLAN_FILE).write_text(json.dumps(plan), encoding="utf-8")
+    plan = {"fleet": 1, "groups": [{"group": "h100", "nodes": ["gpu-a", "gpu-b"]}]}  # JSON: YAML
+    (lockdir / fleet_report.PLAN_FILE).write_text(
+        json.dumps(plan), encoding="utf-8"
+    )  # JSON is YAML
     code, out, _ = _report(capsys, str(tmp_path / "a.json"), "--expect", str(lockdir))
     assert code == 1
     [group] = out["groups"]
     assert group["group"] == "h100" and group["pass"] == 1
     assert group["missing"] == 1 and group["missing_nodes"] == ["gpu-b"]
     plan["groups"][0]["nodes"] = ["gpu-a"]
-    (lockdir / fleet_report.PLAN_FILE).write_text(json.dumps(plan), encoding="utf-8")
+    (lockdir / fleet_report.PLAN_FILE).write_text(
+        json.dumps(plan), encoding="utf-8"
+    )  # JSON is YAML
     assert _report(capsys, str(tmp_path / "a.json"), "--expect", str(lockdir))[0] == 0
 
 

@@ -17,7 +17,6 @@ bandwidth was recorded on one 2-GPU host only, and depends on more (links, load,
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import UserError, escaped
-from resolver.io.bounded import read_text
+from resolver.io.bounded import load_yaml, read_text
 from resolver.team.fleet_results import Result
 
 REPORT_VERSION = 1
 SPEED_MARGIN = 0.15
 NCCL_MARGIN = 0.25
-PLAN_FILE = "fleet.json"  # written by a cluster lock beside report.md: which nodes should answer
+PLAN_FILE = "fleet.yaml"  # written by a cluster lock beside report.md: which nodes should answer
 MAX_PLAN = 64 << 20
 _SAME_IN_GROUP = ("torch", "variant", "cuDNN", "NCCL")  # one lock: one build everywhere
 _CHECK_FOR = {"cuDNN": "cudnn", "NCCL": "nccl", "driver": "driver", "torch": "import"}
@@ -91,17 +90,14 @@ class FleetReport:
 
 
 def read_plan(folder: Path) -> dict[str, str]:
-    """node -> group, from the ``fleet.json`` a cluster lock wrote in ``folder``."""
+    """node -> group, from the ``fleet.yaml`` a cluster lock wrote in ``folder``."""
     path = folder / PLAN_FILE
     if not path.is_file():
         raise UserError(
             f"--expect {escaped(str(folder))}: no {PLAN_FILE} in it (a cluster lock, "
             "`targets: - kubernetes:` or `- slurm:`, writes it)"
         )
-    try:
-        doc = json.loads(read_text(path, limit=MAX_PLAN, what="a fleet plan"))
-    except ValueError as exc:
-        raise UserError(f"{escaped(str(path))}: not JSON ({exc})") from None
+    doc = load_yaml(read_text(path, limit=MAX_PLAN, what="a fleet plan"), path)
     groups = doc.get("groups") if isinstance(doc, dict) and doc.get("fleet") == 1 else None
     if not isinstance(groups, list):
         raise UserError(f"{escaped(str(path))}: not a gpuresolve fleet plan (fleet: 1, groups)")

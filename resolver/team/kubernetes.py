@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,26 @@ _WORD = re.compile(r"^[a-z][a-z-]{0,31}$")
 _SHARING_VALUE = re.compile(r"^(|[a-z][a-z-]{0,31})$")
 _REVISION = re.compile(r"^[0-9]{0,4}$")
 _MIG_COUNT_KEY = re.compile(r"^nvidia\.com/mig-([0-9a-z.+_-]{1,40})\.count$")
+_NVIDIA_RESOURCE = re.compile(r"^nvidia\.com/(gpu|mig-[0-9a-z.+_-]{1,40})$")
+_TAINT_KEY = re.compile(  # a label key: an optional DNS-subdomain prefix, a name of <= 63
+    r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+CONTROL_PLANE = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What a verification Job needs of a node (``team/manifests_k8s.py``): the labels its shape
+    was read from, its NVIDIA resources, its taints, whether it is a control-plane node."""
+
+    labels: tuple[tuple[str, str], ...]
+    allocatable: tuple[tuple[str, str], ...]  # nvidia.com/gpu, nvidia.com/mig-1g.5gb, ...
+    taints: tuple[tuple[str, str], ...]  # (key, effect)
+    control_plane: bool
 
 
 @dataclass(frozen=True)
@@ -96,6 +116,7 @@ class NodeList:
     machines: list[tuple[str, Shape]]
     notes: dict[str, tuple[str, ...]]  # node -> what the report should say about it
     total: int  # nodes in the file, before the selector
+    placement: dict[str, Placement] = field(default_factory=dict)
 
 
 def read_node_list(
@@ -162,7 +183,7 @@ def read_node_list(
     if not reader.machines:
         wanted = ", ".join(f"{k}={v}" for k, v in sorted((selector or {}).items()))
         raise UserError(f"{shown}: none of its {reader.total} nodes matches the selector {wanted}")
-    return NodeList(reader.machines, reader.notes, reader.total)
+    return NodeList(reader.machines, reader.notes, reader.total, reader.placement)
 
 
 class _Reader:
@@ -176,6 +197,7 @@ class _Reader:
         self.notes: dict[str, tuple[str, ...]] = {}
         self.names: set[str] = set()
         self.total = 0
+        self.placement: dict[str, Placement] = {}
         self._models: dict[str, tuple[str | None, tuple[int, int] | None]] = {}
         self._shapes: dict[tuple[Any, ...], tuple[Shape, tuple[str, ...]]] = {}
 
@@ -231,6 +253,50 @@ class _Reader:
         self.machines.append((name, known[0]))
         if known[1]:
             self.notes[name] = known[1]
+        self.placement[name] = self._placement(name, labels, item)
+
+    def _placement(self, node: str, labels: dict[str, Any], item: dict[str, Any]) -> Placement:
+        read = sorted(
+            (k, v)
+            for k, v in labels.items()
+            if isinstance(k, str)
+            and isinstance(v, str)
+            and (
+                k in _READ
+                or _MIG_COUNT_KEY.fullmatch(k)
+                or k in self.selector
+                or k in CONTROL_PLANE
+            )
+        )
+        for key, value in read:  # a Job selects on them: they must be label values
+            if not _LABEL_VALUE.fullmatch(value):
+                raise self.fail(node, key, f"not a label value: {value!r}"[:200])
+        status = item.get("status") if isinstance(item.get("status"), dict) else {}
+        alloc = status.get("allocatable") if isinstance(status, dict) else None
+        resources = []
+        for key, qty in (alloc if isinstance(alloc, dict) else {}).items():
+            if isinstance(key, str) and _NVIDIA_RESOURCE.fullmatch(key):
+                if not isinstance(qty, str) or not _SMALL_INT.fullmatch(qty):
+                    raise self.fail(node, f"status.allocatable.{key}", f"not a count: {qty!r}")
+                resources.append((key, qty))
+        spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
+        raw_taints = spec.get("taints") if isinstance(spec, dict) else None
+        taints = []
+        for t in raw_taints if isinstance(raw_taints, list) else []:
+            tkey, effect = (t.get("key"), t.get("effect")) if isinstance(t, dict) else (None, None)
+            if (
+                not isinstance(tkey, str)
+                or not _TAINT_KEY.fullmatch(tkey)
+                or effect not in _EFFECTS
+            ):
+                raise self.fail(node, "spec.taints", f"not a taint: {t!r}"[:200])
+            taints.append((tkey, str(effect)))
+        return Placement(
+            tuple(read),
+            tuple(sorted(resources)),
+            tuple(sorted(set(taints))),
+            any(k in labels for k in CONTROL_PLANE),
+        )
 
     def _label(self, node: str, labels: dict[str, Any], key: str) -> str | None:
         value = labels.get(key)

@@ -32,6 +32,7 @@ from resolver.solve.fleet import (
     split_groups,
 )
 from resolver.solve.memo import FleetSolver
+from resolver.team.fleet_files import fleet_files, set_name
 from resolver.team.spec import EnvSpec
 from resolver.writers import lockfiles, recorded
 from resolver.writers.formats.report import render_report
@@ -249,8 +250,7 @@ def lock_team(
                 continue
             mine = lockfiles.with_extensions(catalog, lock_input, mine)  # xformers... beside torch
             sub = f"{prefix}{choice.folder}/" if several else prefix
-            # the set's name: `verify --json` reports it, `fleet report` groups nodes by it
-            group = f"{label or spec.name}/{choice.folder}" if several else label or spec.name
+            group = set_name(spec.name, label, choice.folder, several)
             rendered = lockfiles.render_files(
                 catalog, lock_input, mine, inputs={**inputs, "group": group}
             )
@@ -283,6 +283,7 @@ def lock_team(
         "targets": targets_record(spec),
     }
     files["report.md"] = recorded.stamp("report.md", "\n".join(report), record)
+    files.update(fleet_files(catalog, spec, [(lb, d) for lb, _, d in groups], files, record))
     return TeamLock(files, tuple((label, d) for label, _, d in groups), auto_split)
 
 
