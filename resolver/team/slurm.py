@@ -205,7 +205,7 @@ def render_sbatch(
         f"#SBATCH --gres={gres}",
         f"#SBATCH --time={TIME_LIMIT}",
         f"#SBATCH --nodelist={','.join(nodes)}",
-        "#SBATCH --output=results/%x-%j.out",
+        "#SBATCH --output=%x-%j.out",  # in the submit folder: results/ may not exist yet
         "set -u",
         'cd "$SLURM_SUBMIT_DIR" || exit 2',
         "mkdir -p results",
