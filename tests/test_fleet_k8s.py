@@ -324,3 +324,49 @@ def test_docs_gt_lt_terms_ored_and_node_selector() -> None:
 
 
 ZONES_EAST = {"topology.kubernetes.io/zone": "antarctica-east1"}
+
+
+# --- `kubectl get nodes -o yaml` -------------------------------------------------------------
+
+
+def test_yaml_node_list_reads_like_json(shipped: Any, tmp_path: Path) -> None:
+    from resolver.team import kubernetes
+
+    doc = mixed_nodes()
+    (tmp_path / "n.json").write_text(json.dumps(doc), encoding="utf-8")
+    (tmp_path / "n.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+    from_json = kubernetes.read_node_list(tmp_path / "n.json", shipped)
+    from_yaml = kubernetes.read_node_list(tmp_path / "n.yaml", shipped)
+    assert from_yaml.machines == from_json.machines
+    assert from_yaml.placement == from_json.placement and from_yaml.notes == from_json.notes
+    one = _node(doc, "gh200-01")  # `kubectl get node NAME -o yaml`
+    (tmp_path / "one.yaml").write_text(yaml.safe_dump(one), encoding="utf-8")
+    [(name, shape)] = kubernetes.read_node_list(tmp_path / "one.yaml", shipped).machines
+    assert name == "gh200-01" and shape.platform == "linux-aarch64"
+
+
+def test_yaml_node_list_cap_points_to_json(
+    shipped: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from resolver.team import kubernetes
+
+    (tmp_path / "n.yaml").write_text(yaml.safe_dump(mixed_nodes()), encoding="utf-8")
+    monkeypatch.setattr(kubernetes, "MAX_NODE_LIST_YAML_BYTES", 1024)
+    with pytest.raises(UserError, match="kubectl get nodes -o json"):
+        kubernetes.read_node_list(tmp_path / "n.yaml", shipped)
+    (tmp_path / "bad.yaml").write_text("items: [a, b\n", encoding="utf-8")
+    monkeypatch.setattr(kubernetes, "MAX_NODE_LIST_YAML_BYTES", 1 << 20)
+    with pytest.raises(UserError, match="invalid YAML"):
+        kubernetes.read_node_list(tmp_path / "bad.yaml", shipped)
+
+
+def test_arm64_machine_dockerfile_names_the_platform(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(
+        capsys, "lock", "--platform", "linux-aarch64", "--gpu", "NVIDIA GH200", "--driver",
+        "580.95.05", "--python", "3.12", "--format", "dockerfile", "-o", str(tmp_path),
+    )  # fmt: skip
+    assert code == 0, err
+    text = (tmp_path / "Dockerfile").read_text(encoding="utf-8")
+    assert "# build: docker buildx build --platform linux/arm64 -t my-image --load ." in text

@@ -39,6 +39,10 @@ from resolver.team.jsonstream import JsonStream
 # `kubectl get nodes -o json` is tens of KB a node (status.images): 2 GiB is ~50,000 nodes.
 MAX_NODE_LIST_BYTES = 2 << 30
 PROGRESS_BYTES = 32 << 20  # a node list this large takes a second or more to read
+# `kubectl get nodes -o yaml` is parsed whole (about 20x its size in memory, 1 MB/s): a cap of
+# 64 MiB (~2,000 nodes with their images), and -o json, read as a stream, past it.
+MAX_NODE_LIST_YAML_BYTES = 64 << 20
+MAX_NODE_LIST_YAML_NODES = 8_000_000
 
 ARCH = ("kubernetes.io/arch", "beta.kubernetes.io/arch")
 OS = ("kubernetes.io/os", "beta.kubernetes.io/os")
@@ -146,6 +150,13 @@ def read_node_list(
     except OSError as exc:
         raise UserError(f"{shown}: cannot read: {exc.strerror}") from None
     reader = _Reader(catalog, selector or {}, shown)
+    with fh:
+        head = fh.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+        fh.seek(0)
+        if head and not head.startswith((b"{", b"[")):  # `kubectl get nodes -o yaml`
+            fh.close()
+            return _finish(_yaml_nodes(path, shown, size, reader), reader, selector, shown)
+    fh = open_regular(path, what="`kubectl get nodes -o json` output")
     try:
         with fh:
             stream = JsonStream(fh, shown, max_bytes)
@@ -170,6 +181,34 @@ def read_node_list(
         raise UserError(f"{shown}: not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
         raise UserError(f"{shown}: cannot read: {exc.strerror}") from None
+    return _finish(top, reader, selector, shown)
+
+
+def _yaml_nodes(path: Path, shown: str, size: int, reader: _Reader) -> dict[str, Any]:
+    """`kubectl get nodes -o yaml`, read whole with the bounded YAML reader: YAML has no
+    streaming reader here and its parse is slow and large, hence ``MAX_NODE_LIST_YAML_BYTES``
+    (a few hundred nodes with their images); past it, `-o json` (read as a stream) is the way."""
+    from resolver.io.bounded import load_yaml, read_text
+
+    if size > MAX_NODE_LIST_YAML_BYTES:
+        raise UserError(
+            f"{shown}: {size >> 20} MiB of YAML is over the {MAX_NODE_LIST_YAML_BYTES >> 20} MiB "
+            "cap on YAML node lists: write it with `kubectl get nodes -o json` (read as a stream)"
+        )
+    text = read_text(path, limit=MAX_NODE_LIST_YAML_BYTES, what="`kubectl get nodes -o yaml`")
+    doc = load_yaml(text, shown, max_nodes=MAX_NODE_LIST_YAML_NODES)
+    if not isinstance(doc, dict):
+        raise UserError(f"{shown}: not a node list; write it with `kubectl get nodes -o json`")
+    items = doc.get("items")
+    if isinstance(items, list):
+        for item in items:
+            reader.add(item)
+    return doc
+
+
+def _finish(
+    top: dict[str, Any], reader: _Reader, selector: Mapping[str, str] | None, shown: str
+) -> NodeList:
     kind = top.get("kind")
     if kind == "Node" and "items" not in top:  # `kubectl get node NAME -o json`
         reader.add(top)

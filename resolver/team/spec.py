@@ -313,6 +313,17 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     )
 
 
+def with_image(spec: EnvSpec, image: str | None) -> EnvSpec:
+    """The spec with ``--image REF`` in place of its ``image:`` (checked alike); None: as is."""
+    if image is None:
+        return spec
+    try:
+        ref = _image(_Spec(spec.path), image)
+    except UserError as exc:
+        raise UserError(f"--image: {str(exc).split(': image: ', 1)[-1]}") from None
+    return replace(spec, image=ref)
+
+
 _IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@{}-]{0,254}$", re.IGNORECASE)
 
 

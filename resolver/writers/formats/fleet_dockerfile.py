@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from resolver import __version__
 from resolver.core.errors import UserError
 from resolver.core.platforms import is_free_threaded
-from resolver.verify.startup import CHECK_NAME, PROBE_NAME
+from resolver.standalone.startup import CHECK_NAME, PROBE_NAME
 
 CHECK_DIR = "/opt/gpuresolve"
 LOCK_PATH = f"{CHECK_DIR}/requirements.txt"
