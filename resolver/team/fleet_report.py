@@ -251,7 +251,8 @@ def render_markdown(report: FleetReport) -> str:
             continue
         lines += ["", f"## {_cell(g.name)}", ""]
         for o in g.outliers:
-            lines.append(f"- **{_cell(o.node)}** ({_cell(o.file)}): {_cell('; '.join(o.differs))}")
+            where = f" ({_cell(o.file)})" if o.file != o.node else ""
+            lines.append(f"- **{_cell(o.node)}**{where}: {_cell('; '.join(o.differs))}")
             if o.cause:
                 lines.append(f"  - cause: {_cell(o.cause)}")
         if g.missing:
