@@ -181,7 +181,7 @@ def _outliers(results: list[tuple[str, Result]]) -> list[Outlier]:
                     f"{case} {value:.1f} TFLOP/s, {value / median:.0%} of the median "
                     f"{median:.1f} of {len(values)} nodes"
                 )
-                causes.append(_cause(r, "speed"))
+                causes.append(_cause(r, "speed", measured=True))
         bws = [p.nccl_busbw for p in peers if p.nccl_busbw is not None]
         if r.nccl_busbw is not None and len(bws) > 1:
             median = statistics.median(bws)
@@ -190,7 +190,12 @@ def _outliers(results: list[tuple[str, Result]]) -> list[Outlier]:
                     f"NCCL all-reduce {r.nccl_busbw:.1f} GB/s, {r.nccl_busbw / median:.0%} of "
                     f"the median {median:.1f}"
                 )
-                causes.append(_cause(r, "multigpu"))
+                said = _cause(r, "multigpu", measured=True)
+                only = sorted(set(r.nccl_env.items()) - _common_env(peers))
+                if only:
+                    env = ", ".join(f"{k}={v}" for k, v in only)
+                    said = f"{said}; set on this node only: {env}" if said else f"set: {env}"
+                causes.append(said)
         for c in r.checks:
             if c.status != "fail":
                 continue
@@ -205,19 +210,28 @@ def _outliers(results: list[tuple[str, Result]]) -> list[Outlier]:
     return out
 
 
+def _common_env(peers: list[Result]) -> set[tuple[str, str]]:
+    """The NCCL variables every peer with a measurement has set alike."""
+    envs = [set(p.nccl_env.items()) for p in peers if p.nccl_busbw is not None]
+    return set.intersection(*envs) if len(envs) > 1 else set()
+
+
 def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _cause(r: Result, check_id: str | None) -> str | None:
-    """What the node's own verify said: the named check when it did not pass, else its first
-    failure, else its first warning."""
+def _cause(r: Result, check_id: str | None, measured: bool = False) -> str | None:
+    """What the node's own verify said: the named check when it did not pass (``measured``: a
+    check that measured what differs, whatever its verdict), else its first failure, else its
+    first warning."""
     named = r.check(check_id) if check_id else None
-    for c in (named, *r.checks):
-        if c is not None and c.status == "fail":
-            return f"{c.id}: {c.reason}"
-    warned = [c for c in (named, *r.checks) if c is not None and c.status == "warn"]
-    return f"{warned[0].id}: {warned[0].reason}" if warned else None
+    if named is not None and (measured or named.status in ("fail", "warn")):
+        return f"{named.id}: {named.reason}"
+    for status in ("fail", "warn"):
+        found = next((c for c in r.checks if c.status == status), None)
+        if found is not None:
+            return f"{found.id}: {found.reason}"
+    return None
 
 
 # --- output ------------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ class Result:
     checks: tuple[Check, ...]
     speed: dict[str, float] = field(default_factory=dict)  # benchmark case -> TFLOP/s
     nccl_busbw: float | None = None  # the best all-reduce bus bandwidth, GB/s
+    nccl_env: dict[str, str] = field(default_factory=dict)  # NCCL_* set in its NCCL workers
 
     def check(self, check_id: str) -> Check | None:
         return next((c for c in self.checks if c.id == check_id), None)
@@ -175,6 +176,7 @@ def _result(doc: dict[str, Any], where: str, pod: str | None) -> Result:
         checks=tuple(checks),
         speed=_speed(doc.get("benchmark")),
         nccl_busbw=_busbw(doc.get("nccl_check")),
+        nccl_env=_nccl_env(doc.get("nccl_check")),
     )
 
 
@@ -224,3 +226,16 @@ def _busbw(doc: Any) -> float | None:
     ]
     found = [b for b in best if b is not None]
     return max(found) if found else None
+
+
+def _nccl_env(doc: Any) -> dict[str, str]:
+    """The NCCL_* variables set in the first NCCL worker (verify records what changes NCCL)."""
+    ranks = _get(doc, "run", "ranks")
+    env = _get(ranks[0], "result", "env") if isinstance(ranks, list) and ranks else None
+    out: dict[str, str] = {}
+    for key, value in (env if isinstance(env, dict) else {}).items():
+        if isinstance(key, str) and key.startswith("NCCL_") and _NAME.fullmatch(key):
+            text = _text(value, 60)
+            if text is not None:
+                out[key] = text
+    return out
