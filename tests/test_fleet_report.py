@@ -261,3 +261,31 @@ def test_nccl_bandwidth_outlier_names_the_variable(tmp_path: Path) -> None:
     assert outlier.cause and "27.4 GB/s" in outlier.cause
     assert outlier.cause.endswith("set on this node only: NCCL_P2P_DISABLE=1")
     assert report.status == "fail"
+
+
+def test_documents_found_among_junk_lines(tmp_path: Path) -> None:
+    """Log noise that looks like JSON (unterminated lines, lone `{` lines with no `}`) around an
+    indented report, a one-line one and a prefixed one: each found once, on its line."""
+    doc = json.loads((DIAG / "healthy.json").read_text(encoding="utf-8"))
+    junk = '{"a": "unterminated\n' * 2000 + "{\n" * 2000
+    text = (
+        junk
+        + json.dumps(doc, indent=2)
+        + "\n{\n  not json\n}\n"
+        + json.dumps(doc)
+        + "\n[pod/verify-0-x/verify] "
+        + json.dumps(doc)
+        + "\n"
+        + "{\n" * 2000
+    )
+    path = tmp_path / "logs.txt"
+    path.write_text(text, encoding="utf-8")
+    found = read_file(path)
+    first = 4001
+    indented = json.dumps(doc, indent=2).count("\n") + 1
+    assert [r.file.rsplit(":", 1)[1] for r in found] == [
+        str(first),
+        str(first + indented + 3),
+        str(first + indented + 4),
+    ]
+    assert found[2].node == "verify-0-x"  # no host.node: the pod the prefix names

@@ -22,10 +22,12 @@ from resolver.io.bounded import read_text
 MAX_RESULT_FILE = 256 << 20  # `kubectl logs` of a large Job: ~30 KB a node, 8,000 nodes
 MAX_FILES = 100_000
 MAX_RESULTS = 100_000
+MAX_DOCUMENT = 16 << 20  # one indented verify report: ~40 KB with its probe data
 STATUSES = ("pass", "warn", "fail")
 _PREFIX = re.compile(r"^\[pod/([A-Za-z0-9][A-Za-z0-9.-]{0,252})/[A-Za-z0-9.-]{1,63}\] ")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 _GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
+_UNINDENTED = re.compile(r"\n(?=[^ \t\r\n])")  # a line that starts in column 0
 _SUFFIXES = (".json", ".jsonl", ".log")  # in a folder: text reports (.txt) are not read
 
 
@@ -100,31 +102,47 @@ def read_file(path: Path) -> list[Result]:
 
 
 def _documents(text: str, shown: str) -> Any:
-    """(line number, pod from a kubectl prefix, document) of each verify document in ``text``."""
+    """(line number, pod from a kubectl prefix, document) of each verify document in ``text``.
+
+    A document is one line (after an optional ``[pod/NAME/CONTAINER] `` prefix), or the
+    indented form `verify --json` prints: a ``{`` line, indented lines, a ``}`` line. Each
+    candidate is decoded on its own span, and spans do not overlap (an indented span holds no
+    ``{`` line of its own): linear in the file, whatever it holds."""
     decoder = json.JSONDecoder()
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        pod = None
+    pos, line_no, close = 0, 1, -1
+    while pos < len(text):
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        line = text[pos:end]
         m = _PREFIX.match(line)
-        if m:
-            pod, line = m.group(1), line[m.end() :]
-        if not line.lstrip().startswith("{"):
-            i += 1
-            continue
-        # an indented document spans lines (never with a prefix): decode from here
-        rest = line if pod else "\n".join(lines[i:])
-        try:
-            doc, end = decoder.raw_decode(rest, len(rest) - len(rest.lstrip()))
-        except (ValueError, RecursionError):
-            i += 1  # not JSON after all: a log line that starts with "{"
-            continue
+        body = line[m.end() :] if m else line
+        doc, stop = None, end
+        if not m and line.rstrip("\r") == "{":
+            if close < end:  # the next `}` line, found once for all the `{` lines before it
+                close = text.find("\n}", end)
+                close = len(text) + MAX_DOCUMENT + 1 if close < 0 else close
+            if close - pos <= MAX_DOCUMENT and not _UNINDENTED.search(text, end, close):
+                try:
+                    doc, size = decoder.raw_decode(text[pos : close + 2])
+                    stop = pos + size
+                except (ValueError, RecursionError):
+                    doc = None
+        elif body.lstrip().startswith("{"):
+            try:
+                doc, _ = decoder.raw_decode(body, len(body) - len(body.lstrip()))
+            except (ValueError, RecursionError):
+                doc = None
         if isinstance(doc, dict) and "verify" in doc:
-            yield i + 1, pod, doc
+            yield line_no, m.group(1) if m else None, doc
         elif isinstance(doc, dict) and "fleet_report" in doc:
-            raise UserError(f"{shown}:{i + 1}: a fleet report, not a verify result")
-        i += rest.count("\n", 0, end) + 1
+            raise UserError(f"{shown}:{line_no}: a fleet report, not a verify result")
+        else:
+            stop = end
+        next_nl = text.find("\n", stop)
+        if next_nl < 0:
+            break
+        line_no += text.count("\n", pos, next_nl) + 1
+        pos = next_nl + 1
 
 
 def _text(value: Any, limit: int = 300) -> str | None:
