@@ -289,3 +289,27 @@ def test_documents_found_among_junk_lines(tmp_path: Path) -> None:
         str(first + indented + 4),
     ]
     assert found[2].node == "verify-0-x"  # no host.node: the pod the prefix names
+
+
+def test_readme_example_is_the_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README's fleet report example, line for line (its `...` elisions aside)."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("$ gpuresolve fleet report healthy.json")
+    block = readme[start : readme.index("```", start)].splitlines()
+    names = block[0].split()[4:]
+    for name in names:
+        src = H200 if name == "h200x2.json" else DIAG / name
+        shutil.copy(src, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, "fleet", "report", *names)
+    assert code == 1
+    printed = out.splitlines()
+    assert len(printed) >= len(block) - 1
+    for want, got in zip(block[1:], printed, strict=False):
+        if "..." in want:
+            head, *rest = want.split("...")
+            assert got.startswith(head) and all(part.strip(" ;") in got for part in rest)
+        else:
+            assert got == want
