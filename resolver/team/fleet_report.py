@@ -97,7 +97,7 @@ def read_plan(folder: Path) -> dict[str, str]:
             f"--expect {escaped(str(folder))}: no {PLAN_FILE} in it (a cluster lock, "
             "`targets: - kubernetes:` or `- slurm:`, writes it)"
         )
-    doc = load_yaml(read_text(path, limit=MAX_PLAN, what="a fleet plan"), path)
+    doc = load_yaml(read_text(path, limit=MAX_PLAN, what="a fleet plan"), path, max_nodes=MAX_PLAN)
     groups = doc.get("groups") if isinstance(doc, dict) and doc.get("fleet") == 1 else None
     if not isinstance(groups, list):
         raise UserError(f"{escaped(str(path))}: not a gpuresolve fleet plan (fleet: 1, groups)")

@@ -237,6 +237,8 @@ class _Reader:
         self.names: set[str] = set()
         self.total = 0
         self.placement: dict[str, Placement] = {}
+        self._placements: dict[Any, Placement] = {}
+        self._selection_keys = tuple(dict.fromkeys((*_READ, *selector, *CONTROL_PLANE)))
         self._models: dict[str, tuple[str | None, tuple[int, int] | None]] = {}
         self._shapes: dict[tuple[Any, ...], tuple[Shape, tuple[str, ...]]] = {}
 
@@ -295,44 +297,72 @@ class _Reader:
         self.placement[name] = self._placement(name, labels, item)
 
     def _placement(self, node: str, labels: dict[str, Any], item: dict[str, Any]) -> Placement:
-        read = sorted(
-            (k, v)
-            for k, v in labels.items()
-            if isinstance(k, str)
-            and isinstance(v, str)
-            and (
-                k in _READ
-                or _MIG_COUNT_KEY.fullmatch(k)
-                or k in self.selector
-                or k in CONTROL_PLANE
+        """Read once per kind of node: a cluster's thousands of nodes share a few placements
+        (one object each, interned), and only the few keys a Job selects on are looked at."""
+        keys = self._selection_keys
+        if labels.get(MIG_STRATEGY) == "mixed":
+            keys = keys + tuple(
+                k for k in labels if isinstance(k, str) and _MIG_COUNT_KEY.fullmatch(k)
+            )
+        read = tuple(sorted((k, labels[k]) for k in keys if isinstance(labels.get(k), str)))
+        status = item.get("status")
+        alloc = status.get("allocatable") if isinstance(status, dict) else None
+        resources = tuple(
+            sorted(
+                (k, v)
+                for k, v in (alloc.items() if isinstance(alloc, dict) else ())
+                if isinstance(k, str) and k.startswith("nvidia.com/")
             )
         )
+        spec = item.get("spec")
+        raw = spec.get("taints") if isinstance(spec, dict) else None
+        taints: tuple[Any, ...] = ()
+        if raw:
+            taints = tuple(
+                (t.get("key"), t.get("effect")) if isinstance(t, dict) else (None, None)
+                for t in (raw if isinstance(raw, list) else [None])
+            )
+        try:
+            key = (read, resources, taints)
+            known = self._placements.get(key)
+        except TypeError:  # a value holding a list: checked (and refused) below
+            key, known = None, None
+        if known is None:
+            known = self._check_placement(node, read, resources, taints, labels)
+            if key is not None:
+                self._placements[key] = known
+        return known
+
+    def _check_placement(
+        self,
+        node: str,
+        read: tuple[tuple[str, Any], ...],
+        resources: tuple[tuple[str, Any], ...],
+        taints: tuple[tuple[Any, Any], ...],
+        labels: dict[str, Any],
+    ) -> Placement:
         for key, value in read:  # a Job selects on them: they must be label values
             if not _LABEL_VALUE.fullmatch(value):
                 raise self.fail(node, key, f"not a label value: {value!r}"[:200])
-        status = item.get("status") if isinstance(item.get("status"), dict) else {}
-        alloc = status.get("allocatable") if isinstance(status, dict) else None
-        resources = []
-        for key, qty in (alloc if isinstance(alloc, dict) else {}).items():
-            if isinstance(key, str) and _NVIDIA_RESOURCE.fullmatch(key):
-                if not isinstance(qty, str) or not _SMALL_INT.fullmatch(qty):
-                    raise self.fail(node, f"status.allocatable.{key}", f"not a count: {qty!r}")
-                resources.append((key, qty))
-        spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
-        raw_taints = spec.get("taints") if isinstance(spec, dict) else None
-        taints = []
-        for t in raw_taints if isinstance(raw_taints, list) else []:
-            tkey, effect = (t.get("key"), t.get("effect")) if isinstance(t, dict) else (None, None)
+        gpus = []
+        for key, qty in resources:
+            if not _NVIDIA_RESOURCE.fullmatch(key):
+                continue  # another NVIDIA resource (a NIC's): not what verify needs
+            if not isinstance(qty, str) or not _SMALL_INT.fullmatch(qty):
+                raise self.fail(node, f"status.allocatable.{key}", f"not a count: {qty!r}")
+            gpus.append((key, qty))
+        for tkey, effect in taints:
             if (
                 not isinstance(tkey, str)
                 or not _TAINT_KEY.fullmatch(tkey)
                 or effect not in _EFFECTS
             ):
-                raise self.fail(node, "spec.taints", f"not a taint: {t!r}"[:200])
-            taints.append((tkey, str(effect)))
+                raise self.fail(
+                    node, "spec.taints", f"not a taint: key {tkey!r}, effect {effect!r}"[:200]
+                )
         return Placement(
-            tuple(read),
-            tuple(sorted(resources)),
+            read,
+            tuple(gpus),
             tuple(sorted(set(taints))),
             any(k in labels for k in CONTROL_PLANE),
         )
