@@ -100,6 +100,7 @@ _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 CONTROL_PLANE = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
+CONTROL_PLANE_NOTE = "a control-plane node: left out of the verification Jobs (fleet.yaml)"
 
 
 @dataclass(frozen=True)
@@ -294,7 +295,10 @@ class _Reader:
         self.machines.append((name, known[0]))
         if known[1]:
             self.notes[name] = known[1]
-        self.placement[name] = self._placement(name, labels, item)
+        placement = self._placement(name, labels, item)
+        self.placement[name] = placement
+        if placement.control_plane:
+            self.notes[name] = (*self.notes.get(name, ()), CONTROL_PLANE_NOTE)
 
     def _placement(self, node: str, labels: dict[str, Any], item: dict[str, Any]) -> Placement:
         """Read once per kind of node: a cluster's thousands of nodes share a few placements
