@@ -370,3 +370,23 @@ def test_arm64_machine_dockerfile_names_the_platform(
     assert code == 0, err
     text = (tmp_path / "Dockerfile").read_text(encoding="utf-8")
     assert "# build: docker buildx build --platform linux/arm64 -t my-image --load ." in text
+
+
+def test_group_in_the_image_reference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`{group}` in `image:` names each set's image (here one set: the spec's name)."""
+    (tmp_path / "nodes.json").write_bytes(FIXTURE.read_bytes())
+    spec = SPEC.replace("image: registry.example/ml/train:1", "image: reg.example/ml:{group}")
+    (tmp_path / "cluster.yaml").write_text(spec, encoding="utf-8")
+    code, _, err = run_cli(capsys, "lock", str(tmp_path / "cluster.yaml"))
+    assert code == 0, err
+    out = tmp_path / "cluster"
+    jobs = sorted(out.glob("*/verify-*.yaml"))
+    assert jobs
+    for job in jobs:
+        _, doc = yaml.safe_load_all(job.read_text(encoding="utf-8"))
+        assert doc["spec"]["template"]["spec"]["containers"][0]["image"] == "reg.example/ml:cluster"
+    assert "-t reg.example/ml:cluster" in (out / "Dockerfile").read_text(encoding="utf-8")
+    bad = SPEC.replace("image: registry.example/ml/train:1", "image: reg.example/ml:{other}")
+    (tmp_path / "cluster.yaml").write_text(bad, encoding="utf-8")
+    code, _, err = run_cli(capsys, "lock", str(tmp_path / "cluster.yaml"))
+    assert code == 2 and "not an image reference" in err
