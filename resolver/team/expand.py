@@ -7,13 +7,13 @@ the report.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.core.versions import Driver
 from resolver.host.records import load_folder
 from resolver.solve.shapes import FleetMember, ShapeGroup, group, profile_shapes
 
@@ -21,7 +21,6 @@ from resolver.solve.shapes import FleetMember, ShapeGroup, group, profile_shapes
 ProgressBars = Callable[[str, int], Callable[[int], None]]
 
 KUBERNETES_KEYS = {"kubernetes", "selector", "name"}
-_DRIVER = re.compile(r"^[0-9]{2,4}(\.[0-9]{1,4}){0,2}$")
 DETECT_DIR_KEYS = {"detect", "name"}
 SLURM_KEYS = {"slurm", "driver", "name"}  # Slurm does not report the driver: `driver:` may
 
@@ -118,8 +117,13 @@ def _slurm(
 
     from resolver.team.slurm import read_nodes
 
-    if driver is not None and (not isinstance(driver, str) or not _DRIVER.fullmatch(driver)):
-        raise fail("driver", f"expected a quoted driver version ('550.54.15'), got {driver!r}")
+    if driver is not None:
+        if not isinstance(driver, str):
+            raise fail("driver", f"expected a quoted driver version ('550.54.15'), got {driver!r}")
+        try:
+            driver = str(Driver.parse(driver))
+        except UserError as exc:
+            raise fail("driver", str(exc)) from None
     if not path.is_file():
         raise fail("slurm", f"no such file: {rel} (write it with `scontrol show node --oneliner`)")
     groups = read_nodes(path, catalog, rel, driver)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, escaped
+from resolver.core.versions import Driver
 from resolver.io.bounded import read_text
 from resolver.solve.shapes import Shape, ShapeGpu, ShapeGroup
 
@@ -35,8 +36,8 @@ _FIELD = re.compile(r"^([A-Za-z][A-Za-z_]{0,40})=(.*)$")
 _NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _GRES = re.compile(r"^gpu(?::([A-Za-z0-9._-]{1,64}))?:([0-9]{1,4})(?:\(.*\))?$")
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
-_DRIVER_FEATURE = re.compile(r"^driver-([0-9]{2,4}(?:\.[0-9]{1,4}){0,2})$")
-_DRIVER = re.compile(r"^[0-9]{2,4}(\.[0-9]{1,4}){0,2}$")
+_DRIVER_FEATURE = re.compile(r"^driver-([0-9.]{1,14})$")  # the version: `Driver`'s grammar
+_NOT = "not a driver version (expected e.g. driver-550.54.15)"
 ARCH = {"x86_64": "linux-x86_64", "aarch64": "linux-aarch64", "arm64": "linux-aarch64"}
 
 
@@ -152,7 +153,12 @@ def _shape(
     if not gres:
         return Shape(platform)
     found = [m.group(1) for f in features if (m := _DRIVER_FEATURE.fullmatch(f))]
-    node_driver = found[0] if found else driver
+    node_driver = driver
+    if found:
+        try:
+            node_driver = str(Driver.parse(found[0]))
+        except UserError:
+            raise UserError(f"{where}: node {node}: feature driver-{found[0]}: {_NOT}") from None
     if node_driver is None:
         raise UserError(
             f"{where}: node {node} has GPUs but no driver: Slurm does not report it; add a "
