@@ -176,8 +176,7 @@ def _header(spec: EnvSpec, name: str, group: str, count: int, left: Mapping[str,
         f"{name} ({count} nodes) where it runs,",
         f"# with the lock of {group}; `gpuresolve lock` rewrites this file.",
         "# run:     kubectl apply -f THIS-FILE",
-        f"# results: kubectl logs -l job-name={_job(name)} --tail=-1 "
-        "> results.jsonl",
+        f"# results: kubectl logs -l job-name={_job(name)} --tail=-1 > results.jsonl",
         "# report:  gpuresolve fleet report results.jsonl --expect LOCK-FOLDER",
     ]
     if left:
