@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 
@@ -18,7 +17,8 @@ from resolver.writers import recorded
 
 FIX = Path(__file__).parent / "fixtures" / "verify"
 DIAG = FIX / "h100_diag"
-H200 = FIX / "h200x2_nccl" / "nccl.json"
+H200 = FIX / "h200x2_shared" / "nccl.json"  # an earlier release: no host.node, no group
+MULTI = FIX / "h200x2_multigpu"
 HEALTHY = [DIAG / "healthy.json", FIX / "h100_torch211_cu130" / "verify.json", H200]
 FAULTY = {
     "tf32_override.json": "NVIDIA_TF32_OVERRIDE=0",
@@ -220,47 +220,26 @@ def test_verify_json_names_node_and_group(
     assert doc["group"] == "gpu-cluster/linux-x86_64"
 
 
-def test_nccl_bandwidth_outlier_names_the_variable(tmp_path: Path) -> None:
-    """Three 2xH200 hosts: two as recorded (nccl.json); the third with the bandwidth and the
-    verdict recorded on the same host under NCCL_P2P_DISABLE=1 (p2p.txt, whose run was kept as
-    text only: the figures are moved into the JSON form, a derived variant)."""
-    text = (H200.parent / "p2p.txt").read_text(encoding="utf-8")
-    rows = re.findall(r"all_reduce ([0-9]+) MiB: bus ([0-9.]+) GB/s \(alg ([0-9.]+)\)", text)
-    reason = re.search(r"NCCL across GPUs  (.+)", text)
-    assert rows and reason
-    healthy = json.loads(H200.read_text(encoding="utf-8"))
-    paths = []
-    for name in ("h200-a", "h200-b", "h200-c"):
-        doc = json.loads(json.dumps(healthy))
-        doc["host"]["node"] = name
-        if name == "h200-c":
-            nccl = doc["nccl_check"]
-            nccl["bandwidth"] = [
-                {
-                    "op": "all_reduce",
-                    "bytes": int(mib) << 20,
-                    "busbw": float(bus),
-                    "algbw": float(alg),
-                }
-                for mib, bus, alg in rows
-            ]
-            for rank in nccl["run"]["ranks"]:
-                rank["result"]["env"]["NCCL_P2P_DISABLE"] = "1"
-            check = next(c for c in doc["checks"] if c["id"] == "multigpu")
-            check["reason"] = reason.group(1).strip()
-        path = tmp_path / f"{name}.json"
-        path.write_text(json.dumps(doc), encoding="utf-8")
-        paths.append(path)
-    results = [r for p in paths for r in read_file(p)]
-    report = fleet_report.build_report(results)
-    [group] = report.groups
-    [outlier] = group.outliers
-    assert outlier.node == "h200-c" and group.count("pass") == 3  # verify itself passed it
-    [differs] = outlier.differs
-    assert differs.startswith("NCCL all-reduce 27.") and "of the median 296.0" in differs
-    assert outlier.cause and "27.4 GB/s" in outlier.cause
-    assert outlier.cause.endswith("set on this node only: NCCL_P2P_DISABLE=1")
-    assert report.status == "fail"
+def test_two_gpu_hosts_nccl_and_a_busy_second_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    """The 2 x H200 runs recorded on the device: three healthy, NCCL_P2P_DISABLE=1 (verify fails
+    it) and a bf16 loop on GPU 1 during the benchmark (verify warns): both named, with the
+    variable and the busy GPU."""
+    names = ["nccl_healthy", "bench_healthy", "bench_healthy2", "nccl_p2p_off", "bench_load"]
+    code, doc, err = _report(capsys, *(str(MULTI / f"{n}.json") for n in names))
+    assert code == 1, err
+    [group] = doc["groups"]
+    assert group["group"] == "2x NVIDIA H200 · driver 580.159.04"
+    assert (group["pass"], group["warn"], group["fail"]) == (3, 1, 1)
+    found = _outliers(doc)
+    assert sorted(found) == ["bench_load.json", "nccl_p2p_off.json"]
+    p2p = found["nccl_p2p_off.json"]
+    assert any(d.startswith("NCCL all-reduce 27.0 GB/s, 8% of the median") for d in p2p["differs"])
+    assert "NCCL_P2P_DISABLE=1" in p2p["cause"]
+    load = found["bench_load.json"]
+    assert any(d.startswith("NCCL all-reduce 151.8 GB/s") for d in load["differs"])
+    # the slowest GPU counts: GPU 1 ran beside a bf16 loop, GPU 0 (the top-level figures) did not
+    assert any(d.startswith("matmul_bf16 309.8 TFLOP/s") for d in load["differs"])
+    assert "GPU 1" in load["cause"] and "another process uses this GPU" in load["cause"]
 
 
 def test_documents_found_among_junk_lines(tmp_path: Path) -> None:

@@ -223,14 +223,21 @@ def _number(value: Any) -> float | None:
 
 
 def _speed(bench: Any) -> dict[str, float]:
-    """TFLOP/s of each benchmark case measured (none when the benchmark did not run)."""
+    """TFLOP/s of each benchmark case on the node's slowest GPU: the top-level figures (one
+    GPU) and, where verify measured every GPU (``benchmark.gpus``), each GPU's ``figures``."""
     if not isinstance(bench, dict) or bench.get("error"):
         return {}
-    out = {}
-    for case, r in bench.items():
-        tflops = _number(r.get("tflops")) if isinstance(r, dict) else None
-        if tflops is not None and isinstance(case, str) and _NAME.fullmatch(case):
-            out[case] = tflops
+    tables = [bench]
+    gpus = bench.get("gpus")
+    for g in gpus if isinstance(gpus, list) else []:
+        if isinstance(g, dict) and isinstance(g.get("figures"), dict):
+            tables.append(g["figures"])
+    out: dict[str, float] = {}
+    for table in tables:
+        for case, r in table.items():
+            tflops = _number(r.get("tflops")) if isinstance(r, dict) else None
+            if tflops is not None and isinstance(case, str) and _NAME.fullmatch(case):
+                out[case] = min(out.get(case, tflops), tflops)
     return out
 
 
