@@ -11,8 +11,10 @@ Margins, from the runs recorded on the device (tests/fixtures/verify/h100_diag):
 H100 runs of the same benchmark case differ by at most 3% (bf16 matmul 735-759 TFLOP/s), while a
 GPU shared with another process lost 39-61% and TF32 switched off 85%: a case more than
 ``SPEED_MARGIN`` (15%, five times the healthy spread) below the median is an outlier. NCCL bus
-bandwidth was recorded on one 2-GPU host only, and depends on more (links, load, message size):
-``NCCL_MARGIN`` is wider, 25%.
+bandwidth: five healthy runs of one 2 x H200 host were within 1% (327.1-330.0 GB/s at 1 GiB,
+tests/fixtures/verify/h200x2_multigpu), a busy GPU gave 46% and P2P off 8%; it depends on more
+than a matmul (links, switch, message size, other jobs on the fabric) and only one host was
+recorded, so ``NCCL_MARGIN`` is wider: 25%.
 """
 
 from __future__ import annotations
