@@ -75,7 +75,7 @@ def locked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, An
     with pytest.raises(SystemExit) as exc:
         from resolver.cli import main
 
-        main(["lock", str(tmp / "cluster.yaml")])
+        main(["lock", "--top-level", str(tmp / "cluster.yaml")])  # no index here
     assert exc.value.code == 0
     return tmp / "cluster", doc
 

@@ -144,7 +144,7 @@ def render(
     if len(lock_text.encode("utf-8")) > CONFIGMAP_LIMIT - 4096:
         raise UserError(
             f"{lock_name} of {set_group}: {len(lock_text.encode('utf-8'))} bytes is over what a "
-            f"ConfigMap holds (1 MiB): lock without --hashes, or bake the lock into the image"
+            f"ConfigMap holds (1 MiB): bake the lock into the image (the Dockerfile copies it)"
         )
     wanted = [n for n in nodes if n in placement and not placement[n].control_plane]
     labels = {"app.kubernetes.io/name": "gpuresolve-verify", "app.kubernetes.io/instance": name}
