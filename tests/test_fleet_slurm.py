@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -98,14 +99,14 @@ def test_lock_writes_an_sbatch_script_per_gpu_group(
 
 
 def test_real_slurm_runs_verify_and_fleet_report_reads_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], child_env: Callable[..., dict[str, str]]
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM", "PIP_", "UV_"))}
-    env.update(
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+    env = child_env(
+        environ,
         PYTHONPATH=str(ROOT),
         GPURESOLVE=f"{sys.executable} -m resolver",
         GPURESOLVE_PYTHON=sys.executable,  # a Python without torch: verify fails, with its cause
-        PIP_CONFIG_FILE=os.devnull,
     )
     with slurm_cluster(NODES, env) as cluster:
         listing = cluster.run("scontrol", "show", "node", "--oneliner")
