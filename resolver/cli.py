@@ -28,6 +28,7 @@ COMMANDS = {
     "install": "resolver.commands.install:install",
     "lock": "resolver.commands.lock:lock",
     "image": "resolver.commands.image:image",
+    "fleet": "resolver.commands.fleet:fleet",
 }
 
 

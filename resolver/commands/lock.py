@@ -19,7 +19,7 @@ from resolver.commands.common import (
 )
 from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.commands.lock_output import say_single, say_unmet, write_or_check
-from resolver.commands.lock_team import lock_team
+from resolver.commands.lock_team import IMAGE_OPTION, lock_team, refuse_team_flags
 from resolver.commands.params import SafePath, check_channel, check_url
 from resolver.core.errors import UserError, shown
 from resolver.flows.lock import (
@@ -114,6 +114,7 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 @click.option("--glibc", metavar="X.Y", help="The target's glibc (default: detected, else 2.28).")
 @click.option("--name", "env_name", metavar="NAME", help="The conda environment's name.")
 @CONFIRM_OPTION
+@IMAGE_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the files and the decision as JSON.")
 def lock(
     spec: str | None,
@@ -191,8 +192,7 @@ def lock(
             raise UserError(f"{spec}: {given[0]} belongs in the spec, not on the command line")
         evidence = "any" if request.allow_unconfirmed else request.evidence
         lock_team(catalog, spec, options, output, split, check, evidence, as_json, (index, verbose))
-    if split is not None:
-        raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
+    refuse_team_flags(split)  # --split, --image: a team's (a cluster's) options
     wanted = request.request(target)
     if effective is not None and effective.target is not None:
         machine, profile = effective.target, None

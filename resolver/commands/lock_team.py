@@ -46,6 +46,32 @@ def _progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
         yield start
 
 
+_IMAGE_KEY = "gpuresolve.image"
+
+
+def _keep_image(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    ctx.meta[_IMAGE_KEY] = value
+
+
+# `lock --image REF`: kept in the context (lock.py is at its size limit), read by lock_team
+IMAGE_OPTION = click.option(
+    "--image",
+    metavar="REF",
+    expose_value=False,
+    callback=_keep_image,
+    help="With a cluster spec: the image its verification Jobs run and its Dockerfile builds "
+    "(overrides the spec's image:).",
+)
+
+
+def refuse_team_flags(split: bool | None) -> None:
+    """`lock` without a spec: --split and --image belong to a team's (a cluster's) lock."""
+    if split is not None:
+        raise UserError("--split needs a team environment spec (gpuresolve lock SPEC --split)")
+    if click.get_current_context().meta.get(_IMAGE_KEY) is not None:
+        raise UserError("--image needs a cluster spec (gpuresolve lock SPEC --image REF)")
+
+
 def lock_team(
     catalog: catalog_mod.Catalog,
     spec_path: str,
@@ -82,6 +108,7 @@ def lock_team(
             progress=progress,
             on_spec=spec_read,
             recorded=recorded_team_formats,
+            image=click.get_current_context().meta.get(_IMAGE_KEY),
         )
     spec, team, options, folder = run.spec, run.team, run.options, run.folder
     directory = folder.directory

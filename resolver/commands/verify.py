@@ -152,6 +152,7 @@ def verify(
         data["observation"] = recorded.to_json() if recorded else None
         data["state"] = diagnose.state_json(run.data, state)
         data["nccl_check"] = nccl_doc
+        verify_flow.identify(data, lock_file)
         emit_json(data)
     else:
         click.echo(report_text(interpreter, run, results, bench, benchmark, state))

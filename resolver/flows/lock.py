@@ -111,15 +111,16 @@ def run_team(
     progress: Progress | None = None,
     on_spec: Callable[[Any, lockfiles.LockOptions], lockfiles.LockOptions] | None = None,
     recorded: Callable[[Path, lockfiles.LockOptions], lockfiles.LockOptions] | None = None,
+    image: str | None = None,
 ) -> TeamRun:
     """`gpuresolve lock SPEC` up to writing: the spec read, the fleet locked, the folder's stale
     files found. ``evidence`` other than "documented" overrides the spec's; ``on_spec`` gets the
     spec once read and returns the options it asks for (its `lock: top-level`); ``recorded``
     gives the options the folder's report.md records (--check re-resolves with them)."""
     from resolver.team.lock import default_output, lock_team
-    from resolver.team.spec import load_spec
+    from resolver.team.spec import load_spec, with_image
 
-    spec = load_spec(spec_path, catalog, progress)
+    spec = with_image(load_spec(spec_path, catalog, progress), image)  # lock --image REF
     if evidence != "documented":  # given on the command line: overrides the spec's
         spec = replace(spec, request=replace(spec.request, evidence=evidence))
     options = replace(options, conda_source=spec.conda_source)

@@ -18,12 +18,23 @@ __all__ = [
     "curated_builds",
     "detect",
     "extension_names",
+    "identify",
     "judge_speed",
     "load_catalog",
     "nccl_check",
     "record",
     "visible",
 ]
+
+
+def identify(data: dict[str, Any], lock_file: str | None) -> None:
+    """host.hostname, host.node and group: how `gpuresolve fleet report` names and groups it."""
+    import os
+
+    from resolver.verify.identity import add_identity
+    from resolver.writers.recorded import lock_group
+
+    add_identity(data, lock_group(lock_file) if lock_file else None, os.environ)
 
 
 def visible(run: ProbeRun) -> int:

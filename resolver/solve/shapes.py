@@ -9,8 +9,9 @@ becoming one fleet target whose ``count`` is its number of machines.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.hostprofile import HostProfile
@@ -88,6 +89,9 @@ class ShapeGroup:
     source: str  # the spec's `kubernetes:` or `detect:` value
     notes: tuple[str, ...] = ()  # what the report should say about these machines
     unit: str = "machine"  # what the report calls one of them ("node" for a cluster)
+    # what a scheduler needs of each machine (a Kubernetes node's labels, resources, taints;
+    # team/kubernetes.py's Placement), for the verification Jobs a cluster lock writes
+    placement: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def count(self) -> int:
@@ -111,6 +115,7 @@ def group(
     prefix: str | None = None,
     notes: dict[str, tuple[str, ...]] | None = None,
     unit: str = "machine",
+    placement: Mapping[str, Any] | None = None,
 ) -> list[ShapeGroup]:
     """Group named machines by shape; names are the shapes' slugs, made unique and prefixed.
 
@@ -130,7 +135,8 @@ def group(
             for note in (notes or {}).get(node, ()):
                 said.setdefault(note, None)
         name = f"{prefix}-{names[shape]}" if prefix else names[shape]
-        out.append(ShapeGroup(name, shape, nodes, source, tuple(said), unit))
+        mine = {n: placement[n] for n in nodes if n in placement} if placement else {}
+        out.append(ShapeGroup(name, shape, nodes, source, tuple(said), unit, mine))
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.core.versions import Driver
 from resolver.host.records import load_folder
 from resolver.solve.shapes import FleetMember, ShapeGroup, group, profile_shapes
 
@@ -21,11 +22,12 @@ ProgressBars = Callable[[str, int], Callable[[int], None]]
 
 KUBERNETES_KEYS = {"kubernetes", "selector", "name"}
 DETECT_DIR_KEYS = {"detect", "name"}
+SLURM_KEYS = {"slurm", "driver", "name"}  # Slurm does not report the driver: `driver:` may
 
 
 def is_many(entry: dict[str, Any], spec_dir: Path) -> bool:
     """Whether a target entry stands for many machines (a node list or a folder of detect files)."""
-    if "kubernetes" in entry:
+    if "kubernetes" in entry or "slurm" in entry:
         return True
     detect = entry.get("detect")
     return isinstance(detect, str) and bool(detect.strip()) and (spec_dir / detect).is_dir()
@@ -44,11 +46,11 @@ def expand_entry(
     def fail(sub: str, msg: str) -> UserError:
         return UserError(f"{spec_path}: {key}.{sub}: {msg}")
 
-    kind = "kubernetes" if "kubernetes" in entry else "detect"
-    allowed = KUBERNETES_KEYS if kind == "kubernetes" else DETECT_DIR_KEYS
+    kind = next((k for k in ("kubernetes", "slurm") if k in entry), "detect")
+    allowed = {"kubernetes": KUBERNETES_KEYS, "slurm": SLURM_KEYS}.get(kind, DETECT_DIR_KEYS)
     extra = sorted(str(k) for k in entry if k not in allowed)
     if extra:
-        what = "a node list" if kind == "kubernetes" else "a folder of detect files"
+        what = "a folder of detect files" if kind == "detect" else "a node list"
         counted = " (it counts the machines)" if extra[0] == "count" else ""
         raise fail(extra[0], f"not with `{kind}:`: {what} describes the machines{counted}")
     rel = entry[kind]
@@ -62,6 +64,8 @@ def expand_entry(
     try:
         if kind == "kubernetes":
             groups = _kubernetes(path, rel, entry.get("selector"), catalog, prefix, fail, progress)
+        elif kind == "slurm":
+            groups = _slurm(path, rel, entry.get("driver"), catalog, prefix, fail)
         else:
             machines = profile_shapes(catalog, load_folder(path))
             groups = group(machines, source=rel, prefix=prefix and prefix.strip())
@@ -97,5 +101,32 @@ def _kubernetes(
         raise fail("kubernetes", f"no such file: {rel} (write it with `kubectl get nodes -o json`)")
     nodes = read_node_list(path, catalog, wanted, shown=rel, progress=progress)
     return group(
-        nodes.machines, source=rel, prefix=prefix and prefix.strip(), notes=nodes.notes, unit="node"
+        nodes.machines,
+        source=rel,
+        prefix=prefix and prefix.strip(),
+        notes=nodes.notes,
+        unit="node",
+        placement=nodes.placement,
     )
+
+
+def _slurm(
+    path: Path, rel: str, driver: Any, catalog: Catalog, prefix: str | None, fail: Any
+) -> list[ShapeGroup]:
+    from dataclasses import replace
+
+    from resolver.team.slurm import read_nodes
+
+    if driver is not None:
+        if not isinstance(driver, str):
+            raise fail("driver", f"expected a quoted driver version ('550.54.15'), got {driver!r}")
+        try:
+            driver = str(Driver.parse(driver))
+        except UserError as exc:
+            raise fail("driver", str(exc)) from None
+    if not path.is_file():
+        raise fail("slurm", f"no such file: {rel} (write it with `scontrol show node --oneliner`)")
+    groups = read_nodes(path, catalog, rel, driver)
+    if prefix and prefix.strip():
+        groups = [replace(g, name=f"{prefix.strip()}-{g.name}") for g in groups]
+    return groups

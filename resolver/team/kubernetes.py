@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,10 @@ from resolver.team.jsonstream import JsonStream
 # `kubectl get nodes -o json` is tens of KB a node (status.images): 2 GiB is ~50,000 nodes.
 MAX_NODE_LIST_BYTES = 2 << 30
 PROGRESS_BYTES = 32 << 20  # a node list this large takes a second or more to read
+# `kubectl get nodes -o yaml` is parsed whole (about 20x its size in memory, 1 MB/s): a cap of
+# 64 MiB (~2,000 nodes with their images), and -o json, read as a stream, past it.
+MAX_NODE_LIST_YAML_BYTES = 64 << 20
+MAX_NODE_LIST_YAML_NODES = 8_000_000
 
 ARCH = ("kubernetes.io/arch", "beta.kubernetes.io/arch")
 OS = ("kubernetes.io/os", "beta.kubernetes.io/os")
@@ -87,6 +91,27 @@ _WORD = re.compile(r"^[a-z][a-z-]{0,31}$")
 _SHARING_VALUE = re.compile(r"^(|[a-z][a-z-]{0,31})$")
 _REVISION = re.compile(r"^[0-9]{0,4}$")
 _MIG_COUNT_KEY = re.compile(r"^nvidia\.com/mig-([0-9a-z.+_-]{1,40})\.count$")
+_NVIDIA_RESOURCE = re.compile(r"^nvidia\.com/(gpu|mig-[0-9a-z.+_-]{1,40})$")
+_TAINT_KEY = re.compile(  # a label key: an optional DNS-subdomain prefix, a name of <= 63
+    r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+CONTROL_PLANE = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
+CONTROL_PLANE_NOTE = "a control-plane node: left out of the verification Jobs (fleet.yaml)"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What a verification Job needs of a node (``team/manifests_k8s.py``): the labels its shape
+    was read from, its NVIDIA resources, its taints, whether it is a control-plane node."""
+
+    labels: tuple[tuple[str, str], ...]
+    allocatable: tuple[tuple[str, str], ...]  # nvidia.com/gpu, nvidia.com/mig-1g.5gb, ...
+    taints: tuple[tuple[str, str], ...]  # (key, effect)
+    control_plane: bool
 
 
 @dataclass(frozen=True)
@@ -96,6 +121,7 @@ class NodeList:
     machines: list[tuple[str, Shape]]
     notes: dict[str, tuple[str, ...]]  # node -> what the report should say about it
     total: int  # nodes in the file, before the selector
+    placement: dict[str, Placement] = field(default_factory=dict)
 
 
 def read_node_list(
@@ -125,6 +151,13 @@ def read_node_list(
     except OSError as exc:
         raise UserError(f"{shown}: cannot read: {exc.strerror}") from None
     reader = _Reader(catalog, selector or {}, shown)
+    with fh:
+        head = fh.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+        fh.seek(0)
+        if head and not head.startswith((b"{", b"[")):  # `kubectl get nodes -o yaml`
+            fh.close()
+            return _finish(_yaml_nodes(path, shown, size, reader), reader, selector, shown)
+    fh = open_regular(path, what="`kubectl get nodes -o json` output")
     try:
         with fh:
             stream = JsonStream(fh, shown, max_bytes)
@@ -149,6 +182,34 @@ def read_node_list(
         raise UserError(f"{shown}: not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
         raise UserError(f"{shown}: cannot read: {exc.strerror}") from None
+    return _finish(top, reader, selector, shown)
+
+
+def _yaml_nodes(path: Path, shown: str, size: int, reader: _Reader) -> dict[str, Any]:
+    """`kubectl get nodes -o yaml`, read whole with the bounded YAML reader: YAML has no
+    streaming reader here and its parse is slow and large, hence ``MAX_NODE_LIST_YAML_BYTES``
+    (a few hundred nodes with their images); past it, `-o json` (read as a stream) is the way."""
+    from resolver.io.bounded import load_yaml, read_text
+
+    if size > MAX_NODE_LIST_YAML_BYTES:
+        raise UserError(
+            f"{shown}: {size >> 20} MiB of YAML is over the {MAX_NODE_LIST_YAML_BYTES >> 20} MiB "
+            "cap on YAML node lists: write it with `kubectl get nodes -o json` (read as a stream)"
+        )
+    text = read_text(path, limit=MAX_NODE_LIST_YAML_BYTES, what="`kubectl get nodes -o yaml`")
+    doc = load_yaml(text, shown, max_nodes=MAX_NODE_LIST_YAML_NODES)
+    if not isinstance(doc, dict):
+        raise UserError(f"{shown}: not a node list; write it with `kubectl get nodes -o json`")
+    items = doc.get("items")
+    if isinstance(items, list):
+        for item in items:
+            reader.add(item)
+    return doc
+
+
+def _finish(
+    top: dict[str, Any], reader: _Reader, selector: Mapping[str, str] | None, shown: str
+) -> NodeList:
     kind = top.get("kind")
     if kind == "Node" and "items" not in top:  # `kubectl get node NAME -o json`
         reader.add(top)
@@ -162,7 +223,7 @@ def read_node_list(
     if not reader.machines:
         wanted = ", ".join(f"{k}={v}" for k, v in sorted((selector or {}).items()))
         raise UserError(f"{shown}: none of its {reader.total} nodes matches the selector {wanted}")
-    return NodeList(reader.machines, reader.notes, reader.total)
+    return NodeList(reader.machines, reader.notes, reader.total, reader.placement)
 
 
 class _Reader:
@@ -176,6 +237,9 @@ class _Reader:
         self.notes: dict[str, tuple[str, ...]] = {}
         self.names: set[str] = set()
         self.total = 0
+        self.placement: dict[str, Placement] = {}
+        self._placements: dict[Any, Placement] = {}
+        self._selection_keys = tuple(dict.fromkeys((*_READ, *selector, *CONTROL_PLANE)))
         self._models: dict[str, tuple[str | None, tuple[int, int] | None]] = {}
         self._shapes: dict[tuple[Any, ...], tuple[Shape, tuple[str, ...]]] = {}
 
@@ -231,6 +295,81 @@ class _Reader:
         self.machines.append((name, known[0]))
         if known[1]:
             self.notes[name] = known[1]
+        placement = self._placement(name, labels, item)
+        self.placement[name] = placement
+        if placement.control_plane:
+            self.notes[name] = (*self.notes.get(name, ()), CONTROL_PLANE_NOTE)
+
+    def _placement(self, node: str, labels: dict[str, Any], item: dict[str, Any]) -> Placement:
+        """Read once per kind of node: a cluster's thousands of nodes share a few placements
+        (one object each, interned), and only the few keys a Job selects on are looked at."""
+        keys = self._selection_keys
+        if labels.get(MIG_STRATEGY) == "mixed":
+            keys = keys + tuple(
+                k for k in labels if isinstance(k, str) and _MIG_COUNT_KEY.fullmatch(k)
+            )
+        read = tuple(sorted((k, labels[k]) for k in keys if isinstance(labels.get(k), str)))
+        status = item.get("status")
+        alloc = status.get("allocatable") if isinstance(status, dict) else None
+        resources = tuple(
+            sorted(
+                (k, v)
+                for k, v in (alloc.items() if isinstance(alloc, dict) else ())
+                if isinstance(k, str) and k.startswith("nvidia.com/")
+            )
+        )
+        spec = item.get("spec")
+        raw = spec.get("taints") if isinstance(spec, dict) else None
+        taints: tuple[Any, ...] = ()
+        if raw:
+            taints = tuple(
+                (t.get("key"), t.get("effect")) if isinstance(t, dict) else (None, None)
+                for t in (raw if isinstance(raw, list) else [None])
+            )
+        try:
+            key = (read, resources, taints)
+            known = self._placements.get(key)
+        except TypeError:  # a value holding a list: checked (and refused) below
+            key, known = None, None
+        if known is None:
+            known = self._check_placement(node, read, resources, taints, labels)
+            if key is not None:
+                self._placements[key] = known
+        return known
+
+    def _check_placement(
+        self,
+        node: str,
+        read: tuple[tuple[str, Any], ...],
+        resources: tuple[tuple[str, Any], ...],
+        taints: tuple[tuple[Any, Any], ...],
+        labels: dict[str, Any],
+    ) -> Placement:
+        for key, value in read:  # a Job selects on them: they must be label values
+            if not _LABEL_VALUE.fullmatch(value):
+                raise self.fail(node, key, f"not a label value: {value!r}"[:200])
+        gpus = []
+        for key, qty in resources:
+            if not _NVIDIA_RESOURCE.fullmatch(key):
+                continue  # another NVIDIA resource (a NIC's): not what verify needs
+            if not isinstance(qty, str) or not _SMALL_INT.fullmatch(qty):
+                raise self.fail(node, f"status.allocatable.{key}", f"not a count: {qty!r}")
+            gpus.append((key, qty))
+        for tkey, effect in taints:
+            if (
+                not isinstance(tkey, str)
+                or not _TAINT_KEY.fullmatch(tkey)
+                or effect not in _EFFECTS
+            ):
+                raise self.fail(
+                    node, "spec.taints", f"not a taint: key {tkey!r}, effect {effect!r}"[:200]
+                )
+        return Placement(
+            read,
+            tuple(gpus),
+            tuple(sorted(set(taints))),
+            any(k in labels for k in CONTROL_PLANE),
+        )
 
     def _label(self, node: str, labels: dict[str, Any], key: str) -> str | None:
         value = labels.get(key)

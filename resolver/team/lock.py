@@ -32,6 +32,7 @@ from resolver.solve.fleet import (
     split_groups,
 )
 from resolver.solve.memo import FleetSolver
+from resolver.team.fleet_files import fleet_files, set_name
 from resolver.team.spec import EnvSpec
 from resolver.writers import lockfiles, recorded
 from resolver.writers.formats.report import render_report
@@ -248,8 +249,11 @@ def lock_team(
             if lock_input.unmet(mine) is not None:
                 continue
             mine = lockfiles.with_extensions(catalog, lock_input, mine)  # xformers... beside torch
-            rendered = lockfiles.render_files(catalog, lock_input, mine, inputs=inputs)
             sub = f"{prefix}{choice.folder}/" if several else prefix
+            group = set_name(spec.name, label, choice.folder, several)
+            rendered = lockfiles.render_files(
+                catalog, lock_input, mine, inputs={**inputs, "group": group}
+            )
             for name, text in rendered.items():
                 files[f"{sub}{name}"] = text
         if project and decisions:  # one pyproject for the group, sources by platform marker
@@ -279,6 +283,7 @@ def lock_team(
         "targets": targets_record(spec),
     }
     files["report.md"] = recorded.stamp("report.md", "\n".join(report), record)
+    files.update(fleet_files(catalog, spec, [(lb, d) for lb, _, d in groups], files, record))
     return TeamLock(files, tuple((label, d) for label, _, d in groups), auto_split)
 
 

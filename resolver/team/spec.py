@@ -20,6 +20,8 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
                                      # auto: split only when no common set exists
     lock: full                       # full: every package pinned (the closure, with hashes);
                                      # top-level: only what is asked for (not a full lock)
+    image: registry.example/ml:2.11  # a cluster's image: its Dockerfile and verification Jobs
+                                     # ({group} in it: one image per group of a split lock)
     targets:
       - name: a100-servers
         count: 12                    # how many such machines (for the report)
@@ -35,6 +37,9 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
         kubernetes: nodes.json       # `kubectl get nodes -o json`, read through GFD's labels
         selector: {nvidia.com/gpu.present: "true"}   # optional: label: value, all must match
       - detect: fleet/               # a folder of `detect --json` files: one target per shape
+      - name: hpc                    # a Slurm cluster: `scontrol show node --oneliner` output;
+        slurm: nodes.txt             # groups: partition x GPU type x features
+        driver: "550.54.15"          # optional: else each node's driver-NNN feature
 
 Every error names the file and the key (and, for YAML syntax, the line); nothing is written then.
 """
@@ -69,12 +74,13 @@ TOP_KEYS = {
     "split",
     "lock",
     "targets",
+    "image",  # the image a cluster's verification Jobs run (resolver/team/fleet_files.py)
 }
 SPLIT_VALUES = ("auto", "true", "false")
 LOCK_VALUES = ("full", "top-level")
 PACKAGE_KEYS = {"torch", "with", "pip"}
 TARGET_KEYS = {"name", "count", "platform", "driver", "gpus", "no_gpu", "detect"}
-TARGET_KEYS |= {"kubernetes", "selector"}  # many machines: resolver/team/expand.py
+TARGET_KEYS |= {"kubernetes", "selector", "slurm"}  # many machines: resolver/team/expand.py
 RESERVED_PIP = {"torch", "torchvision", "torchaudio"}
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the output folder's name: no "/", ".."
 
@@ -93,6 +99,7 @@ class EnvSpec:
     members: tuple[FleetMember, ...] = field(default_factory=tuple)
     split: str = "auto"  # true | false | auto: one set per group of targets, or only a common one
     lock: str = "full"  # full: the whole closure pinned; top-level: only what is asked for
+    image: str | None = None  # a cluster's image: the Dockerfile builds it, the Jobs run it
 
     @property
     def targets(self) -> list[Target]:
@@ -302,4 +309,27 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
         members=tuple(members),
         split=split,
         lock=str(lock_kind),
+        image=_image(s, top["image"]) if "image" in top else None,
     )
+
+
+def with_image(spec: EnvSpec, image: str | None) -> EnvSpec:
+    """The spec with ``--image REF`` in place of its ``image:`` (checked alike); None: as is."""
+    if image is None:
+        return spec
+    try:
+        ref = _image(_Spec(spec.path), image)
+    except UserError as exc:
+        raise UserError(f"--image: {str(exc).split(': image: ', 1)[-1]}") from None
+    return replace(spec, image=ref)
+
+
+_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@{}-]{0,254}$", re.IGNORECASE)
+
+
+def _image(s: _Spec, value: Any) -> str:
+    """An image reference (``registry/name:tag``; ``{group}`` stands for a split lock's group)."""
+    ref = s.string(value, "image")
+    if not _IMAGE.fullmatch(ref) or ("{" in ref and "{group}" not in ref):
+        raise s.fail("image", f"{ref!r} is not an image reference (registry/name:tag)")
+    return ref

@@ -19,6 +19,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import UserError
@@ -208,3 +209,18 @@ def _text(value: Any) -> str:
     if any(unicodedata.category(c).startswith("C") for c in value):
         raise ValueError("a control character")
     return value
+
+
+def lock_group(path: str | Path) -> str | None:
+    """The ``group`` a lock file records among its inputs (a team lock writes it: the set's
+    name, with its platform folder when it has several); None for an unreadable file or one
+    that records none (an older lock, a single-machine lock)."""
+    from resolver.io.bounded import LOCK_LIMIT, read_text
+
+    p = Path(path)
+    try:
+        text = read_text(p, limit=LOCK_LIMIT, what="a lock file")
+    except UserError:
+        return None
+    group = (read(p.name, text) or {}).get("group")
+    return group if isinstance(group, str) else None

@@ -63,6 +63,14 @@ def base_image(facts: ImageFacts | None, decision: Decision) -> tuple[str, str]:
     return f"python:{target.python}-slim", why
 
 
+def build_command(platform: str) -> str:
+    """How to build the image for the target: an arm64 target (GH200, Grace-Blackwell) from
+    any builder needs buildx and the platform named."""
+    if platform == "linux-aarch64":
+        return "docker buildx build --platform linux/arm64 -t my-image --load ."
+    return "docker build -t my-image ."
+
+
 def probe_files() -> dict[str, str]:
     """The start-up check and the verify probe it runs, written beside the Dockerfile: the
     image's own Python runs them, so the build installs nothing but the lock's pins."""
@@ -85,8 +93,8 @@ def render_dockerfile(catalog: Catalog, decision: Decision, facts: ImageFacts | 
         decision,
         [
             f"base: {why}",
-            f"build: docker build -t my-image . (next to requirements.txt, {CHECK_NAME} and "
-            f"{PROBE_NAME}, which it copies)",
+            f"build: {build_command(decision.target.platform)} (next to requirements.txt, "
+            f"{CHECK_NAME} and {PROBE_NAME}, which it copies)",
         ],
     )
     lines = [

@@ -1,0 +1,58 @@
+"""`gpuresolve fleet report`: one verdict over the verify results a fleet's nodes sent back."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from resolver.commands.common import emit_json
+
+
+@click.group()
+def fleet() -> None:
+    """Verify a whole fleet: read back what its nodes' `verify --json` runs answered."""
+
+
+@fleet.command("report")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (a contract).")
+@click.option(
+    "--expect",
+    "expect",
+    metavar="LOCKDIR",
+    type=click.Path(file_okay=False),
+    help="The cluster lock's folder: its fleet.json names the nodes that should have answered; "
+    "one without a result is missing.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Also write the report as Markdown to FILE.",
+)
+def report(paths: tuple[str, ...], as_json: bool, expect: str | None, output: str | None) -> None:
+    """Group the nodes' verify results (files, folders of them, `kubectl logs` output) and
+    name each node that fails or disagrees with its group, with the cause its verify named.
+
+    Exit 0 when every node passes (warnings allowed), 1 when a node fails, disagrees or is
+    missing, 2 on bad input.
+    """
+    from resolver.io.atomic import atomic_write
+    from resolver.team.fleet_report import build_report, read_plan, render_markdown
+    from resolver.team.fleet_results import read_results
+
+    results = read_results(list(paths))
+    expected = read_plan(Path(expect)) if expect else None
+    done = build_report(results, expected)
+    text = render_markdown(done)
+    if output:
+        atomic_write(Path(output), text)
+    if as_json:
+        emit_json(done.to_json())
+    else:
+        click.echo(text, nl=False)
+    sys.exit(1 if done.status == "fail" else 0)

@@ -1,0 +1,265 @@
+"""A Kubernetes Job per node group that runs `gpuresolve verify` on every node of the group.
+
+Why an Indexed Job with required pod anti-affinity on ``kubernetes.io/hostname``: a Job runs to
+completion (a DaemonSet restarts its pods forever), ``completions`` = ``parallelism`` = the
+group's node count with at most one of its pods per node puts exactly one pod on each node, and
+``backoffLimitPerIndex: 0`` (Kubernetes 1.29+) lets one node's failed verify fail its own index
+without stopping the others (``backoffLimit: 0`` would end the whole Job at the first failure).
+
+The selection: required node affinity with one ``nodeSelectorTerm`` per distinct set of the GPU
+Feature Discovery labels the group's nodes were grouped by (terms are ORed, a term's expressions
+ANDed; an exact ``nodeSelector`` cannot say "this product or that driver spelling", nor that a
+label is absent), each term also requiring ``kubernetes.io/arch`` and the absence of every read
+label the node does not carry and of the control-plane role. ``k8s_selector`` proves, at lock time,
+that the terms admit exactly the group's nodes of the node list, or the lock is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from resolver.core.errors import UserError
+from resolver.team import k8s_selector
+from resolver.team.kubernetes import CONTROL_PLANE, Placement
+
+CONFIGMAP_LIMIT = 1 << 20  # the API server refuses a ConfigMap over 1 MiB
+LOCK_DIR = "/etc/gpuresolve"
+TOOL = "/opt/gpuresolve/venv/bin"  # the fleet Dockerfile installs gpuresolve here
+CHECK = "/opt/gpuresolve/gpuresolve-check.py"
+DEADLINE_S = 1800  # a verify takes seconds to a minute; pulling a large image takes longer
+TTL_S = 86400  # a day to collect `kubectl logs` before the Job and its pods go
+SHM = "8Gi"  # NCCL's shared-memory transport needs more than a container's 64 MiB /dev/shm
+NCCL_OFF = (  # NVLink multicast off: verify measures the links, not a fabric feature
+    ("NCCL_NVLS_ENABLE", "0"),
+    ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+    ("NVSHMEM_DISABLE_NVLS", "1"),
+)
+GPU_TAINT = "nvidia.com/gpu"  # the GPU Operator's and the cloud GPU pools' usual taint
+_NOT_NAME = re.compile(r"[^a-z0-9-]+")
+
+
+def job_name(group: str) -> str:
+    """``gpuresolve-verify-<group>`` as a DNS label (pods are named ``<job>-<index>-<id>``)."""
+    slug = _NOT_NAME.sub("-", group.lower()).strip("-")
+    name = f"gpuresolve-verify-{slug}"
+    if len(name) <= 52:
+        return name
+    digest = hashlib.sha256(group.encode("utf-8")).hexdigest()[:8]
+    return f"{name[:43].rstrip('-')}-{digest}"
+
+
+def node_terms(
+    placement: Mapping[str, Placement], read_keys: Sequence[str]
+) -> list[dict[str, Any]]:
+    """One term per distinct set of read labels among the nodes (control-plane nodes left out)."""
+    seen: dict[tuple[tuple[str, str], ...], None] = {}
+    for p in placement.values():
+        if not p.control_plane:
+            seen.setdefault(p.labels, None)
+    terms = []
+    for labels in seen:
+        have = dict(labels)
+        exprs: list[dict[str, Any]] = [
+            {"key": k, "operator": "In", "values": [v]} for k, v in labels
+        ]
+        exprs += [
+            {"key": k, "operator": "DoesNotExist"}
+            for k in sorted({*read_keys, *CONTROL_PLANE})
+            if k not in have
+        ]
+        terms.append({"matchExpressions": exprs})
+    return terms
+
+
+def resources(placement: Mapping[str, Placement]) -> dict[str, str]:
+    """Every NVIDIA resource the group's nodes list as allocatable (the least, where they
+    differ): the pod takes the whole node, so verify sees every GPU or MIG device."""
+    counts: dict[str, int] | None = None
+    for p in placement.values():
+        if p.control_plane:
+            continue
+        mine = {k: int(v) for k, v in p.allocatable}
+        counts = (
+            mine if counts is None else {k: min(v, mine[k]) for k, v in counts.items() if k in mine}
+        )
+    return {k: str(v) for k, v in sorted((counts or {}).items()) if v > 0}
+
+
+def tolerations(placement: Mapping[str, Placement]) -> list[dict[str, Any]]:
+    """The usual GPU taint, and every taint the group's nodes carry (but a control plane's and
+    the node lifecycle's ``node.kubernetes.io/*``, which mean "do not run here now")."""
+    keys = {GPU_TAINT: "Exists"}
+    found: dict[tuple[str, str], None] = {}
+    for p in placement.values():
+        for key, effect in p.taints:
+            if key not in CONTROL_PLANE and not key.startswith("node.kubernetes.io/"):
+                found.setdefault((key, effect), None)
+    out: list[dict[str, Any]] = [{"key": k, "operator": op} for k, op in keys.items()]
+    out += [
+        {"key": k, "operator": "Exists", "effect": e} for k, e in sorted(found) if k not in keys
+    ]
+    return out
+
+
+def script(lock_name: str) -> str:
+    """The container's command: the image's start-up check, then verify as one JSON line
+    (`kubectl logs -l` shows the last 10 lines unless told otherwise); verify's exit status."""
+    lock = f"{LOCK_DIR}/{lock_name}"
+    return "\n".join(
+        [
+            f'python {CHECK} {lock} true >&2 || echo "gpuresolve: the start-up check failed; '
+            'verify says why" >&2',
+            f"{TOOL}/gpuresolve verify --json --benchmark --no-record --lock {lock} "
+            '--python "$(command -v python)" > /tmp/verify.json',
+            "status=$?",
+            f"{TOOL}/python -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1])), "
+            'separators=(",", ":")))\' /tmp/verify.json',
+            'exit "$status"',
+        ]
+    )
+
+
+def render(
+    *,
+    group: str,
+    set_group: str,
+    nodes: Sequence[str],
+    placement: Mapping[str, Placement],
+    read_keys: Sequence[str],
+    arch: str,
+    image: str,
+    lock_name: str,
+    lock_text: str,
+    header: Sequence[str],
+    everyone: Mapping[str, Placement],
+) -> str:
+    """The ConfigMap (the lock) and the Job, as one YAML file with ``header`` comment lines;
+    ``everyone`` is every node of the list, which the selection must admit only where wanted."""
+    name = job_name(group)
+    if len(lock_text.encode("utf-8")) > CONFIGMAP_LIMIT - 4096:
+        raise UserError(
+            f"{lock_name} of {set_group}: {len(lock_text.encode('utf-8'))} bytes is over what a "
+            f"ConfigMap holds (1 MiB): bake the lock into the image (the Dockerfile copies it)"
+        )
+    wanted = [n for n in nodes if n in placement and not placement[n].control_plane]
+    labels = {"app.kubernetes.io/name": "gpuresolve-verify", "app.kubernetes.io/instance": name}
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": node_terms({n: placement[n] for n in wanted}, read_keys)
+                }
+            },
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": labels},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            },
+        },
+        "tolerations": tolerations({n: placement[n] for n in wanted}),
+        "containers": [
+            {
+                "name": "verify",
+                "image": image,
+                "command": ["sh", "-c", script(lock_name)],
+                "env": [
+                    {
+                        "name": "GPURESOLVE_NODE_NAME",
+                        "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+                    },
+                    *({"name": k, "value": v} for k, v in NCCL_OFF),
+                ],
+                "resources": {"limits": resources({n: placement[n] for n in wanted})},
+                "volumeMounts": [
+                    {"name": "lock", "mountPath": LOCK_DIR, "readOnly": True},
+                    {"name": "dshm", "mountPath": "/dev/shm"},
+                ],
+            }
+        ],
+        "volumes": [
+            {"name": "lock", "configMap": {"name": name}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM}},
+        ],
+    }
+    if not pod_spec["containers"][0]["resources"]["limits"]:
+        del pod_spec["containers"][0]["resources"]
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels},
+        "data": {lock_name: lock_text},
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {"gpuresolve/group": set_group, "gpuresolve/arch": arch},
+        },
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": len(wanted),
+            "parallelism": len(wanted),
+            "backoffLimitPerIndex": 0,
+            "activeDeadlineSeconds": DEADLINE_S,
+            "ttlSecondsAfterFinished": TTL_S,
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+        },
+    }
+    prove_exact(pod_spec, placement, wanted, group)
+    prove_only(pod_spec, set(wanted), everyone, group)
+    body = yaml.dump_all([configmap, job], Dumper=_Dumper, sort_keys=False, width=100)
+    return "".join(f"{line}\n" for line in header) + body
+
+
+def prove_exact(
+    pod_spec: Mapping[str, Any],
+    placement: Mapping[str, Placement],
+    wanted: Sequence[str],
+    group: str,
+) -> None:
+    """Refuse a selection that misses a node of the group (``prove_only`` checks the rest)."""
+    for node in wanted:
+        if not k8s_selector.pod_admits(pod_spec, node, dict(placement[node].labels)):
+            raise UserError(f"{group}: the Job's node selection misses node {node}")
+
+
+def prove_only(
+    pod_spec: Mapping[str, Any], wanted: set[str], everyone: Mapping[str, Placement], group: str
+) -> None:
+    """Refuse a selection that admits a node outside the group (each distinct label set is
+    judged once: a large cluster has few)."""
+    verdict: dict[tuple[tuple[str, str], ...], bool] = {}
+    for node, p in everyone.items():
+        if node in wanted:
+            continue
+        if p.labels not in verdict:
+            verdict[p.labels] = k8s_selector.pod_admits(pod_spec, node, dict(p.labels))
+        if verdict[p.labels]:
+            raise UserError(f"{group}: the Job's node selection would also pick node {node}")
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (the lock, the script) as literal blocks, readable in review; no
+    anchors (the labels repeat as written)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
