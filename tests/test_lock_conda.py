@@ -208,6 +208,17 @@ def test_pip_flavour_lock(cat: Catalog, channel: str, index: IndexServer, tmp_pa
 # --- conda-lock's own parser ---------------------------------------------------------------------
 
 
+def _lock_for_conda_lock(
+    cat: Catalog, channel: str, index: IndexServer, tmp_path: Path, source: str
+) -> tuple[Path, Path]:
+    """A 12.x-driver sm_86 lock written to ``out/``, and conda-lock's name map (offline: empty)."""
+    t = _target("linux-x86_64", ("8.6",), "575.51.03")
+    _lock(cat, t, tmp_path, conda_source=source, channel=channel, pytorch_index=f"{index.url}/whl")
+    mapping = tmp_path / "pypi-to-conda.json"
+    mapping.write_text("{}")
+    return tmp_path / "out", mapping
+
+
 @needs_rattler
 @needs_conda_lock
 @pytest.mark.parametrize("source", ["conda-forge", "pip"])
@@ -223,11 +234,7 @@ def test_conda_lock_parses_every_file(
     from conda_lock.src_parser.environment_yaml import parse_environment_file
     from conda_lock.virtual_package import virtual_package_repo_from_specification
 
-    t = _target("linux-x86_64", ("8.6",), "575.51.03")
-    _lock(cat, t, tmp_path, conda_source=source, channel=channel, pytorch_index=f"{index.url}/whl")
-    out = tmp_path / "out"
-    mapping = tmp_path / "pypi-to-conda.json"  # conda-lock's name mapping, offline: empty
-    mapping.write_text("{}")
+    out, mapping = _lock_for_conda_lock(cat, channel, index, tmp_path, source)
     spec = parse_environment_file(out / "environment.yml", ["linux-64"], mapping_url=str(mapping))
     deps = {d.name: d for d in spec.dependencies["linux-64"]}
     if source == "conda-forge":
@@ -285,11 +292,7 @@ def test_content_hash_is_conda_locks(
     cat: Catalog, channel: str, index: IndexServer, tmp_path: Path, source: str
 ) -> None:
     """conda-lock's `--check-input-hash` accepts the hash: it skips the solve and keeps the file."""
-    t = _target("linux-x86_64", ("8.6",), "575.51.03")
-    _lock(cat, t, tmp_path, conda_source=source, channel=channel, pytorch_index=f"{index.url}/whl")
-    out = tmp_path / "out"
-    mapping = tmp_path / "pypi-to-conda.json"  # conda-lock's name mapping, offline: empty
-    mapping.write_text("{}")
+    out, mapping = _lock_for_conda_lock(cat, channel, index, tmp_path, source)
     written = yaml.safe_load((out / "conda-lock.yml").read_text())["metadata"]["content_hash"]
     expected = _conda_lock_hashes(out, mapping)
     assert set(written) == set(expected)
