@@ -29,6 +29,7 @@ COMMANDS = {
     "lock": "resolver.commands.lock:lock",
     "image": "resolver.commands.image:image",
     "fleet": "resolver.commands.fleet:fleet",
+    "schema": "resolver.commands.schema:schema",
 }
 
 
