@@ -17,6 +17,7 @@ from resolver.commands.common import (
     request_options,
     target_options,
 )
+from resolver.commands.config import standard_options
 from resolver.commands.params import SafePath
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
@@ -64,6 +65,7 @@ _FAIL_TAIL = 12
     is_flag=True,
     help="Print the plan and the outcome as JSON (installer output goes to stderr).",
 )
+@standard_options
 def install(
     target: TargetOptions,
     request: RequestOptions,

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import click
 
+from resolver.commands.config import standard_options
+
 
 @click.command()
 @click.argument("name", required=False)
 @click.option("--list", "list_", is_flag=True, help="Print the schema names, one a line.")
+@standard_options
 def schema(name: str | None, list_: bool) -> None:
     """Print the JSON Schema (draft 2020-12) of a `--json` document or of the team spec.
 
