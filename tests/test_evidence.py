@@ -264,9 +264,9 @@ def test_detect_names_a_gpu_the_driver_ignores(
     doc["driver"] = "590.48.01"
     doc["gpus"][0].update(name="NVIDIA GeForce GTX 1080 Ti", cc="6.1", mig=None)
     monkeypatch.setattr(host, "detect", lambda **_kw: HostProfile.from_json(doc))
-    code, out, _err = run_cli(capsys, "detect")
+    code, out, err = run_cli(capsys, "detect")
     assert code == 0 and "state: gpu-outside-driver-window" in out
-    assert "no longer supports Pascal GPUs" in out and "R580" in out
+    assert "no longer supports Pascal GPUs" in err and "R580" in err  # a note: on stderr
     code, out, _err = run_cli(capsys, "detect", "--json")
     assert any("R580" in m for m in json.loads(out)["messages"])
 

@@ -56,3 +56,32 @@ def test_project_urls_and_typed_marker() -> None:
     assert isinstance(project, dict)
     assert {"Homepage", "Documentation", "Source", "Issues", "Changelog"} <= set(project["urls"])
     assert (ROOT / "resolver" / "py.typed").is_file()  # the "Typing :: Typed" classifier's promise
+
+
+def test_docs_tools_are_pinned_and_fetch_nothing() -> None:
+    import yaml
+
+    project = _pyproject()["project"]
+    assert isinstance(project, dict)
+    docs = project["optional-dependencies"]["docs"]
+    assert {r.split("==")[0] for r in docs} >= {"mkdocs", "mkdocs-material", "mkdocs-click"}
+    assert all("==" in r for r in docs), docs
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert config["plugins"] == ["search"]  # built in and local: no plugin reaches a network
+    assert config["theme"]["font"] is False  # no web fonts either
+    assert "mkdocs-click" in config["markdown_extensions"]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "mkdocs build --strict" in ci
+    assert 'legs="newest lowest package docs"' in ci
+
+
+def test_footer_names_the_version() -> None:
+    import importlib.util
+
+    from resolver import __version__
+
+    spec = importlib.util.spec_from_file_location("hooks", ROOT / "tools" / "mkdocs_hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    assert hooks.on_config({})["copyright"].startswith(f"gpuresolve {__version__} ")

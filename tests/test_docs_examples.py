@@ -1,0 +1,69 @@
+"""Every `$ gpuresolve …` line of a ```console block in the site's pages and the README is run
+here, against described hosts (options) or recorded ones (`h100.json`: `detect --json` recorded
+on an H100), and its stdout compared with what the page shows, the version and the database date
+normalised. A page's blocks run in order in one fresh folder holding a copy of `environments/`,
+so an example may lock and then `--check`. Notes on stderr are not part of a page's output.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_support import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+H100 = ROOT / "tests" / "fixtures" / "host" / "h100_driver580_cli" / "detect.json"
+FENCE = re.compile(r"^```console\n(.*?)^```", re.M | re.S)
+
+
+def pages() -> list[Path]:
+    return [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
+
+
+def examples(text: str) -> list[tuple[str, list[str]]]:
+    """(command line, the output lines shown under it) of every console block."""
+    out: list[tuple[str, list[str]]] = []
+    for block in FENCE.findall(text):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                out.append((line[2:], []))
+            elif out:
+                out[-1][1].append(line)
+            else:
+                raise AssertionError(f"output before any command: {line!r}")
+    return out
+
+
+def normalise(text: str) -> str:
+    text = re.sub(r"gpuresolve \d+\.\d+\.\d+\S*", "gpuresolve VERSION", text)
+    text = re.sub(r"database \d{4}-\d{2}-\d{2}", "database DATE", text)
+    return "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
+
+
+WITH_EXAMPLES = [p for p in pages() if examples(p.read_text(encoding="utf-8"))]
+
+
+def test_the_site_has_examples() -> None:
+    assert len(WITH_EXAMPLES) >= 6
+
+
+@pytest.mark.parametrize("page", WITH_EXAMPLES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_console_examples_print_what_the_page_shows(
+    page: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shutil.copytree(ROOT / "environments", tmp_path / "environments")
+    shutil.copyfile(H100, tmp_path / "h100.json")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPURESOLVE_PYTORCH_INDEX", raising=False)
+    for command, shown in examples(page.read_text(encoding="utf-8")):
+        argv = shlex.split(command)
+        assert argv[0] == "gpuresolve", f"{page.name}: only gpuresolve runs here: {command}"
+        _, out, err = run_cli(capsys, *argv[1:])
+        assert normalise(out) == normalise("\n".join(shown)), f"{page.name}: $ {command}\n{err}"
