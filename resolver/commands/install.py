@@ -19,6 +19,7 @@ from resolver.commands.common import (
 )
 from resolver.commands.config import standard_options
 from resolver.commands.params import SafePath
+from resolver.commands.ui import warning
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
 from resolver.flows import install as flow
@@ -205,6 +206,8 @@ def _decision_plan(
     if sel is None and as_json:
         decision_json = render.decision_json(catalog, decision, pytorch_index)
         emit_json({"ok": False, "plan": None, "outcome": None, "decision": decision_json})
+    for line in sel.warnings if sel else ():
+        warning(line)
     if sel is None:
         sys.exit(1)
     return flow.decision_plan(catalog, sel, env, tools, installer, pytorch_index, target.python)

@@ -15,7 +15,7 @@ from resolver.commands.common import (
 )
 from resolver.commands.config import standard_options
 from resolver.commands.confirm_flag import CONFIRM_OPTION
-from resolver.commands.ui import level, note
+from resolver.commands.ui import level, note, warning
 
 
 @click.command()
@@ -79,4 +79,6 @@ def suggest(
                 note(message)
         detail = level() >= 1
         click.echo(render.decision_text(catalog, decision, pytorch_index, detail=detail))
+        for line in decision.selection.warnings if decision.selection else ():
+            warning(line)
     sys.exit(0 if decision.selection is not None else 1)
