@@ -341,12 +341,12 @@ class _Terminal(io.StringIO):
 
 @pytest.mark.parametrize("tty", [True, False])
 def test_progress_bar_only_on_a_terminal(tty: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    from resolver.commands.lock_team import PROGRESS_FROM, _progress_bars
+    from resolver.commands.ui import PROGRESS_FROM, progress_bars
 
     err = _Terminal(tty)
     monkeypatch.setattr(sys, "stderr", err)
     monkeypatch.delenv("CI", raising=False)  # a CI log gets no bar even on a terminal
-    with _progress_bars() as start:
+    with progress_bars() as start:
         tick = start("solving many targets", PROGRESS_FROM)
         for _ in range(PROGRESS_FROM):
             tick(1)

@@ -106,6 +106,11 @@ def test_verbose_levels(capsys: pytest.CaptureFixture[str]) -> None:
     code, detail, _ = run_cli(capsys, "suggest", *RTX4090, "-v")
     assert code == 0 and len(detail.splitlines()) > len(plain.splitlines())  # alternatives
     assert "also fits" in detail and "also fits" not in plain
+    _, _, err = run_cli(capsys, "suggest", *RTX4090, "-v")
+    assert "debug:" not in err
+    _, out, err = run_cli(capsys, "suggest", *RTX4090, "-vv")
+    updated = catalog_mod.load().updated
+    assert f"debug: database {updated} from " in err and "debug:" not in out
 
 
 def test_completion_scripts(capsys: pytest.CaptureFixture[str]) -> None:

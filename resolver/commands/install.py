@@ -19,7 +19,7 @@ from resolver.commands.common import (
 )
 from resolver.commands.config import standard_options
 from resolver.commands.params import SafePath
-from resolver.commands.ui import warning
+from resolver.commands.ui import debug, warning
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
 from resolver.flows import install as flow
@@ -190,6 +190,7 @@ def _decision_plan(
 
     pytorch_index = request_opts.pytorch_index
     catalog = catalog_mod.load().for_index(pytorch_index)  # a mirror's releases too
+    debug(f"database {catalog.updated} from {catalog.origin}")
     request = request_opts.request(target_opts)
     target, profile = target_opts.resolve(catalog, python=env.version)
     if target.platform != here:

@@ -15,7 +15,7 @@ from resolver.commands.common import (
 )
 from resolver.commands.config import standard_options
 from resolver.commands.confirm_flag import CONFIRM_OPTION
-from resolver.commands.ui import level, note, warning
+from resolver.commands.ui import debug, level, note, warning
 
 
 @click.command()
@@ -50,6 +50,7 @@ def suggest(
     from resolver.solve import solve
 
     catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
+    debug(f"database {catalog.updated} from {catalog.origin}")
     wanted = request.request(target)
     machine, profile = target.resolve(catalog)
     decision = solve(catalog, machine, wanted)

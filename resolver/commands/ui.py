@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
 import click
@@ -24,6 +24,7 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 _META = "gpuresolve.verbosity"  # in the root context's meta: -1 quiet, 0, 1 (-v), 2 (-vv)
 PROGRESS_AFTER = 1.0  # seconds: a step shorter than this shows nothing
+PROGRESS_FROM = 500  # items (targets, machine shapes): fewer take well under a second
 
 
 def store_verbosity(ctx: click.Context, param: click.Parameter, value: Any) -> None:
@@ -148,3 +149,24 @@ def step(label: str) -> Iterator[None]:
         if shown[0]:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
+
+
+@contextmanager
+def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
+    """Click's progress bar on stderr for each long counted step, one after the other (a team
+    lock's node list, solve, grouping); a total of 0 is a step of unknown length, shown as a
+    `step` line. Only where `progress_allowed` and the step is long."""
+    bars = ExitStack()
+
+    def start(label: str, total: int) -> Callable[[int], None]:
+        bars.close()  # the previous step is done: its bar ends its line
+        if total == 0:
+            bars.enter_context(step(label))
+            return lambda n: None
+        if total < PROGRESS_FROM or not progress_allowed():
+            return lambda n: None
+        bar = bars.enter_context(click.progressbar(length=total, label=label, file=sys.stderr))
+        return bar.update
+
+    with bars:
+        yield start
