@@ -70,9 +70,10 @@ def test_detect(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _json(capsys, "detect", "--json")  # this machine, whatever it has
     assert code == 0
     assert_schema("detect", doc)
-    recorded = json.loads(H100_HOST.read_text(encoding="utf-8"))  # `detect --json` on an H100
-    assert recorded["gpus"]
-    assert_schema("detect", recorded)
+    for path in (H100_HOST, FIXTURES / "verify" / "h200x2_multigpu" / "detect.json"):
+        recorded = json.loads(path.read_text(encoding="utf-8"))  # `detect --json` on a GPU host
+        assert recorded["gpus"]
+        assert_schema("detect", recorded)
 
 
 @pytest.mark.parametrize(
@@ -159,9 +160,9 @@ def test_verify_live_and_recorded(capsys: pytest.CaptureFixture[str], tmp_path: 
     code, doc = _json(capsys, "verify", "--json", "--python", python)
     assert code == 1
     assert_schema("verify", doc)
-    recorded = sorted((FIXTURES / "verify").glob("*/*.json"))
+    recorded = sorted((FIXTURES / "verify").rglob("*.json"))  # H100, 2 x H200 (multi-GPU)
     reports = [p for p in recorded if '"verify": 1' in p.read_text(encoding="utf-8")[:100]]
-    assert len(reports) >= 6
+    assert len(reports) >= 12
     for path in reports:
         assert_schema("verify", json.loads(path.read_text(encoding="utf-8")))
 
