@@ -3,6 +3,8 @@ here, against described hosts (options) or recorded ones (`h100.json`: `detect -
 on an H100), and its stdout compared with what the page shows, the version and the database date
 normalised. A page's blocks run in order in one fresh folder holding a copy of `environments/`,
 so an example may lock and then `--check`. Notes on stderr are not part of a page's output.
+The command runs exactly as written (not through the suite's helper, which adds `--top-level`
+to a bare `lock`): a page shows what a reader gets.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_support import run_cli
+
+from resolver.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = ROOT / "tests" / "fixtures" / "host" / "h100_driver580_cli" / "detect.json"
@@ -65,5 +68,7 @@ def test_console_examples_print_what_the_page_shows(
     for command, shown in examples(page.read_text(encoding="utf-8")):
         argv = shlex.split(command)
         assert argv[0] == "gpuresolve", f"{page.name}: only gpuresolve runs here: {command}"
-        _, out, err = run_cli(capsys, *argv[1:])
+        with pytest.raises(SystemExit):
+            main(argv[1:])
+        out, err = capsys.readouterr()
         assert normalise(out) == normalise("\n".join(shown)), f"{page.name}: $ {command}\n{err}"

@@ -7,6 +7,7 @@ recorded index, db inspect-wheel on a real wheel, install and lock runs)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -99,7 +100,10 @@ def test_lock_and_check(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     code, doc = _json(capsys, "lock", "--check", "--json", "-o", str(out))
     assert code == 0
     assert_schema("lock-check", doc)
-    (out / "requirements.txt").write_text("torch==1.0\n")  # drift: exit 1, the same shape
+    pinned = (out / "requirements.txt").read_text()
+    edited = re.sub(r"torch==[^\s]+", "torch==2.0.0", pinned)  # drift: exit 1, the same shape
+    assert edited != pinned
+    (out / "requirements.txt").write_text(edited)
     code, doc = _json(capsys, "lock", "--check", "--json", "-o", str(out))
     assert code == 1
     assert_schema("lock-check", doc)
