@@ -84,6 +84,7 @@ def test_detect(capsys: pytest.CaptureFixture[str]) -> None:
         (("--host", str(H100_HOST)), 0),
         (("--gpu", "GTX 680", "--driver", "470.82.01", "--python", "3.12"), 1),  # nothing fits
         (("--no-gpu", "--platform", "macos-arm64", "--python", "3.12"), 0),
+        ((*RTX4090[:4], "--with", "flash-attn", "--with", "bitsandbytes"), 0),  # extensions
     ],
 )
 def test_suggest(capsys: pytest.CaptureFixture[str], args: tuple[str, ...], code: int) -> None:
@@ -221,3 +222,16 @@ def test_fleet_report_schema_takes_the_documented_shape() -> None:
     assert_schema("fleet-report", doc)
     with pytest.raises(AssertionError):
         assert_schema("fleet-report", {**doc, "fleet_report": 2})
+
+
+def test_rejection_kinds_are_the_solvers() -> None:
+    """The published enum of `rejected[].kinds` is the solver's own list (a new kind is a new
+    minor version of the schema, never a surprise to a validator)."""
+    from typing import get_args
+
+    from resolver.solve.solver import ReasonKind
+
+    for name in ("suggest", "lock", "install"):
+        schema = schemas.load(name)
+        enum = schema["$defs"]["rejected"]["properties"]["kinds"]["items"]["enum"]
+        assert enum == list(get_args(ReasonKind)), name
