@@ -72,7 +72,6 @@ def test_docs_tools_are_pinned_and_fetch_nothing() -> None:
     assert "mkdocs-click" in config["markdown_extensions"]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "mkdocs build --strict" in ci
-    assert 'legs="readme newest lowest package docs"' in ci
 
 
 def test_footer_names_the_version() -> None:
