@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,36 +12,13 @@ import click
 from resolver.commands.common import emit_json
 from resolver.commands.config import standard_options
 from resolver.commands.params import SAFE_TEXT
-from resolver.commands.ui import progress_allowed, quiet
+from resolver.commands.ui import MIB, byte_progress, progress_allowed, quiet
 from resolver.flows.observe import (
     against_database,
     import_entries,
     observations_file,
     read_wheels_inputs,
 )
-
-MIB = 1024 * 1024
-
-
-def byte_progress(label: str) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
-    """A bytes counter on stderr when it is a terminal (else nothing), and its finisher."""
-    if not progress_allowed():
-        return None, lambda: None
-    last = [0.0]
-
-    def show(n: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 0.1:
-            last[0] = now
-            sys.stderr.write(f"\r{label}: {n / MIB:.1f} MiB read")
-            sys.stderr.flush()
-
-    def done() -> None:
-        if last[0]:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-
-    return show, done
 
 
 @click.command("inspect-wheel")

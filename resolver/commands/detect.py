@@ -8,7 +8,7 @@ import click
 
 from resolver.commands.common import emit_json
 from resolver.commands.config import standard_options
-from resolver.commands.ui import note
+from resolver.commands.ui import note, warning
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
@@ -120,7 +120,7 @@ def detect(as_json: bool) -> None:
     for lost in profile.lost_gpus:
         click.echo(f"GPU ?: lost, PCI bus {lost.pci_bus_id} ({lost.source}: {lost.error})")
     if profile.lost_gpus:
-        click.echo(f"warning: {lost_note(profile)}")
+        warning(lost_note(profile))
     line = _topology_line(topo)
     if line:
         click.echo(f"topology: {line}")

@@ -19,7 +19,7 @@ from resolver.commands.common import (
 )
 from resolver.commands.config import standard_options
 from resolver.commands.params import SafePath
-from resolver.commands.ui import debug, warning
+from resolver.commands.ui import note, warnings
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
 from resolver.flows import install as flow
@@ -190,7 +190,6 @@ def _decision_plan(
 
     pytorch_index = request_opts.pytorch_index
     catalog = catalog_mod.load().for_index(pytorch_index)  # a mirror's releases too
-    debug(f"database {catalog.updated} from {catalog.origin}")
     request = request_opts.request(target_opts)
     target, profile = target_opts.resolve(catalog, python=env.version)
     if target.platform != here:
@@ -199,7 +198,7 @@ def _decision_plan(
         )
     decision = solve(catalog, target, request)
     for message in profile.messages if profile is not None else ():
-        say(f"note: {message}")
+        note(message)
     sel = decision.selection
     suggested = f"  {render.pip_command(catalog, sel, pytorch_index)}" if sel else None
     text = render.decision_text(catalog, decision, pytorch_index)
@@ -207,8 +206,7 @@ def _decision_plan(
     if sel is None and as_json:
         decision_json = render.decision_json(catalog, decision, pytorch_index)
         emit_json({"ok": False, "plan": None, "outcome": None, "decision": decision_json})
-    for line in sel.warnings if sel else ():
-        warning(line)
+    warnings(sel.warnings if sel else ())
     if sel is None:
         sys.exit(1)
     return flow.decision_plan(catalog, sel, env, tools, installer, pytorch_index, target.python)

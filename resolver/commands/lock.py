@@ -22,7 +22,7 @@ from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.commands.lock_output import say_single, say_unmet, write_or_check
 from resolver.commands.lock_team import IMAGE_OPTION, lock_team, refuse_team_flags
 from resolver.commands.params import SafePath, check_channel, check_url
-from resolver.commands.ui import debug, level, step
+from resolver.commands.ui import level, step
 from resolver.core.errors import UserError, shown
 from resolver.flows.lock import (
     default_index_choice,
@@ -141,7 +141,6 @@ def lock(
     Every file records the inputs it was made from; `--check` re-resolves from them (options
     given override them) and tells a hand edit (drift) from a newer build (stale).
 
-    -v says which index serves what, where it came from, and what of the environment uv gets.
     Exit 0 when written (or, with --check, all current), 1 when no build fits (nothing is
     written) or --check finds drift or stale pins, 2 on bad input.
     """
@@ -182,7 +181,6 @@ def lock(
     if hashes and lockfiles.REQUIREMENTS not in options.files:
         raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
     catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
-    debug(f"database {catalog.updated} from {catalog.origin}")
     if spec is not None:
         given = [*target.given(), *request.given()]
         if conda_source != "pip":

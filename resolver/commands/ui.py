@@ -15,7 +15,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
@@ -24,6 +24,7 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 _META = "gpuresolve.verbosity"  # in the root context's meta: -1 quiet, 0, 1 (-v), 2 (-vv)
 PROGRESS_AFTER = 1.0  # seconds: a step shorter than this shows nothing
+MIB = 1024 * 1024
 PROGRESS_FROM = 500  # items (targets, machine shapes): fewer take well under a second
 
 
@@ -170,3 +171,30 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
 
     with bars:
         yield start
+
+
+def byte_progress(label: str) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
+    """A bytes-read counter on stderr where `progress_allowed` (else nothing), and its finisher."""
+    if not progress_allowed():
+        return None, lambda: None
+    last = [0.0]
+
+    def show(n: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.1:
+            last[0] = now
+            sys.stderr.write(f"\r{label}: {n / MIB:.1f} MiB read")
+            sys.stderr.flush()
+
+    def done() -> None:
+        if last[0]:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+    return show, done
+
+
+def warnings(lines: Iterable[str]) -> None:
+    """Each line as a warning on stderr (a selected build's warnings, say)."""
+    for line in lines:
+        warning(line)

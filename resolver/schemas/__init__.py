@@ -15,6 +15,8 @@ from typing import Any
 
 from resolver.core.errors import UserError
 
+__all__ = ["NAMES", "cite", "load", "text"]
+
 # `gpuresolve schema --list` order: the commands as a user meets them, then the rest.
 NAMES = (
     "detect",
