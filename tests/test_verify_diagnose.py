@@ -352,6 +352,12 @@ def test_docs_show_the_recorded_lines() -> None:
     shown += [ln for ln in section.splitlines() if ln.startswith("  conv2d 3x3")]
     assert len(shown) >= 7
     assert [ln for ln in shown if ln not in recorded_lines] == []
+    # the README's excerpt: every line of its verify block is a recorded line
+    front = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    block = front.split("```text\nverify ", 1)[1].split("```", 1)[0]
+    excerpt = ("verify " + block).splitlines()
+    assert len(excerpt) >= 5
+    assert [ln for ln in excerpt if ln not in recorded_lines] == []
 
 
 def test_synthetic_env_values_are_printed_clean(shipped: Catalog) -> None:
