@@ -200,27 +200,17 @@ def test_team_specs_and_the_spec_error(capsys: pytest.CaptureFixture[str], tmp_p
         assert_schema("team-spec", yaml.safe_load(bad.read_text()))
 
 
-def test_fleet_report_schema_takes_the_documented_shape() -> None:
-    """`fleet report` is not in this release yet: its schema takes the shape its issue sets."""
-    doc = {
-        "fleet_report": 1,
-        "status": "fail",
-        "groups": [
-            {
-                "group": "h100-nodes",
-                "pass": 7,
-                "warn": 0,
-                "fail": 1,
-                "missing": 0,
-                "nodes": 8,
-                "outliers": [
-                    {"node": "gpu-07", "file": "a.json", "differs": ["speed"], "cause": "clocks"}
-                ],
-            }
-        ],
-    }
+def test_fleet_report(capsys: pytest.CaptureFixture[str]) -> None:
+    """`fleet report --json` over recorded results (H100 runs, a 2 x H200 run): a FAIL names
+    its outliers, and the document is the published shape."""
+    recorded = FIXTURES / "verify"
+    paths = [recorded / "h100_diag" / f for f in ("healthy.json", "tf32_override.json")]
+    paths.append(recorded / "h200x2_multigpu" / "nccl_p2p_off.json")
+    code, doc = _json(capsys, "fleet", "report", "--json", *map(str, paths))
+    assert code == 1
     assert_schema("fleet-report", doc)
-    with pytest.raises(AssertionError):
+    assert isinstance(doc, dict)
+    with pytest.raises(AssertionError):  # the version key is the major version
         assert_schema("fleet-report", {**doc, "fleet_report": 2})
 
 
