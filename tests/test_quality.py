@@ -43,8 +43,8 @@ def test_ci_runs_the_readme_command_in_a_fresh_virtualenv() -> None:
     )
     assert found.stdout.strip() == command
     lines = [line.strip() for line in ci.splitlines()]
-    default = '[ "$legs" = all ] && legs="readme newest lowest package docs"'
-    assert default in lines  # all three legs by default, then the package and docs steps
+    default = '[ "$legs" = all ] && legs="readme newest lowest docs"'
+    assert default in lines  # all three legs by default, then the docs step
     venv_at = next(i for i, line in enumerate(lines) if "-m venv" in line)
     activate_at = next(i for i, line in enumerate(lines) if "/bin/activate" in line)
     upgrade_at = next(i for i, line in enumerate(lines) if "install -q --upgrade pip" in line)
