@@ -29,6 +29,8 @@ COMMANDS = {
     "lock": "resolver.commands.lock:lock",
     "image": "resolver.commands.image:image",
     "fleet": "resolver.commands.fleet:fleet",
+    "schema": "resolver.commands.schema:schema",
+    "completion": "resolver.commands.completion:completion",
 }
 
 
@@ -77,8 +79,33 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
+def version_line() -> str:
+    """``gpuresolve 0.1.0 (database 2026-11-24)``: which code, and which facts it decides with."""
+    try:
+        from resolver import catalog as catalog_mod
+
+        updated = f"database {catalog_mod.load().updated}"
+    except Exception as exc:  # --version must answer even when the database cannot be read
+        updated = f"database unreadable: {_one_line(str(exc), 200)}"
+    return f"gpuresolve {__version__} ({updated})"
+
+
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(version_line())
+        ctx.exit()
+
+
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="gpuresolve")
+@click.option(
+    "-V",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Show the version and the database's date, and exit.",
+)
 def cli() -> None:
     """Pick the PyTorch + CUDA + cuDNN wheels that really run on this machine's GPUs."""
 

@@ -17,8 +17,8 @@ UNKNOWN_MARK = "!"  # its architecture list is unknown: never used for a describ
 
 def _provenances(cat: Catalog) -> tuple[list[tuple[str, Provenance]], int]:
     """Every graded fact once (shared records counted once) with its kind, and the unknown arch
-    lists. Kinds that decide whether a build runs come first (see README "How gpuresolve
-    decides"); cuDNN, NCCL and companions only describe a build."""
+    lists. Kinds that decide whether a build runs come first (see "How gpuresolve decides",
+    docs/explanation/decisions.md); cuDNN, NCCL and companions only describe a build."""
     provs: list[tuple[str, Provenance]] = []
     provs += [("driver floor", t.prov) for t in cat.toolkits.values()]
     provs += [("driver floor", f.prov) for f in cat.compat_floors.values()]

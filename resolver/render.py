@@ -185,7 +185,8 @@ def why_text(decision: Decision, sel: Candidate) -> str:
 def decision_text(
     catalog: Catalog, decision: Decision, pytorch_index: str | None = None, detail: bool = False
 ) -> str:
-    """The short answer a person reads in five seconds."""
+    """The short answer a person reads in five seconds (stdout). The selection's warnings are
+    not in it: commands print them on stderr (`commands.ui.warning`), as every warning."""
     lines = [f"target: {target_line(decision.target)}"]
     sel = decision.selection
     if sel is not None:
@@ -201,7 +202,6 @@ def decision_text(
             )
         lines.append(f"why: {why_text(decision, sel)}")
         lines.extend(line for line in (evidence_line(sel), described_line(sel)) if line)
-        lines.extend(f"warning: {w}" for w in sel.warnings)
         if decision.alternatives:
             lines.append(f"runner-up: {describe_build(decision.alternatives[0])}")
     else:

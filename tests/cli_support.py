@@ -43,3 +43,13 @@ def write_db(directory: Path, raw: dict[str, Any]) -> Path:
     for name, doc in raw.items():
         (directory / name).write_text(yaml.safe_dump(doc), encoding="utf-8")
     return directory
+
+
+def assert_schema(name: str, document: Any) -> None:
+    """``document`` is valid under the published schema ``name`` (jsonschema, draft 2020-12)."""
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test extra")
+    from resolver import schemas
+
+    validator = jsonschema.Draft202012Validator(schemas.load(name))
+    problems = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+    assert not problems, [f"{list(p.absolute_path)}: {p.message[:300]}" for p in problems[:5]]

@@ -358,6 +358,10 @@ def _private_dirs(
     monkeypatch.setenv(catalog_mod.CACHE_ENV, str(base / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(base / "data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg-cache"))
+    # no user's defaults file (`[tool.gpuresolve.defaults]`'s companion) reaches a test
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
+    monkeypatch.setenv("APPDATA", str(base / "config"))
+    monkeypatch.delenv("GPURESOLVE_CONFIG", raising=False)
 
 
 # --- nothing left in the system temp folder ---------------------------------------------------

@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
     "resolver.host": DATA,  # probes of this machine
     "resolver.wheels": DATA,  # probes of a wheel's bytes, index pages
     "resolver.markers": DATA,
+    "resolver.schemas": DATA,  # the published JSON Schemas (files beside the module)
     "resolver.solve": DECISION,  # solver, hints, explain, inputs, conda adapter, fleet
     "resolver.images": DECISION,
     "resolver.writers": EFFECTS,

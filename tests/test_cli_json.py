@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import run_cli
+from cli_support import assert_schema, run_cli
 from pytorch_index import IndexServer, closed_port, tree_snapshot
 
 from resolver import catalog as catalog_mod
@@ -33,6 +33,7 @@ def test_db_check_json(
     data = json.loads(out)
     assert code == 0 and data["ok"] is True and data["problems"] == []
     assert data["updated"] == "2026-01-01" and data["counts"]["releases"] == 3
+    assert_schema("db-check", data)
     synth_raw["torch.yaml"]["series"][1]["variants"][2]["cuda"] = "12.6"
     (synth_dir / "torch.yaml").write_text(dump_yaml(synth_raw["torch.yaml"]))
     code, out, _ = run(capsys, "db", "check", "--data", str(synth_dir), "--json")
@@ -51,6 +52,7 @@ def test_db_update_json(
     assert data["ok"] is True and data["changed"] is True and data["written"] is True
     assert data["changes"]["releases"][0].startswith("torch 2.16.0 (cpu, cu126, cu130, cu136)")
     assert data["target"] == str(synth_dir) and data["requests"] > 0
+    assert_schema("db-update", data)
     code, out, _ = run(capsys, *args, "--json")
     assert code == 0 and json.loads(out)["changed"] is False
 
@@ -62,6 +64,7 @@ def test_db_update_json_on_failure(capsys: pytest.CaptureFixture[str], synth_dir
     code, out, err = run(capsys, *args)
     data = json.loads(out)
     assert code == 1 and data["ok"] is False and "cannot connect" in data["error"]
+    assert_schema("db-update", data)
     assert "the database is unchanged" in err
     assert tree_snapshot(synth_dir) == before
 
@@ -87,6 +90,7 @@ def test_an_error_under_json_is_a_json_object_on_stdout_too(
     (line,) = err.strip().splitlines()  # the one stderr line stays
     data = json.loads(out)
     assert list(data) == ["error"] and data["error"]["code"] == code
+    assert_schema("error", data)
     assert words in data["error"]["message"] and line == f"gpuresolve: {data['error']['message']}"
     # Without --json, stdout stays empty.
     got, out, _ = run(capsys, *(a for a in args if a != "--json"))

@@ -376,7 +376,7 @@ def test_detect_without_a_readable_database(
     code, out, err = run_cli(capsys, "detect")
     assert code == 0, err
     assert "GPU 0: NVIDIA GeForce RTX 4090" in out and "driver: 570.86.15" in out
-    assert "the database could not be read" in out
+    assert "the database could not be read" in err  # a note: on stderr
     assert "Traceback" not in err
 
 

@@ -270,11 +270,12 @@ def test_documents_found_among_junk_lines(tmp_path: Path) -> None:
     assert found[2].node == "verify-0-x"  # no host.node: the pod the prefix names
 
 
-def test_readme_example_is_the_output(
+def test_docs_example_is_the_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """README's fleet report example, line for line (its `...` elisions aside)."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    """The documentation's fleet report example, line for line (its `...` elisions aside)."""
+    page = Path(__file__).parent.parent / "docs" / "how-to" / "fleet-verify.md"
+    readme = page.read_text(encoding="utf-8")
     start = readme.index("$ gpuresolve fleet report healthy.json")
     block = readme[start : readme.index("```", start)].splitlines()
     names = block[0].split()[4:]

@@ -59,10 +59,10 @@ def test_detect_lists_the_lost_gpu_with_its_bus_id(
     import resolver.host as host_mod
 
     monkeypatch.setattr(host_mod, "detect", lambda **kw: profile)
-    code, out, _ = run_cli(capsys, "detect")
+    code, out, err = run_cli(capsys, "detect")
     assert code == 0
     assert "GPU ?: lost, PCI bus 0000:DB:00.0 (nvidia-smi: Unknown Error)" in out
-    assert "1 GPU is lost" in out and "resolving for the 7 that answer" in out
+    assert "1 GPU is lost" in err and "resolving for the 7 that answer" in err  # a warning
     code, out, _ = run_cli(capsys, "detect", "--json")
     assert json.loads(out)["lost_gpus"] == [
         {"pci_bus_id": "0000:DB:00.0", "error": "Unknown Error", "source": "nvidia-smi"}

@@ -479,11 +479,7 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
     code, out, err = gpuresolve(capfd, "install", "--python", python, "--lock", str(lock))
     assert code == 2
     (line,) = err.strip().splitlines()
-    assert line.endswith(
-        f"installing {lock} needs uv: pip cannot install a pylock.toml yet "
-        "(uv is a dependency of gpuresolve: reinstall it, put uv on PATH, "
-        "or lock with --format requirements)"
-    ), err
+    assert f"installing {lock} needs uv or pip 26.1 or newer ({python} has no pip;" in line, err
 
     # With only the `uv` package (a dependency) and no uv on PATH, that uv installs it.
     monkeypatch.setattr(pip_resolve, "find_uv", packaged_uv)
@@ -520,6 +516,48 @@ def test_pylock_is_installed_with_uv_through_a_mirror(
     assert installed(python)["torch"] == "2.14.1+cpu"
     staged = re.search(r"in a copy: (\S+)", out)
     assert staged and not Path(staged.group(1)).exists()  # the mirrored copy is cleaned up
+
+
+def _pip_of_this_interpreter_into(python: str) -> str:
+    """Install the running pip into a fresh venv by copying it (pip is self-contained; offline)."""
+    import importlib.metadata as md
+
+    dist = md.distribution("pip")
+    site = subprocess.run(
+        [python, "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    source = Path(str(dist.locate_file("pip")))
+    shutil.copytree(source, Path(site) / "pip", ignore=shutil.ignore_patterns("__pycache__"))
+    info = Path(str(dist._path))  # type: ignore[attr-defined]  # its .dist-info folder
+    shutil.copytree(info, Path(site) / info.name)
+    return dist.version
+
+
+def test_pylock_is_installed_with_pip_where_pip_reads_it(
+    isolated: Path, index_url: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """pip 26.1 and newer installs `-r pylock.toml`; an older pip is refused in one line."""
+    from packaging.version import Version
+
+    venv = isolated / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = interpreter(venv)
+    version = _pip_of_this_interpreter_into(python)
+    lock = isolated / "pylock.toml"
+    lock.write_text(_pylock_text(index_url), encoding="utf-8")
+    argv = ["install", "--python", python, "--lock", str(lock), "--installer", "pip"]
+    if Version(version).release[:2] < (26, 1):
+        code, out, err = gpuresolve(capfd, *argv, "--pytorch-index", index_url)
+        assert code == 2 and f"({python} has pip {version};" in err, out + err
+        pytest.skip(f"pip {version} cannot install a pylock.toml (26.1 and newer can)")
+    code, out, err = gpuresolve(capfd, *argv, "--pytorch-index", index_url, "--no-verify")
+    assert code == 0, out + err
+    assert "with pip" in out
+    assert installed(python)["torch"] == "2.14.1+cpu"
+    assert installed(python)["filelock"] == "3.16.1"
 
 
 # --- a real torch, offline -----------------------------------------------------------------------

@@ -4,6 +4,8 @@ at test time, and conda-lock's own parser on every conda file (where conda-lock 
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -206,6 +208,17 @@ def test_pip_flavour_lock(cat: Catalog, channel: str, index: IndexServer, tmp_pa
 # --- conda-lock's own parser ---------------------------------------------------------------------
 
 
+def _lock_for_conda_lock(
+    cat: Catalog, channel: str, index: IndexServer, tmp_path: Path, source: str
+) -> tuple[Path, Path]:
+    """A 12.x-driver sm_86 lock written to ``out/``, and conda-lock's name map (offline: empty)."""
+    t = _target("linux-x86_64", ("8.6",), "575.51.03")
+    _lock(cat, t, tmp_path, conda_source=source, channel=channel, pytorch_index=f"{index.url}/whl")
+    mapping = tmp_path / "pypi-to-conda.json"
+    mapping.write_text("{}")
+    return tmp_path / "out", mapping
+
+
 @needs_rattler
 @needs_conda_lock
 @pytest.mark.parametrize("source", ["conda-forge", "pip"])
@@ -221,11 +234,7 @@ def test_conda_lock_parses_every_file(
     from conda_lock.src_parser.environment_yaml import parse_environment_file
     from conda_lock.virtual_package import virtual_package_repo_from_specification
 
-    t = _target("linux-x86_64", ("8.6",), "575.51.03")
-    _lock(cat, t, tmp_path, conda_source=source, channel=channel, pytorch_index=f"{index.url}/whl")
-    out = tmp_path / "out"
-    mapping = tmp_path / "pypi-to-conda.json"  # conda-lock's name mapping, offline: empty
-    mapping.write_text("{}")
+    out, mapping = _lock_for_conda_lock(cat, channel, index, tmp_path, source)
     spec = parse_environment_file(out / "environment.yml", ["linux-64"], mapping_url=str(mapping))
     deps = {d.name: d for d in spec.dependencies["linux-64"]}
     if source == "conda-forge":
@@ -235,6 +244,7 @@ def test_conda_lock_parses_every_file(
         assert deps["torch"].manager == "pip" and deps["torch"].version == "==2.8.0+cu128"
         assert spec.pip_repositories and not spec.allow_pypi_requests
     repo = virtual_package_repo_from_specification(out / "virtual-packages.yml")
+    shutil.rmtree(repo.base_path)  # conda-lock's fake channel, removed only when the process exits
     cuda = [p for p in repo.all_repodata["linux-64"]["packages"].values() if p["name"] == "__cuda"]
     assert [p["version"] for p in cuda] == ["12.9"]
     lock = parse_conda_lock_file(out / "conda-lock.yml")
@@ -257,3 +267,71 @@ def test_conda_lock_parses_every_file(
     explicit = (tmp_path / "explicit-linux-64.lock").read_text()
     assert "@EXPLICIT" in explicit
     assert ("cuda129_generic_py312" in explicit) == (source == "conda-forge")
+
+
+def _conda_lock_hashes(out: Path, mapping: Path) -> dict[str, str]:
+    """The content hashes conda-lock itself computes for the files gpuresolve wrote."""
+    from conda_lock.content_hash import backwards_compatible_content_hashes
+    from conda_lock.src_parser import make_lock_spec
+    from conda_lock.virtual_package import virtual_package_repo_from_specification
+
+    spec = make_lock_spec(src_files=[out / "environment.yml"], mapping_url=str(mapping))
+    repo = virtual_package_repo_from_specification(out / "virtual-packages.yml")
+    try:
+        return {
+            p: sorted(backwards_compatible_content_hashes(spec, repo, p)) for p in spec.platforms
+        }
+    finally:
+        shutil.rmtree(repo.base_path, ignore_errors=True)  # conda-lock's own, removed at exit
+
+
+@needs_rattler
+@needs_conda_lock
+@pytest.mark.parametrize("source", ["conda-forge", "pip"])
+def test_content_hash_is_conda_locks(
+    cat: Catalog, channel: str, index: IndexServer, tmp_path: Path, source: str
+) -> None:
+    """conda-lock's `--check-input-hash` accepts the hash: it skips the solve and keeps the file."""
+    out, mapping = _lock_for_conda_lock(cat, channel, index, tmp_path, source)
+    written = yaml.safe_load((out / "conda-lock.yml").read_text())["metadata"]["content_hash"]
+    expected = _conda_lock_hashes(out, mapping)
+    assert set(written) == set(expected)
+    for platform, value in written.items():
+        assert value in expected[platform]
+    # conda-lock's own check, as a user runs it. Its conda is a guard that answers `--version`
+    # (conda-lock asks first) and otherwise records being run and fails: a hash conda-lock
+    # accepts never reaches it, and the file stays as it was.
+    guard = tmp_path / "solver-must-not-run"
+    ran = tmp_path / "solver-ran"
+    guard.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = --version ] && echo "conda 0" && exit 0\n'
+        f'echo "$@" >> "{ran}"\nexit 3\n'
+    )
+    guard.chmod(0o755)
+    before = (out / "conda-lock.yml").read_bytes()
+    assert _check_input_hash(out, mapping, guard, tmp_path) == 0
+    assert (out / "conda-lock.yml").read_bytes() == before
+    assert not ran.exists()
+    # and the guard does catch a re-solve: a hash conda-lock does not accept reaches it
+    doc = before.decode().replace(written["linux-64"], "f" * 64)
+    (out / "conda-lock.yml").write_text(doc)
+    assert _check_input_hash(out, mapping, guard, tmp_path) != 0
+    assert ran.exists()
+
+
+def _check_input_hash(out: Path, mapping: Path, solver: Path, home: Path) -> int:
+    """`conda-lock lock --check-input-hash` on gpuresolve's files; its exit status."""
+    argv = ["lock", "--check-input-hash", "-f", "environment.yml", "--lockfile", "conda-lock.yml"]
+    argv += ["--virtual-package-spec", "virtual-packages.yml", "--conda", str(solver)]
+    argv += ["--pypi_to_conda_lookup_file", str(mapping)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "conda_lock", *argv],
+        cwd=out,
+        env={**os.environ, "HOME": str(home), "TMPDIR": str(home), "RUNNER_TEMP": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return proc.returncode

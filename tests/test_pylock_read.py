@@ -158,7 +158,7 @@ def _env(*dists: Installed) -> EnvInfo:
     )
 
 
-def test_install_plan_needs_uv(tmp_path: Path) -> None:
+def test_install_plan_needs_uv_or_a_pip_that_reads_pylock(tmp_path: Path) -> None:
     lock = lockfile.read(write(tmp_path, "pylock.toml", FLEET), platform="linux-x86_64")
     env = _env(Installed("torch", "2.8.0+cpu", (), "pip"))
     wants = plan.wants_from_lock(lock, env.marker_environment())
@@ -177,8 +177,16 @@ def test_install_plan_needs_uv(tmp_path: Path) -> None:
         lock.path,
     )
     for installer in (plan.Installer("pip", env.python), None):
-        with pytest.raises(UserError, match="needs uv: pip cannot install a pylock"):
+        with pytest.raises(UserError, match=r"needs uv or pip 26\.1 or newer .*has no pip;"):
             plan.plan_lock(lock, lock.path, env, installer, Tools())
+    pip = plan.Installer("pip", env.python)
+    old = _env(Installed("torch", "2.8.0+cpu", (), "pip"), Installed("pip", "26.0.1"))
+    with pytest.raises(UserError, match=r"has pip 26\.0\.1;"):
+        plan.plan_lock(lock, lock.path, old, pip, Tools())
+    new = _env(Installed("torch", "2.8.0+cpu", (), "pip"), Installed("pip", "26.1"))
+    p = plan.plan_lock(lock, lock.path, new, pip, Tools())
+    assert p.installer == "pip"
+    assert p.steps[-1].argv == (new.python, "-m", "pip", "install", "-r", lock.path)
 
 
 def test_mirror_moves_index_and_wheel_urls(tmp_path: Path) -> None:

@@ -43,7 +43,8 @@ def test_ci_runs_the_readme_command_in_a_fresh_virtualenv() -> None:
     )
     assert found.stdout.strip() == command
     lines = [line.strip() for line in ci.splitlines()]
-    assert '[ "$legs" = all ] && legs="readme newest lowest"' in lines  # all three by default
+    default = '[ "$legs" = all ] && legs="readme newest lowest docs"'
+    assert default in lines  # all three legs by default, then the docs step
     venv_at = next(i for i, line in enumerate(lines) if "-m venv" in line)
     activate_at = next(i for i, line in enumerate(lines) if "/bin/activate" in line)
     upgrade_at = next(i for i, line in enumerate(lines) if "install -q --upgrade pip" in line)

@@ -380,11 +380,13 @@ def test_check_of_a_folder_without_lock_files_is_exit_2(
 
 
 def _readme_lock_examples() -> list[list[str]]:
-    """The README's `gpuresolve lock environments/...` command lines (comments stripped)."""
+    """The documentation's `gpuresolve lock environments/...` command lines (comments and a
+    console block's `$ ` stripped), from the site's pages and the README."""
     import shlex
 
-    readme = (ROOT.parent / "README.md").read_text(encoding="utf-8")
-    lines = [ln.split("#", 1)[0].strip() for ln in readme.splitlines()]
+    docs = sorted((ROOT.parent / "docs").rglob("*.md"))
+    text = "\n".join(p.read_text(encoding="utf-8") for p in [*docs, ROOT.parent / "README.md"])
+    lines = [ln.split("#", 1)[0].strip().removeprefix("$ ") for ln in text.splitlines()]
     return [
         shlex.split(ln)[1:]
         for ln in lines
@@ -395,15 +397,15 @@ def _readme_lock_examples() -> list[list[str]]:
 def test_readme_examples_leave_the_committed_examples_as_they_are(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Running the README's team examples from a checkout rewrites no committed file (run here
-    in a copy of the checkout's environments/)."""
+    """Running the documentation's team examples from a checkout rewrites no committed file (run
+    here in a copy of the checkout's environments/)."""
     examples = _readme_lock_examples()
     assert len(examples) >= 4
     copy_examples(tmp_path)
     monkeypatch.chdir(tmp_path)
     before = tree(tmp_path / "environments")
     for argv in examples:
-        if "training-cluster" in argv[1]:  # the README's own sketch: no such spec is committed
+        if "training-cluster" in argv[1]:  # the docs' own sketch: no such spec is committed
             continue
         code, out, err = run(capsys, *argv)
         assert code == 0, (argv, out, err)

@@ -338,19 +338,26 @@ def test_sampler_without_nvml_says_why() -> None:
     assert state["nvml"] == "OSError: NVML Shared Library Not Found" and state["gpus"] is None
 
 
-def test_readme_shows_the_recorded_lines() -> None:
-    """The README's diagnosed runs are the recorded ones, line for line."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+def test_docs_show_the_recorded_lines() -> None:
+    """The documentation's diagnosed runs are the recorded ones, line for line."""
+    page = Path(__file__).parent.parent / "docs" / "how-to" / "failing-verify.md"
+    readme = page.read_text(encoding="utf-8")
     recorded_lines = {
         ln
         for f in (*DIAG.glob("*.txt"), *(DIAG.parent / "h200x2_multigpu").glob("*.txt"))
         for ln in f.read_text(encoding="utf-8").splitlines()
     }
-    section = readme[readme.index("#### `verify --benchmark`") : readme.index("**`state`**")]
+    section = readme[: readme.index("**`state`**")]
     shown = [ln for ln in section.splitlines() if ln[:6] in ("PASS  ", "WARN  ", "FAIL  ")]
     shown += [ln for ln in section.splitlines() if ln.startswith("  conv2d 3x3")]
     assert len(shown) >= 7
     assert [ln for ln in shown if ln not in recorded_lines] == []
+    # the README's excerpt: every line of its verify block is a recorded line
+    front = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    block = front.split("```text\nverify ", 1)[1].split("```", 1)[0]
+    excerpt = ("verify " + block).splitlines()
+    assert len(excerpt) >= 5
+    assert [ln for ln in excerpt if ln not in recorded_lines] == []
 
 
 def test_synthetic_env_values_are_printed_clean(shipped: Catalog) -> None:

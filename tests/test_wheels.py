@@ -23,7 +23,7 @@ from resolver.wheels.torchwheel import (
     scan_arch_strings,
     token_cc,
 )
-from tests.cli_support import run_cli
+from tests.cli_support import assert_schema, run_cli
 from tests.wheel_support import (
     real_wheels,
     serve_wheels,
@@ -311,6 +311,7 @@ def test_cli_json_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert doc["file"] == W280 and doc["sass"] == SASS_280 and doc["ptx"] == []
     assert doc["cudnn"] == "9.10.2.21"
     assert doc["contradicts"] == []  # the shipped database agrees with the real wheel
+    assert_schema("db-inspect-wheel", doc)
 
 
 def test_cli_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,8 +1,9 @@
 """Shell completion for option values: platforms, GPU models and compute capabilities.
 
 Click completes commands, options and choices (``--format``) itself once the shell is set up
-(``_GPURESOLVE_COMPLETE=bash_source gpuresolve``, see README.md); these callbacks add the
-values click cannot know. They never raise: a broken database completes nothing.
+(`gpuresolve completion bash`, or ``_GPURESOLVE_COMPLETE=bash_source gpuresolve``); these
+callbacks add the values click cannot know. They never raise: a broken database completes
+nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import Any
 
 import click
 from click.shell_completion import CompletionItem
+
+from resolver.commands.config import standard_options
 
 
 def _cc_text(cc: tuple[int, int]) -> str:
@@ -48,3 +51,24 @@ def complete_gpu(ctx: click.Context, param: click.Parameter, incomplete: str) ->
         if text.startswith(wanted):
             items.setdefault(text, "compute capability")
     return [CompletionItem(name, help=why) for name, why in sorted(items.items())]
+
+
+@click.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+@standard_options
+def completion(shell: str) -> None:
+    """Print the shell completion script Click generates for gpuresolve.
+
+    bash: eval "$(gpuresolve completion bash)" in ~/.bashrc; zsh: the same in ~/.zshrc;
+    fish: gpuresolve completion fish > ~/.config/fish/completions/gpuresolve.fish.
+    The script calls gpuresolve with _GPURESOLVE_COMPLETE set, which keeps working on its own.
+    """
+    from click.shell_completion import get_completion_class
+
+    root = click.get_current_context().find_root()
+    cls = get_completion_class(shell)
+    if cls is None:  # Click knows the three choices; a missing one is a bug, not bad input
+        raise RuntimeError(f"Click has no completion for {shell}")
+    prog = root.info_name or "gpuresolve"
+    script = cls(root.command, {}, prog, "_GPURESOLVE_COMPLETE").source()
+    click.echo(script)

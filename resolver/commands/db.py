@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 import click
 
 from resolver.commands.common import emit_json
+from resolver.commands.config import standard_options
 from resolver.commands.params import SafePath
+from resolver.commands.ui import note
 
 if TYPE_CHECKING:
     pass
@@ -36,6 +38,7 @@ _JSON_OPTION = click.option(
 @db.command()
 @_DATA_OPTION
 @_JSON_OPTION
+@standard_options
 def check(data_dir: str | None, as_json: bool) -> None:
     """Validate the schema and the consistency of every record (exit 1 on problems)."""
     from resolver import catalog as catalog_mod
@@ -74,6 +77,7 @@ def check(data_dir: str | None, as_json: bool) -> None:
 @db.command()
 @_DATA_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Everything, as JSON (a stable contract).")
+@standard_options
 def show(data_dir: str | None, as_json: bool) -> None:
     """What the database knows: releases × platforms, its date, sourced and unconfirmed facts."""
     from resolver import catalog as catalog_mod
@@ -89,6 +93,7 @@ def show(data_dir: str | None, as_json: bool) -> None:
 @db.command()
 @click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
 @click.option("--json", "as_json", is_flag=True, help="The outcome as JSON.")
+@standard_options
 def reset(dry_run: bool, as_json: bool) -> None:
     """Remove the user database (written by `db update`) and the catalog cache.
 
@@ -120,7 +125,7 @@ def reset(dry_run: bool, as_json: bool) -> None:
         click.echo(f"gpuresolve: cannot remove {line}", err=True)
     forced = os.environ.get(location.DATA_ENV)
     if forced:
-        click.echo(f"note: {location.DATA_ENV}={forced} is still the database in use", err=True)
+        note(f"{location.DATA_ENV}={forced} is still the database in use")
     if failed:
         sys.exit(2)
 

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 import click
 
 from resolver.commands.common import emit_json
+from resolver.commands.config import standard_options
 from resolver.commands.params import SafePath, Seconds, check_url
+from resolver.commands.ui import note, progress_allowed
 from resolver.dbupdate import DEFAULT_PYTORCH_INDEX, PYTORCH_INDEX_ENV
 
 if TYPE_CHECKING:
@@ -71,6 +73,7 @@ _JSON_OPTION = click.option(
     help="With --read-wheels: read at most this many MiB in all (default 512).",
 )
 @_JSON_OPTION
+@standard_options
 def update(
     pytorch_index: str,
     pypi_index: str | None,
@@ -121,11 +124,10 @@ def update(
 
         pypi = index_url(pypi, "pip's configured index-url")
     if pypi is None and not no_pypi:
-        click.echo(
-            "note: no default index is configured in pip (index-url, PIP_INDEX_URL or "
+        note(
+            "no default index is configured in pip (index-url, PIP_INDEX_URL or "
             "--pypi-index): skipping which build it carries and the extension packages' "
-            "releases there",
-            err=True,
+            "releases there"
         )
     click.echo(f"reading {pytorch_index.rstrip('/')}/ (database: {base})", err=True)
     try:
@@ -136,7 +138,7 @@ def update(
                 pytorch_index=pytorch_index,
                 pypi_index=pypi,
                 fetcher=fetcher,
-                progress=_no_progress if as_json else _progress,
+                progress=_no_progress if as_json or not progress_allowed() else _progress,
                 dry_run=dry_run,
             )
     except (UpdateError, ReadError, IndexFormatError) as exc:
@@ -172,7 +174,7 @@ def update(
         click.echo(f"updated {target}")
         forced = os.environ.get(catalog_mod.DATA_ENV)
         if forced and not write_data:
-            click.echo(f"note: {catalog_mod.DATA_ENV}={forced} still overrides it", err=True)
+            note(f"{catalog_mod.DATA_ENV}={forced} still overrides it")
 
 
 @contextmanager

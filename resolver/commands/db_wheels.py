@@ -4,43 +4,21 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from resolver.commands.common import emit_json
+from resolver.commands.config import standard_options
 from resolver.commands.params import SAFE_TEXT
+from resolver.commands.ui import MIB, byte_progress, progress_allowed, quiet
 from resolver.flows.observe import (
     against_database,
     import_entries,
     observations_file,
     read_wheels_inputs,
 )
-
-MIB = 1024 * 1024
-
-
-def byte_progress(label: str) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
-    """A bytes counter on stderr when it is a terminal (else nothing), and its finisher."""
-    if not sys.stderr.isatty():
-        return None, lambda: None
-    last = [0.0]
-
-    def show(n: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 0.1:
-            last[0] = now
-            sys.stderr.write(f"\r{label}: {n / MIB:.1f} MiB read")
-            sys.stderr.flush()
-
-    def done() -> None:
-        if last[0]:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-
-    return show, done
 
 
 @click.command("inspect-wheel")
@@ -69,6 +47,7 @@ def byte_progress(label: str) -> tuple[Callable[[int], None] | None, Callable[[]
     help="Each request's deadline, whole: connecting, the answer however slowly it comes, "
     "and any retries.",
 )
+@standard_options
 def inspect_wheel(
     where: str, as_json: bool, budget: float, sha256: str | None, timeout: float
 ) -> None:
@@ -125,8 +104,8 @@ def inspect_wheel(
             f"  database: CONTRADICTION: {item['fact']} {item.get('note', '')}; "
             f"the database says {item['value']}{src}"
         )
-    for note in report.notes:
-        click.echo(f"  note: {note}", err=True)
+    for line in report.notes if not quiet() else ():
+        click.echo(f"  note: {line}", err=True)
 
 
 def _is_sha256(text: str) -> bool:
@@ -158,7 +137,7 @@ def update_read_wheels(
         click.echo(f"dry run: nothing read or written (would record into {target})")
         return
     click.echo(f"reading wheels for {base} (recording into {target})", err=True)
-    tty = sys.stderr.isatty()
+    tty = progress_allowed()
     state: dict[str, Any] = {"label": "", "n": 0, "total": 0, "bytes": 0}
     last = [0.0]
 
@@ -203,6 +182,7 @@ def update_read_wheels(
 
 @click.command("export-observations")
 @click.argument("file", metavar="FILE", type=SAFE_TEXT)
+@standard_options
 def export_observations(file: str) -> None:
     """Write your observations (wheels read, builds verified) as a YAML file to share.
 
@@ -227,6 +207,7 @@ def export_observations(file: str) -> None:
 @click.command("import")
 @click.argument("file", metavar="FILE", type=SAFE_TEXT)
 @click.option("--dry-run", is_flag=True, help="Check and compare; record nothing.")
+@standard_options
 def import_observations(file: str, dry_run: bool) -> None:
     """Merge an observations file (from `db export-observations`) into your database.
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from resolver.commands.common import emit_json
+from resolver.commands.config import standard_options
+from resolver.commands.ui import note, warning
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
@@ -36,6 +38,7 @@ class _LazyCatalog:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the host profile as JSON.")
+@standard_options
 def detect(as_json: bool) -> None:
     """Report platform, Python, glibc, NVIDIA driver and each GPU (with the source of each fact)."""
     from resolver.host import detect as run_detect
@@ -117,12 +120,12 @@ def detect(as_json: bool) -> None:
     for lost in profile.lost_gpus:
         click.echo(f"GPU ?: lost, PCI bus {lost.pci_bus_id} ({lost.source}: {lost.error})")
     if profile.lost_gpus:
-        click.echo(f"warning: {lost_note(profile)}")
+        warning(lost_note(profile))
     line = _topology_line(topo)
     if line:
         click.echo(f"topology: {line}")
     for message in profile.messages:
-        click.echo(f"note: {message}")
+        note(message)
 
 
 def _topology(profile: Any) -> dict[str, Any] | None:

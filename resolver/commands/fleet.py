@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from resolver.commands.common import emit_json
+from resolver.commands.config import standard_options
 
 
 @click.group()
@@ -34,6 +35,7 @@ def fleet() -> None:
     type=click.Path(dir_okay=False),
     help="Also write the report as Markdown to FILE.",
 )
+@standard_options
 def report(paths: tuple[str, ...], as_json: bool, expect: str | None, output: str | None) -> None:
     """Group the nodes' verify results (files, folders of them, `kubectl logs` output) and
     name each node that fails or disagrees with its group, with the cause its verify named.

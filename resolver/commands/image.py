@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from resolver.commands.common import TargetOptions, emit_json, target_options
+from resolver.commands.config import standard_options
+from resolver.commands.ui import note
 
 if TYPE_CHECKING:
     from resolver.images.evaluate import Contents, Report
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the answer as JSON (a stable contract)."
 )
+@standard_options
 def image(
     reference: str | None,
     target: TargetOptions,
@@ -53,7 +56,7 @@ def image(
     catalog = catalog_mod.load()
     facts = facts_mod.from_raw(*imagesdata.read(catalog.origin))
     if target.python:
-        click.echo("note: --python is ignored: an image brings its own Python", err=True)
+        note("--python is ignored: an image brings its own Python")
     machine, profile = target.resolve(catalog)
     judge = Judge(
         catalog,
@@ -68,7 +71,7 @@ def image(
     else:
         if profile is not None:
             for message in profile.messages:
-                click.echo(f"note: {message}")
+                note(message)
         click.echo(report_text(report))
     sys.exit(0 if report.runs else 1)
 

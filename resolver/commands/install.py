@@ -17,7 +17,9 @@ from resolver.commands.common import (
     request_options,
     target_options,
 )
+from resolver.commands.config import standard_options
 from resolver.commands.params import SafePath
+from resolver.commands.ui import note, warnings
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
 from resolver.flows import install as flow
@@ -64,6 +66,7 @@ _FAIL_TAIL = 12
     is_flag=True,
     help="Print the plan and the outcome as JSON (installer output goes to stderr).",
 )
+@standard_options
 def install(
     target: TargetOptions,
     request: RequestOptions,
@@ -195,7 +198,7 @@ def _decision_plan(
         )
     decision = solve(catalog, target, request)
     for message in profile.messages if profile is not None else ():
-        say(f"note: {message}")
+        note(message)
     sel = decision.selection
     suggested = f"  {render.pip_command(catalog, sel, pytorch_index)}" if sel else None
     text = render.decision_text(catalog, decision, pytorch_index)
@@ -203,6 +206,7 @@ def _decision_plan(
     if sel is None and as_json:
         decision_json = render.decision_json(catalog, decision, pytorch_index)
         emit_json({"ok": False, "plan": None, "outcome": None, "decision": decision_json})
+    warnings(sel.warnings if sel else ())
     if sel is None:
         sys.exit(1)
     return flow.decision_plan(catalog, sel, env, tools, installer, pytorch_index, target.python)

@@ -17,10 +17,12 @@ from resolver.commands.common import (
     request_options,
     target_options,
 )
+from resolver.commands.config import no_config, standard_options
 from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.commands.lock_output import say_single, say_unmet, write_or_check
 from resolver.commands.lock_team import IMAGE_OPTION, lock_team, refuse_team_flags
 from resolver.commands.params import SafePath, check_channel, check_url
+from resolver.commands.ui import level, step
 from resolver.core.errors import UserError, shown
 from resolver.flows.lock import (
     default_index_choice,
@@ -69,6 +71,8 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 @click.option(
     "--check",
     is_flag=True,
+    is_eager=True,  # before any value is looked up: --check reads no config file
+    callback=no_config,
     help="Write nothing; re-resolve from the inputs the files record and exit 1 when a file was "
     "edited (drift) or now resolves to other pins (stale); a newer database alone passes.",
 )
@@ -105,17 +109,12 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
     help="The index for packages outside the PyTorch index (default: "
     "$GPURESOLVE_DEFAULT_INDEX, else pip's configured index-url, else the installer's own).",
 )
-@click.option(
-    "-v",
-    "--verbose",
-    is_flag=True,
-    help="Say which index serves what, where it came from, and what of the environment uv gets.",
-)
 @click.option("--glibc", metavar="X.Y", help="The target's glibc (default: detected, else 2.28).")
 @click.option("--name", "env_name", metavar="NAME", help="The conda environment's name.")
 @CONFIRM_OPTION
 @IMAGE_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the files and the decision as JSON.")
+@standard_options
 def lock(
     spec: str | None,
     target: TargetOptions,
@@ -129,7 +128,6 @@ def lock(
     conda_source: str,
     channel: str | None,
     default_index: str | None,
-    verbose: bool,
     glibc: str | None,
     env_name: str | None,
     confirm: bool,
@@ -147,6 +145,7 @@ def lock(
     written) or --check finds drift or stale pins, 2 on bad input.
     """
     ctx = click.get_current_context()
+    verbose = level() >= 1  # -v: which index serves what, where it came from, uv's environment
     directory = Path(output or ".")
     lock_opts: dict[str, Any] = {
         "formats": formats,
@@ -245,6 +244,7 @@ def lock(
     lock_opts["top_level"], lock_opts["hashes"] = options.top_level, options.with_hashes
     record = lock_inputs.inputs_record(request, wanted, lock_opts)
     folder = OutputFolder(directory)
-    files = single_files(catalog, single, options, record, folder)
+    with step("resolving the lock files"):  # the closures (uv), conda solves
+        files = single_files(catalog, single, options, record, folder)
     statuses = write_or_check(folder, files, check, "", catalog.updated, as_json)
     say_single(catalog, single, options, statuses, check, as_json)

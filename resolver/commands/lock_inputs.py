@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from resolver.commands.common import RequestOptions, TargetOptions
+from resolver.commands.ui import quiet
 from resolver.core.errors import UserError, escaped
 from resolver.host.pipconfig import PipIndex
 from resolver.solve import Target
@@ -209,7 +210,7 @@ def say_index(found: PipIndex, *, verbose: bool, used: bool) -> None:
         where = f"{found.url} (from {escaped(found.source)})" if found.url else "the installer's"
         click.echo(f"gpuresolve: packages outside the PyTorch index: {where}", err=True)
         click.echo(f"gpuresolve: {described()}", err=True)
-    if found.ignored and (used or verbose):
+    if found.ignored and (used or verbose) and not quiet():
         click.echo(
             f"gpuresolve: note: pip's {' and '.join(found.ignored)} are not carried into a lock "
             "(a lock names every index it uses)",

@@ -4,9 +4,7 @@ each file written or checked, and the `--json` document; exit codes. The lock it
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from resolver import render
 from resolver.commands import lock_inputs
 from resolver.commands.common import emit_json
 from resolver.commands.lock_output import say_written, write_or_check
+from resolver.commands.ui import progress_bars
 from resolver.core.errors import UserError
 from resolver.flows.lock import closure_choice, run_team
 from resolver.flows.output import FileStatus, owned_names
@@ -25,25 +24,6 @@ from resolver.host.pipconfig import PipIndex
 from resolver.writers import lockfiles, outputs, recorded
 
 __all__ = ["lock_team"]
-
-PROGRESS_FROM = 500  # targets or machine shapes: fewer take well under a second
-
-
-@contextlib.contextmanager
-def _progress_bars() -> Iterator[Callable[[str, int], Callable[[int], None]]]:
-    """Click's progress bar on stderr for each long step of a team lock, one after the other;
-    only when stderr is a terminal (a pipe or a CI log gets nothing) and the step is long."""
-    bars = contextlib.ExitStack()
-
-    def start(label: str, total: int) -> Callable[[int], None]:
-        bars.close()  # the previous step is done: its bar ends its line
-        if total < PROGRESS_FROM or not sys.stderr.isatty():
-            return lambda n: None
-        bar = bars.enter_context(click.progressbar(length=total, label=label, file=sys.stderr))
-        return bar.update
-
-    with bars:
-        yield start
 
 
 _IMAGE_KEY = "gpuresolve.image"
@@ -96,7 +76,7 @@ def lock_team(
             lock_inputs.say_index(index[0], verbose=index[1], used=bool(spec.pip))
         return options
 
-    with _progress_bars() as progress:  # a large node list's reading, the solving, grouping
+    with progress_bars() as progress:  # a large node list's reading, the solving, grouping
         run = run_team(
             catalog,
             spec_path,

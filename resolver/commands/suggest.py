@@ -13,7 +13,9 @@ from resolver.commands.common import (
     request_options,
     target_options,
 )
+from resolver.commands.config import standard_options
 from resolver.commands.confirm_flag import CONFIRM_OPTION
+from resolver.commands.ui import debug, level, note, warning
 
 
 @click.command()
@@ -23,28 +25,23 @@ from resolver.commands.confirm_flag import CONFIRM_OPTION
     "--json", "as_json", is_flag=True, help="Print the decision as JSON (a stable contract)."
 )
 @click.option(
-    "-v",
-    "--verbose",
-    is_flag=True,
-    help="Also list every alternative (with its evidence grade, in ranking order) and reject.",
-)
-@click.option(
     "--explain",
     "explain_build",
     metavar="BUILD",
     help="Every check one build (torch==2.15.0+cu132, or 2.15.0) passes or fails here.",
 )
 @CONFIRM_OPTION
+@standard_options
 def suggest(
     target: TargetOptions,
     request: RequestOptions,
     as_json: bool,
-    verbose: bool,
     explain_build: str | None,
     confirm: bool,
 ) -> None:
     """Say what to install: the pip command, why, and the runner-up.
 
+    -v also lists every alternative (with its evidence grade, in ranking order) and reject.
     Exit 0 with a selection, 1 when no build runs on the target, 2 on bad input.
     With --explain: 0 when that build fits the target, 1 when it does not.
     """
@@ -53,6 +50,7 @@ def suggest(
     from resolver.solve import solve
 
     catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
+    debug(f"database {catalog.updated} from {catalog.origin}")
     wanted = request.request(target)
     machine, profile = target.resolve(catalog)
     decision = solve(catalog, machine, wanted)
@@ -79,6 +77,9 @@ def suggest(
     else:
         if profile is not None:
             for message in profile.messages:
-                click.echo(f"note: {message}")
-        click.echo(render.decision_text(catalog, decision, pytorch_index, detail=verbose))
+                note(message)
+        detail = level() >= 1
+        click.echo(render.decision_text(catalog, decision, pytorch_index, detail=detail))
+        for line in decision.selection.warnings if decision.selection else ():
+            warning(line)
     sys.exit(0 if decision.selection is not None else 1)

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from resolver.commands.common import emit_json
+from resolver.commands.config import standard_options
 from resolver.commands.params import SAFE_TEXT, Seconds
+from resolver.commands.ui import note
 from resolver.commands.verify_text import report_text
 from resolver.flows import verify as verify_flow
 
@@ -75,6 +77,7 @@ VERIFY_JSON_VERSION = 1
     is_flag=True,
     help="Do not record the build's facts (arch list, CUDA, cuDNN, NCCL) as an observation.",
 )
+@standard_options
 def verify(
     python: str | None,
     lock_file: str | None,
@@ -157,7 +160,7 @@ def verify(
     else:
         click.echo(report_text(interpreter, run, results, bench, benchmark, state))
         for line in recorded.lines if recorded else ():
-            click.echo(f"note: {line}", err=True)
+            note(line)
     sys.exit(1 if status == result.FAIL else 0)
 
 

@@ -59,7 +59,8 @@ def lock_plan(
     )
     path = lock_file
     staged: str | None = None
-    # uv reads a pylock file only under a PEP 751 name: one found by its content goes in a copy.
+    # uv and pip read a pylock file only under a PEP 751 name: one found by its content goes
+    # in a copy.
     stage_as = lock_file
     if lock.format == FORMAT_PYLOCK and not pylock_reader.is_pylock_name(Path(lock_file).name):
         stage_as = "pylock.toml"
@@ -81,9 +82,9 @@ def lock_plan(
     if stage_as != lock_file and staged is None:
         text = read_text(lock_file, limit=LOCK_LIMIT, what="a lock file")
         staged = path = stage_lock(stage_as, text)
-        say(f"uv reads a pylock file only when it is named pylock.toml: a copy: {staged}")
+        say(f"uv and pip read a pylock file only when it is named pylock.toml: a copy: {staged}")
     if lock.format == FORMAT_PYLOCK and tools.uv is None:
-        tools = with_packaged_uv(tools)  # only uv installs pylock.toml: take gpuresolve's own
+        tools = with_packaged_uv(tools)  # uv installs any pylock.toml: take gpuresolve's own
     chosen: plan_mod.Installer | None
     try:
         chosen = plan_mod.choose_installer(installer, tools, env)

@@ -472,16 +472,12 @@ def plan_lock(
     """Install a lock file as it is written (hashes, markers and indexes included).
 
     ``path`` is the file handed to the installer: the lock itself, or a copy whose PyTorch index
-    URLs point at a mirror. requirements.txt goes to pip/uv, pylock.toml to uv only (pip cannot
-    install one yet); environment.yml and conda-lock.yml to conda-lock, micromamba, mamba or
-    conda, into a conda env only.
+    URLs point at a mirror. requirements.txt goes to pip/uv, pylock.toml to uv or to pip 26.1
+    and newer (`pip install -r pylock.toml`, experimental in pip); environment.yml and
+    conda-lock.yml to conda-lock, micromamba, mamba or conda, into a conda env only.
     """
-    if lock.format == FORMAT_PYLOCK and (installer is None or installer.kind != "uv"):
-        raise UserError(
-            f"installing {lock.path} needs uv: pip cannot install a pylock.toml yet "
-            "(uv is a dependency of gpuresolve: reinstall it, put uv on PATH, "
-            "or lock with --format requirements)"
-        )
+    if lock.format == FORMAT_PYLOCK:
+        _check_pylock_installer(lock.path, env, installer)
     wants = wants_from_lock(lock, env.marker_environment())
     torch = next((w for w in wants if w.name == "torch"), None)
     major = lock_cuda_major(lock, torch)
@@ -501,6 +497,35 @@ def plan_lock(
         raise UserError(f"no installer for {lock.path}: no uv on PATH and no pip in {env.python}")
     steps.append(Step(installer.install(env.python, ["-r", path]), "install"))
     return Plan(installer.kind, tuple(found), tuple(steps), tuple(notes))
+
+
+PIP_READS_PYLOCK = (26, 1)  # pip 26.1 first installs `-r pylock.toml` (PEP 751, experimental)
+
+
+def pip_reads_pylock(env: EnvInfo) -> bool:
+    """Whether the target's pip installs a pylock.toml (``-r pylock.toml``): 26.1 or newer."""
+    pip = env.dists.get("pip")
+    if pip is None:
+        return False
+    try:
+        release = Version(pip.version).release
+    except InvalidVersion:
+        return False
+    return release[:2] >= PIP_READS_PYLOCK
+
+
+def _check_pylock_installer(path: str, env: EnvInfo, installer: Installer | None) -> None:
+    """Refuse, in one line, an installer that cannot read a pylock.toml."""
+    if installer is not None and (installer.kind == "uv" or pip_reads_pylock(env)):
+        return
+    least = ".".join(map(str, PIP_READS_PYLOCK))
+    pip = env.dists.get("pip")
+    has = f"pip {pip.version}" if pip is not None else "no pip"
+    raise UserError(
+        f"installing {path} needs uv or pip {least} or newer ({env.python} has {has}; uv is a "
+        f"dependency of gpuresolve: reinstall it, put uv on PATH, run `{env.python} -m pip "
+        "install -U pip`, or lock with --format requirements)"
+    )
 
 
 def mirror_text(text: str, pytorch_base: str, mirror: str) -> str:

@@ -3,7 +3,7 @@
 No I/O, no detection, no printing: everything it needs arrives in its arguments, so the same code
 serves one machine, a described machine and a whole fleet, and is tested exhaustively.
 
-Rules (see README "How gpuresolve decides"):
+Rules (see docs/explanation/decisions.md, "How gpuresolve decides"):
 - a build runs on a GPU when it has SASS of the GPU's major with a minor <= the GPU's (not
   across the desktop/Tegra divide: a Tegra GPU needs SASS for exactly its CC), or PTX for a
   CC <= the GPU's; PTX JIT needs a driver at least the toolkit's own minimum;

@@ -169,7 +169,7 @@ def lock_team(
     ``split`` (None: the spec's ``split:``) writes one set per group of targets; ``auto`` splits
     only when no common set exists. ``existing`` reads a file edited in place (pyproject.toml).
     ``progress(label, total)`` (the CLI's progress bar on a terminal) returns what to tell of
-    each target or machine shape done.
+    each target or machine shape done; a total of 0 is a step of unknown length.
     """
     mode = spec.split if split is None else ("true" if split else "false")
     options = replace(options, extra_requirements=spec.pip, name=options.name or spec.name)
@@ -203,6 +203,8 @@ def lock_team(
     inputs = team_inputs(spec, options, mode)
     project = lockfiles.PYPROJECT in options.files
     pylock = lockfiles.PYLOCK in options.files
+    if progress:  # total 0: no count, a line that says it is still working (closures, solves)
+        progress("writing the lock files", 0)
     counts = {m.target.name or "": m.count for m in spec.members}
     files: dict[str, str] = {}
     report: list[str] = []

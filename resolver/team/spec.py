@@ -111,7 +111,9 @@ class _Spec:
         self.path = path
 
     def fail(self, key: str, msg: str) -> UserError:
-        return UserError(f"{self.path}: {key}: {msg}")
+        from resolver.schemas import cite
+
+        return UserError(f"{self.path}: {key}: {msg} (the spec's schema: {cite('team-spec')})")
 
     def mapping(self, value: Any, key: str, allowed: set[str]) -> dict[str, Any]:
         if not isinstance(value, dict):

@@ -470,6 +470,6 @@ def _lock_fix(lock: LockPins) -> str:
         return f"reinstall from the lock: conda-lock install --name ENV {path}"
     if lock.format == FORMAT_ENVIRONMENT:
         return f"reinstall from the lock: conda env update --prune --file {path}"
-    if lock.format == FORMAT_PYLOCK:  # pip cannot install a pylock.toml yet
+    if lock.format == FORMAT_PYLOCK:  # uv, or pip 26.1+: install picks one and checks it
         return f"reinstall from the lock: gpuresolve install --lock {path}"
     return f"reinstall from the lock: pip install -r {path}"

@@ -21,7 +21,7 @@ from resolver.standalone.startup import CHECK_NAME, PROBE_NAME
 from resolver.writers import recorded
 from resolver.writers.closure.conda_solve import CondaRecord
 from resolver.writers.closure.pip_resolve import ResolvedDist
-from resolver.writers.formats.conda_lock import LockedPlatform, render_conda_lock
+from resolver.writers.formats.conda_lock import LockedPlatform, content_hashes, render_conda_lock
 from resolver.writers.formats.environment import CONDA_SOURCES, conda_env, render_environment
 from resolver.writers.formats.header import header_lines
 from resolver.writers.formats.requirements import index_lines, pins, render_requirements
@@ -299,6 +299,7 @@ def render_files(
         files[ENVIRONMENT] = render_environment(catalog, env)
         files[VIRTUAL] = render_virtual_packages(catalog, env_decision, [(env.platform, vp, notes)])
         if CONDA_LOCK in names:
+            hashes = content_hashes(files[ENVIRONMENT], files[VIRTUAL])  # before the slow solve
             channels = [c for c in env.channels if c != "nodefaults"]
             records = conda_run(channels, env.specs, env.platform, vp)
             pip = closure(env.pip, env.pip_index, target) if env.pip else []
@@ -311,7 +312,8 @@ def render_files(
                 env_decision,
                 [f"solved for {env.platform} with the virtual packages of virtual-packages.yml"],
             )
-            files[CONDA_LOCK] = render_conda_lock(header, [LockedPlatform(env, vp, records, pip)])
+            locked = [LockedPlatform(env, vp, records, pip)]
+            files[CONDA_LOCK] = render_conda_lock(header, locked, hashes)
     if DOCKERFILE in names:
         from resolver.db import imagesdata
         from resolver.images import facts as image_facts

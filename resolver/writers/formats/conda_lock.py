@@ -3,18 +3,22 @@
 The format is conda-lock's ``conda_lock/lockfile/v1``: ``metadata`` (content_hash, channels,
 platforms, sources) and one ``package`` entry per platform and package, conda entries with md5
 and sha256, pip entries with sha256. Virtual packages stay out of the list (but in
-``dependencies``), as conda-lock writes them. The content hash covers what was solved (channels,
-specs, pip indexes, virtual packages), so it changes exactly when the inputs do.
+``dependencies``), as conda-lock writes them. ``content_hash`` is the one conda-lock computes from
+environment.yml and virtual-packages.yml, by conda-lock's own code, so that `conda-lock lock
+--check-input-hash` with those files skips the solve instead of re-solving and overwriting.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import logging
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from resolver.writers.closure.conda_solve import CondaRecord
+from resolver.core.errors import UserError
+from resolver.writers.closure.conda_solve import INSTALL_HINT, CondaRecord
 from resolver.writers.closure.pip_resolve import ResolvedDist
 from resolver.writers.formats.environment import CondaEnv
 
@@ -29,18 +33,43 @@ class LockedPlatform:
     pip: Sequence[ResolvedDist] = ()
 
 
-def content_hash(locked: LockedPlatform) -> str:
-    """sha256 over the solve's inputs (canonical JSON); any stable value is valid for readers."""
-    env = locked.env
-    data = {
-        "channels": list(env.channels),
-        "specs": sorted(env.specs),
-        "pip": sorted(env.pip),
-        "pip_repositories": list(env.pip_repositories),
-        "virtual_packages": dict(sorted(locked.virtual_packages.items())),
-        "platform": env.platform,
-    }
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+def content_hashes(environment_yml: str, virtual_packages_yml: str) -> dict[str, str]:
+    """Per conda subdir, the content hash conda-lock writes for these two files.
+
+    Computed by conda-lock's own functions (its spec parser, its virtual-package repo and its
+    hash), because the hash is a sha256 over conda-lock's internal models: conda's MatchSpec
+    reading of each spec (``python=3.12`` is ``3.12.*``, ``pytorch=2.12.0=cuda129*`` is exact),
+    pydantic dumps and a fake repodata of the virtual packages. A re-implementation would drift
+    with every conda-lock release; the test suite runs conda-lock's `--check-input-hash` on it.
+    """
+    try:
+        from conda_lock.content_hash import compute_content_hashes
+        from conda_lock.src_parser import make_lock_spec
+        from conda_lock.virtual_package import virtual_package_repo_from_specification
+    except ImportError:
+        raise UserError(f"conda-lock.yml's content_hash needs conda-lock: {INSTALL_HINT}") from None
+    quiet = logging.getLogger("conda_lock")  # its notes (the '# [pip-index]' line it skips)
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        with tempfile.TemporaryDirectory(prefix="gpuresolve-conda-lock-") as folder:
+            where = Path(folder)
+            (where / "environment.yml").write_text(environment_yml, encoding="utf-8")
+            (where / "virtual-packages.yml").write_text(virtual_packages_yml, encoding="utf-8")
+            # the PyPI-to-conda name map only renames pip's own "pip" entry: an empty one keeps
+            # every name and reads nothing from the network
+            (where / "names.json").write_text("{}", encoding="utf-8")
+            spec = make_lock_spec(
+                src_files=[where / "environment.yml"], mapping_url=str(where / "names.json")
+            )
+            repo = virtual_package_repo_from_specification(where / "virtual-packages.yml")
+            try:
+                hashes: dict[str, str] = dict(compute_content_hashes(spec, repo))
+            finally:  # its fake channel, which conda-lock removes only when the process exits
+                shutil.rmtree(repo.base_path, ignore_errors=True)
+    finally:
+        quiet.setLevel(level)
+    return hashes
 
 
 def conda_dependencies(depends: Sequence[str]) -> dict[str, str]:
@@ -61,8 +90,8 @@ def conda_dependencies(depends: Sequence[str]) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def lock_document(locked: Sequence[LockedPlatform]) -> dict[str, object]:
-    """The conda-lock v1 document for one or several platforms."""
+def lock_document(locked: Sequence[LockedPlatform], hashes: Mapping[str, str]) -> dict[str, object]:
+    """The conda-lock v1 document for one or several platforms (``hashes``: content_hashes)."""
     channels: list[str] = []
     for lp in locked:
         channels.extend(c for c in lp.env.channels if c != "nodefaults" and c not in channels)
@@ -100,7 +129,7 @@ def lock_document(locked: Sequence[LockedPlatform]) -> dict[str, object]:
     return {
         "version": 1,
         "metadata": {
-            "content_hash": {lp.env.platform: content_hash(lp) for lp in locked},
+            "content_hash": {lp.env.platform: hashes[lp.env.platform] for lp in locked},
             "channels": [{"url": c, "used_env_vars": []} for c in channels],
             "platforms": [lp.env.platform for lp in locked],
             "sources": ["environment.yml"],
@@ -109,12 +138,14 @@ def lock_document(locked: Sequence[LockedPlatform]) -> dict[str, object]:
     }
 
 
-def render_conda_lock(header: Sequence[str], locked: Sequence[LockedPlatform]) -> str:
+def render_conda_lock(
+    header: Sequence[str], locked: Sequence[LockedPlatform], hashes: Mapping[str, str]
+) -> str:
     """conda-lock.yml's text: the header comments, then the v1 document."""
     import yaml
 
     body = yaml.safe_dump(
-        lock_document(locked), sort_keys=False, default_flow_style=False, width=4096
+        lock_document(locked, hashes), sort_keys=False, default_flow_style=False, width=4096
     )
     lines = [
         *header,
