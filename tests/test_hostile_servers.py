@@ -19,12 +19,13 @@ import time
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_support import run_cli
+from local_server import local_server
 from pytorch_index import build_wheel, fixture_routes, metadata_text, serve
 
 from resolver.io import ReadError
@@ -55,19 +56,11 @@ def server(handle: Handler) -> Iterator[str]:
                 handle(self, stop)
             self.close_connection = True
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    httpd.daemon_threads = True
-    httpd.block_on_close = False
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        stop.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    with local_server(Answer) as port:
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            stop.set()  # before the server's shutdown: a trickling answer stops at once
 
 
 def trickle(
