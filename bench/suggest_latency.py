@@ -8,6 +8,8 @@ catalog cache written by an earlier run), warm with a user observations file of
 and cache folders every run: what a first run, a container or a CI job finds).
 Budgets (issue 29): warm at most 7x the bare interpreter; a fresh HOME at most 1.5x warm.
 CPU time (the child's user + system) is printed beside the wall time: the steadier figure.
+Every run starts in an empty folder, as in a project without gpuresolve settings (run from a
+checkout of gpuresolve, its own pyproject.toml, which names gpuresolve, would be parsed too).
 Usage: python3 bench/suggest_latency.py [--runs N] [--observations N] [--gpu NAME]
 (--gpu "NVIDIA GeForce RTX 5090 D" times a name only the generated name table knows.)
 """
@@ -105,6 +107,8 @@ def main() -> None:
     if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
         print("note: PYTHONDONTWRITEBYTECODE was set; unset here, as an installed wheel has .pyc")
     with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "project").mkdir()
+        os.chdir(Path(tmp) / "project")
         envs: dict[str, dict[str, str]] = {}
         for case in ("warm", "warm, user observations", "fresh HOME"):
             home = Path(tmp) / case.replace(" ", "-").replace(",", "")
@@ -132,6 +136,7 @@ def main() -> None:
                 wall, cpu = timed(run, 1, env)
                 results[case][0].extend(wall)
                 results[case][1].extend(cpu)
+        os.chdir(ROOT)
     med = {c: (statistics.median(w), statistics.median(p)) for c, (w, p) in results.items()}
     for case, (wall, cpu) in med.items():
         ratio = (

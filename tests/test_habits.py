@@ -247,3 +247,21 @@ def test_lock_records_config_and_check_reads_none(
     (project.parent / "user" / "config.toml").write_text('python = "3.13"\n')
     code, _, err = run_cli(capsys, "lock", "--check", "-o", str(out))
     assert code == 0, err
+
+
+def test_a_pyproject_without_our_table_is_not_parsed(
+    capsys: pytest.CaptureFixture[str], project: Path
+) -> None:
+    """Another tool's broken pyproject.toml is not ours to refuse; a quoted key spelling our
+    name with escapes is still read."""
+    (project / "pyproject.toml").write_text('[project]\nname = "x"\n[[[ broken\n')
+    code, out, err = run_cli(capsys, "suggest", *RTX4090)
+    assert code == 0, err
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n[tool."\\u0067puresolve".defaults]\npython = "3.11"\n'
+    )
+    code, out, err = run_cli(capsys, "suggest", *RTX4090)
+    assert code == 0 and _pick(out)[0] == "3.11", err
+    (project / "pyproject.toml").write_text('[tool.gpuresolve.defaults]\n[[[ broken\n')
+    code, out, err = run_cli(capsys, "suggest", *RTX4090)
+    assert code == 2 and "not valid TOML" in err

@@ -60,10 +60,17 @@ def nearest_pyproject(start: Path) -> Path | None:
     return None
 
 
-def _parse(path: Path) -> dict[str, Any]:
+def _parse(path: Path, key: str | None = None) -> dict[str, Any]:
+    """The TOML file at ``path``; with ``key``, {} when no key of that name can be in it.
+
+    A project's pyproject.toml is not ours to judge and is read on every command: the text
+    is parsed only when it holds ``key`` ("gpuresolve") or a \\u escape that could spell it in a
+    quoted key. That also spares tomllib's import and parse (a few ms) on most starts."""
     from resolver.io.bounded import read_text
 
     text = read_text(path, limit=LIMIT, what="a configuration file")
+    if key is not None and key not in text and "\\u" not in text and "\\U" not in text:
+        return {}
     try:
         if sys.version_info >= (3, 11):
             import tomllib
@@ -101,7 +108,7 @@ def read_defaults(cwd: Path | None = None) -> tuple[dict[str, str], dict[str, Pa
             merged[key], origin[key] = value, user
     project = nearest_pyproject(cwd or Path.cwd())
     if project is not None:
-        tool = _parse(project).get("tool", {})
+        tool = _parse(project, "gpuresolve").get("tool", {})
         table = tool.get("gpuresolve", {}) if isinstance(tool, Mapping) else {}
         section = table.get("defaults") if isinstance(table, Mapping) else None
         if section is not None:

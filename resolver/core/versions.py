@@ -74,11 +74,13 @@ class Driver:
         return hash(self.key)
 
 
+@functools.lru_cache(maxsize=4096)  # a fleet asks for the same few hundred drivers again and again
 def driver_key(version: str) -> DriverKey:
     """Numeric key of a driver version: "580.65.06" -> (580, 65, 6); "580" sorts before it."""
     return Driver.parse(version).key
 
 
+@functools.lru_cache(maxsize=1024)  # the database names ~30 CCs ~1,800 times
 def parse_cc(spec: str) -> CC:
     """Parse "8.6", "sm_86", "86", "12.0", "sm_120", "compute_90" into (major, minor)."""
     s = spec.strip().lower()
@@ -113,9 +115,22 @@ def cc_sm(cc: CC) -> str:
     return f"sm_{cc[0]}{cc[1]}"
 
 
+@functools.lru_cache(maxsize=256)
 def cuda_key(version: str) -> tuple[int, int]:
     """ "12.8" -> (12, 8)."""
     major, _, minor = version.strip().partition(".")
     if not re.fullmatch(r"[0-9]{1,3}", major) or not re.fullmatch(r"[0-9]{0,3}", minor):
         raise UserError(f"not a CUDA version: {version[:40]!r} (expected e.g. 12.8)")
     return int(major), int(minor or 0)
+
+
+def canonical_name(name: str) -> str:
+    """PEP 503's normalised project name: "Nvidia_CUDNN.cu12" -> "nvidia-cudnn-cu12".
+
+    The spec's one-line rule, here rather than `packaging.utils.canonicalize_name`: importing
+    that module imports `packaging.tags` (platform, logging, subprocess), about 5 ms of every
+    `suggest`, which reads the extension packages' names from the database."""
+    return _SEPARATORS_RE.sub("-", name).lower()
+
+
+_SEPARATORS_RE = re.compile(r"[-_.]+")

@@ -12,11 +12,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from resolver.core.platforms import PLATFORMS
-from resolver.core.versions import CC, cc_str
+from resolver.core.versions import CC, canonical_name, cc_str
 from resolver.db.evidence import Provenance
 from resolver.db.models import ArchList, Catalog, ExtBuild, ExtPackage, ExtRelease
 
@@ -50,7 +49,7 @@ def parse_extensions(
     packages: dict[str, ExtPackage] = {}
     for i, item in enumerate(doc.list("packages", optional=False)):
         r = sub(f"packages[{i}]", item)
-        name = canonicalize_name(r.req("name"))
+        name = canonical_name(r.req("name"))
         if name in packages:
             raise r.fail(f"package {name} listed twice")
         releases = [

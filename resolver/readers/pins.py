@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from resolver.core.versions import canonical_name
+
 FORMAT_REQUIREMENTS = "requirements"
 FORMAT_ENVIRONMENT = "environment"
 FORMAT_CONDA_LOCK = "conda-lock"
@@ -59,9 +61,7 @@ class LockPins:
         return next((p for p in self.pins if p.name == wanted), None)
 
 
-def canonical(name: str) -> str:
-    """PEP 503 normalised name: "Nvidia_CUDNN.cu12" -> "nvidia-cudnn-cu12"."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+canonical = canonical_name  # PEP 503; the name its callers know
 
 
 def variant_of_local(local: str | None) -> str | None:
