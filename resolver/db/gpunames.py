@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from resolver.core.errors import DataError, UserError
 from resolver.core.versions import CC, cc_str, parse_cc
@@ -78,15 +77,13 @@ def table_key(name: str) -> tuple[str, ...]:
 
 
 # --- the generated name table ------------------------------------------------------------------
-@dataclass(frozen=True)
-class TableEntry:
+class TableEntry(NamedTuple):
     name: str  # pci.ids' spelling: "GeForce RTX 5090 D"
     chips: tuple[str, ...]  # chip codes the name is used for: ("GB202",)
     devices: tuple[str, ...]  # PCI device ids: ("0x2b87",)
 
 
-@dataclass(frozen=True)
-class NameTable:
+class NameTable(NamedTuple):
     names: dict[tuple[str, ...], TableEntry]
     chips: dict[str, tuple[CC, str]]  # chip code -> (CC, grade of the chip's CC)
     devices: dict[str, tuple[str, str]]  # "0x2b87" -> (chip code, name or "")
@@ -135,30 +132,30 @@ def _read_table(path: Path) -> NameTable:
         raise DataError(f"{path}: not a GPU name table ({detail})") from None
 
 
-_KEY_RE = re.compile(r"^[a-z0-9]{1,20}( [a-z0-9]{1,20}){0,15}$")
-_CHIP_RE = re.compile(r"^[A-Z][A-Z0-9]{1,9}$")
-_DEVICE_RE = re.compile(r"^[0-9a-f]{4}$")
-_TEXT_RE = re.compile(r"^[ -~]{0,120}$")  # printable ASCII: names are shown to the user
-
-
 def _parse_table(data: Any) -> NameTable:
-    """Check every value of the table (a damaged or hostile file is an error, not a guess)."""
+    """Check every value of the table (a damaged or hostile file is an error, not a guess).
+
+    The patterns are compiled here, not on import: only an uncurated name reads the table."""
+    key_re = re.compile(r"^[a-z0-9]{1,20}( [a-z0-9]{1,20}){0,15}$")
+    chip_re = re.compile(r"^[A-Z][A-Z0-9]{1,9}$")
+    device_re = re.compile(r"^[0-9a-f]{4}$")
+    text_re = re.compile(r"^[ -~]{0,120}$")  # printable ASCII: names are shown
     if data.get("schema") != TABLE_SCHEMA:
         raise ValueError(f"schema {data.get('schema')!r}, expected {TABLE_SCHEMA}")
     version = str(data["source"]["pci_ids_version"])
     chips: dict[str, tuple[CC, str]] = {}
     for chip, (cc, grade) in data["chips"].items():
-        if not _CHIP_RE.match(chip) or grade not in ("official", "transcription", "inferred"):
+        if not chip_re.match(chip) or grade not in ("official", "transcription", "inferred"):
             raise ValueError(f"chip {chip!r}")
         chips[chip] = (parse_cc(cc), grade)
     devices: dict[str, tuple[str, str]] = {}
     for device, (chip, name) in data["devices"].items():
-        if not _DEVICE_RE.match(device) or chip not in chips or not _TEXT_RE.match(name):
+        if not device_re.match(device) or chip not in chips or not text_re.match(name):
             raise ValueError(f"device {device!r}")
         devices["0x" + device] = (chip, name)
     names: dict[tuple[str, ...], TableEntry] = {}
     for key, (name, entry_chips, entry_devices) in data["names"].items():
-        if not _KEY_RE.match(key) or not _TEXT_RE.match(name) or not entry_chips:
+        if not key_re.match(key) or not text_re.match(name) or not entry_chips:
             raise ValueError(f"name {key!r}")
         if any(c not in chips for c in entry_chips) or any(
             "0x" + d not in devices for d in entry_devices
@@ -171,8 +168,7 @@ def _parse_table(data: Any) -> NameTable:
 
 
 # --- lookups -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class NameMatch:
+class NameMatch(NamedTuple):
     """What a name resolved to: a curated record, or a name-table entry (one CC or several)."""
 
     name: str  # the record's name, or the table's with "NVIDIA " before it

@@ -60,22 +60,19 @@ class Branch(NamedTuple):
         return f"R{self.lo}" if self.lo == self.hi else f"R{self.lo}..R{self.hi} (not certain)"
 
 
-@dataclass(frozen=True)
-class Toolkit:
+class Toolkit(NamedTuple):
     version: str
     min_driver: Mapping[str, str | None]  # "linux" / "windows" -> version or None (unknown)
     prov: Provenance
 
 
-@dataclass(frozen=True)
-class CompatFloor:
+class CompatFloor(NamedTuple):
     major: int
     min_driver: Mapping[str, str | None]
     prov: Provenance
 
 
-@dataclass(frozen=True)
-class Architecture:
+class Architecture(NamedTuple):
     cc: CC
     name: str
     tegra: bool
@@ -83,8 +80,7 @@ class Architecture:
     drivers: DriverWindow | None = None
 
 
-@dataclass(frozen=True)
-class GpuModel:
+class GpuModel(NamedTuple):
     name: str
     cc: CC
     kind: str
@@ -93,8 +89,7 @@ class GpuModel:
     prov: Provenance
 
 
-@dataclass(frozen=True)
-class ArchList:
+class ArchList(NamedTuple):
     """The kernels compiled into a build for one platform."""
 
     sass: tuple[CC, ...]
@@ -107,16 +102,14 @@ class ArchList:
         return self.ptx_prov or self.prov
 
 
-@dataclass(frozen=True)
-class Pinned:
+class Pinned(NamedTuple):
     """A library version a build ships with (cuDNN, NCCL)."""
 
     version: str | None
     prov: Provenance
 
 
-@dataclass(frozen=True)
-class Variant:
+class Variant(NamedTuple):
     name: str  # cpu | cu126 | rocm6.4 | xpu
     cuda: str | None
     cudnn: Pinned | None
@@ -168,8 +161,7 @@ class Release:
         raise UserError(f"unknown companion package {name!r} (torchvision or torchaudio)")
 
 
-@dataclass(frozen=True)
-class CondaBuild:
+class CondaBuild(NamedTuple):
     """One conda-forge build of a release on one platform: its CUDA (None: CPU), its kernels."""
 
     cuda: str | None
@@ -177,16 +169,14 @@ class CondaBuild:
     glibc: str | None  # the lowest glibc it needs on Linux, when above conda-forge's 2.17
 
 
-@dataclass(frozen=True)
-class CondaRelease:
+class CondaRelease(NamedTuple):
     version: str
     python: tuple[str, ...]
     builds: Mapping[str, tuple[CondaBuild, ...]]  # platform -> its builds
     prov: Provenance
 
 
-@dataclass(frozen=True)
-class CondaForge:
+class CondaForge(NamedTuple):
     """conda-forge's own PyTorch builds (``conda_forge.yaml``), for conda environments."""
 
     channel: str  # a channel name ("conda-forge")
@@ -242,8 +232,7 @@ class ExtRelease:
         return (Version(self.version),)
 
 
-@dataclass(frozen=True)
-class ExtPackage:
+class ExtPackage(NamedTuple):
     """An extension package installed beside torch (``--with xformers``)."""
 
     name: str  # canonical

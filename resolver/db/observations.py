@@ -114,8 +114,7 @@ def _apply(rel: Release, obs: dict[str, Any], key: str, where: str) -> Release:
     platforms = dict(var.platforms)
     if "sass" in obs or "ptx" in obs:
         platforms[plat] = _arch(curated, obs, seen, key)
-    new = replace(
-        var,
+    new = var._replace(
         platforms=platforms,
         prov=_lost(seen, None, None, var.prov),
         cudnn=_pinned(var.cudnn, obs.get("cudnn"), seen),
