@@ -1,5 +1,5 @@
 """`python -m resolver` runs the gpuresolve CLI (handy from a checkout)."""
 
-from resolver.cli import entry
+from resolver.start import entry
 
 entry()

@@ -57,6 +57,7 @@ LAYERS: dict[str, int] = {
     "resolver.commands": COMMANDS,
     "resolver.cli": COMMANDS,
     "resolver.__main__": COMMANDS,
+    "resolver.start": COMMANDS,
 }
 
 # Scripts run by other interpreters (the user's, a container image's, a child's): no gpuresolve

@@ -144,3 +144,24 @@ def test_team_spec_packages_with_an_extension(
     # CUDA 12.6 library
     assert body[1:] == ["torch==2.14.1+cu126", "bitsandbytes==0.50.2"]
     assert run_cli(capsys, "lock", str(spec), "--check")[0] == 0
+
+
+def test_a_damaged_extensions_file_fails_only_where_it_is_read(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """extensions.yaml is parsed when an extension is asked for: a damaged one leaves torch's
+    own answers alone and is one line, exit 2, where it is read (never a traceback)."""
+    path = db / "extensions.yaml"
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    doc["packages"][0]["releases"][0]["builds"] = "not a list"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    code, out, err = run_cli(capsys, "suggest", *H100)
+    assert code == 0 and "torch==" in out, err
+    code, out, err = run_cli(capsys, "suggest", *H100, "--with", "bitsandbytes")
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert "extensions.yaml" in line and "Traceback" not in err
+    doc["packages"][0]["releases"][0] = ["not", "a", "mapping"]
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    code, _out, err = run_cli(capsys, "suggest", *H100, "--with", "xformers")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "extensions.yaml" in err

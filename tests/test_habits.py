@@ -262,6 +262,6 @@ def test_a_pyproject_without_our_table_is_not_parsed(
     )
     code, out, err = run_cli(capsys, "suggest", *RTX4090)
     assert code == 0 and _pick(out)[0] == "3.11", err
-    (project / "pyproject.toml").write_text('[tool.gpuresolve.defaults]\n[[[ broken\n')
+    (project / "pyproject.toml").write_text("[tool.gpuresolve.defaults]\n[[[ broken\n")
     code, out, err = run_cli(capsys, "suggest", *RTX4090)
     assert code == 2 and "not valid TOML" in err

@@ -11,9 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from resolver.core.platforms import PLATFORMS
 from resolver.core.versions import CC, canonical_name, cc_str
 from resolver.db.evidence import Provenance
@@ -67,6 +64,8 @@ def parse_extensions(
 
 
 def _release(r: Reader, sub: Callable[[str, Any], Reader], name: str) -> ExtRelease:
+    from packaging.version import InvalidVersion, Version
+
     version = r.req("version")
     try:
         Version(version)
@@ -83,6 +82,8 @@ def _release(r: Reader, sub: Callable[[str, Any], Reader], name: str) -> ExtRele
 
 
 def _build(r: Reader, sub: Callable[[str, Any], Reader]) -> ExtBuild:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     index = r.req("index")
     if index not in INDEXES:
         raise r.fail(f"'index' must be one of {', '.join(INDEXES)}, got {index!r}")

@@ -8,7 +8,7 @@ resolver/db/check.py's; choosing the directory and the cache are resolver/catalo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from resolver.core.errors import DataError, UserError
@@ -208,7 +208,7 @@ def _records(
         releases.extend(_series(_Reader("torch.yaml", f"series[{i}]", item)))
     releases.sort(key=lambda rel: rel.key, reverse=True)
     conda_forge = _conda_forge(cf_doc) if cf_doc is not None else None
-    extensions, cxx11_since = _extensions(raw.get("extensions.yaml"))
+    extensions, cxx11_since = _extensions(raw.get("extensions.yaml"), origin)
     return Catalog(
         sources=sources,
         toolkits=toolkits,
@@ -226,16 +226,55 @@ def _records(
     )
 
 
-def _extensions(doc: Any) -> tuple[dict[str, ExtPackage], str | None]:
-    """extensions.yaml's packages, where the database has the file."""
+def _extensions(doc: Any, origin: str) -> tuple[Mapping[str, ExtPackage], str | None]:
+    """extensions.yaml's packages (parsed when first looked at), where the database has the
+    file, and the first torch minor built with the C++11 ABI (read now)."""
     if doc is None:
         return {}, None
-    from resolver.db.extensions import parse_extensions
+    top = _Reader("extensions.yaml", "top level", doc)
+    abi = top.data.get("torch_cxx11_abi")
+    since = None if abi is None else _Reader("extensions.yaml", "torch_cxx11_abi", abi).req("since")
+    return _LazyExtensions(top, _Reader.kinds, origin), since
 
-    return parse_extensions(
-        _Reader("extensions.yaml", "top level", doc),
-        lambda where, data: _Reader("extensions.yaml", where, data),
-    )
+
+class _LazyExtensions(Mapping[str, ExtPackage]):
+    """extensions.yaml's packages, checked and built the first time one is looked up.
+
+    Only `--with` an extension, `db show` and `db check` look: parsing them (and importing
+    `packaging` to check their specifiers) was ~5 ms of every `suggest`. The checks are the
+    same, only later: a damaged file is a DataError naming the record when first read."""
+
+    def __init__(self, top: _Reader, kinds: Mapping[str, str], origin: str) -> None:
+        self._top, self._kinds, self._origin = top, kinds, origin
+        self._parsed: dict[str, ExtPackage] | None = None
+
+    def _packages(self) -> dict[str, ExtPackage]:
+        if self._parsed is None:
+            from resolver.db.extensions import parse_extensions
+
+            saved, _Reader.kinds = _Reader.kinds, self._kinds  # the grades of this load
+            try:
+                self._parsed = parse_extensions(
+                    self._top, lambda where, data: _Reader("extensions.yaml", where, data)
+                )[0]
+            except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+                # what the checks do not name is malformed all the same (as `catalog.load` says)
+                detail = " ".join(str(exc).split())[:200]
+                raise DataError(
+                    f"{self._origin}: malformed extensions.yaml ({type(exc).__name__}: {detail})"
+                ) from None
+            finally:
+                _Reader.kinds = saved
+        return self._parsed
+
+    def __getitem__(self, name: str) -> ExtPackage:
+        return self._packages()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packages())
+
+    def __len__(self) -> int:
+        return len(self._packages())
 
 
 def _merge_sources(sources: dict[str, Any], doc: _Reader) -> dict[str, Any]:
