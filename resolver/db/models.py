@@ -261,6 +261,11 @@ class Catalog:
     _name_index: dict[tuple[str, ...], GpuModel] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        """Index the GPU names, unless ``replace()`` carried a built index over: every replace
+        keeps ``gpus``, so the index stays true (one that changed them would pass
+        ``_name_index={}``)."""
+        if self._name_index:
+            return
         for gpu in self.gpus:
             for spelling in (gpu.name, *gpu.aliases):
                 self._name_index.setdefault(gpunames.name_words(spelling), gpu)

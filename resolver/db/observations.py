@@ -62,7 +62,7 @@ def apply_observations(catalog: Catalog, doc: Any, *, lenient: bool = False) -> 
             "kind": "observed",
         }
         releases[idx] = applied
-    return replace(catalog, sources=sources, releases=tuple(releases), _name_index={})
+    return replace(catalog, sources=sources, releases=tuple(releases))
 
 
 def _parse(entry: dict[str, Any], where: str) -> dict[str, Any]:
