@@ -3,9 +3,10 @@
 A fact's grade is its best source's kind, never above it; the solver trusts `documented` facts
 (observed, build-config, official) by default. This module holds the vocabulary, the provenance
 record every fact carries, and the grading of one build (the weakest of its own facts).
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations``: typing.NamedTuple would compile each string
+annotation on every start (see db/models.py).
+"""
 
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple

@@ -7,9 +7,10 @@ and the name table ``gpu_names.json``, generated from the PCI ID database by
 CC). The table is read only when the curated records cannot answer by themselves, so the usual
 exact name costs nothing. The words nvidia-smi appends for the board (form factor, memory) may
 follow a model's name; anything else is an unknown GPU rather than a wrong guess.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations``: typing.NamedTuple would compile each string
+annotation on every start (see db/models.py).
+"""
 
 import json
 import re

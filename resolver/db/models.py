@@ -2,9 +2,10 @@
 
 They are built from the parsed YAML on every start (the cache in resolver/db/cache.py holds only
 that plain data), so nothing outside this package can construct one behind the parser's checks.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: typing.NamedTuple compiles every string
+annotation into a ForwardRef, ~60 compiles (~1.5 ms) on every start; evaluated ones cost nothing.
+"""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -278,7 +279,7 @@ class Catalog:
             return mirror.rstrip("/") + "/" + variant
         return self.index_url_template.format(variant=variant)
 
-    def for_index(self, mirror: str | None) -> Catalog:
+    def for_index(self, mirror: str | None) -> "Catalog":
         """The releases a user of ``mirror`` (--pytorch-index; None: the database's own index)
         can install: every curated one or one the default index lists, and the mirror's own.
         A release only a mirror lists is never offered to someone who does not use it."""
