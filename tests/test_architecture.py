@@ -412,7 +412,7 @@ def test_checker_finds_probes_and_file_access_in_the_decision_layer() -> None:
 
 
 def test_checker_finds_an_unplaced_module_and_a_long_one() -> None:
-    graph = {"resolver.newthing": set(), "resolver.db.models": set()}
+    graph: dict[str, set[str]] = {"resolver.newthing": set(), "resolver.db.models": set()}
     found = violations(graph, {"resolver.db.models": MAX_LINES + 1}, _layers())
     assert found == [
         "resolver.newthing: in no layer (add its folder to LAYERS)",

@@ -104,7 +104,7 @@ def test_macos_lock_made_on_linux_leaves_out_linux_only_deps(
     assert "torch==2.8.0 \\" in req and "cuda-bindings" not in req
     text = (out / "pylock.toml").read_text()
     lock = Pylock.from_dict(tomlkit.parse(text).unwrap())
-    names = {p.name: p for p in lock.packages}
+    names = {str(p.name): p for p in lock.packages}
     assert sorted(names) == ["filelock", "torch"]
     assert str(names["torch"].version) == "2.8.0"
     wheel = (names["torch"].wheels or [])[0]

@@ -22,7 +22,7 @@ jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-RTX4090 = ("--gpu", "RTX 4090", "--driver", "550.54.15", "--python", "3.12")
+RTX4090: tuple[str, ...] = ("--gpu", "RTX 4090", "--driver", "550.54.15", "--python", "3.12")
 RTX4090 += ("--platform", "linux-x86_64")
 H100_HOST = FIXTURES / "host" / "h100_driver580_cli" / "detect.json"
 

@@ -11,7 +11,11 @@ from cli_support import run_cli
 from resolver.readers.lockfile import read as read_pins
 
 ROOT = Path(__file__).resolve().parent.parent / "environments"
-EXAMPLES = {"research-lab": [], "dev-cpu-mac": [], "gpu-cluster": []}  # splits recorded: no flags
+EXAMPLES: dict[str, list[str]] = {
+    "research-lab": [],
+    "dev-cpu-mac": [],
+    "gpu-cluster": [],
+}  # splits recorded: no flags
 INPUTS = ("hosts", "clusters")  # the examples' detect files and node lists, beside the specs
 
 
