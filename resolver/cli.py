@@ -12,12 +12,15 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from resolver import __version__
 from resolver.core.errors import EXIT_INTERNAL, GpuresolveError, exit_code
+
+if TYPE_CHECKING:
+    from resolver.core.documents.reports import ErrorDoc
 
 # command name -> "module:attribute"
 COMMANDS = {
@@ -228,7 +231,8 @@ def _error(message: str, code: int, as_json: bool) -> int:
         import json
 
         with suppress(OSError, ValueError):
-            sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
+            doc: ErrorDoc = {"error": {"code": code, "message": message}}
+            sys.stdout.write(json.dumps(doc) + "\n")
     return code
 
 

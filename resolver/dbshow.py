@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import Catalog, Provenance, Release, Variant
 from resolver.core.platforms import PLATFORMS, PythonVersion
 from resolver.core.versions import cc_str
 from resolver.db.evidence import GRADE_TEXT, GRADES
 from resolver.db.extensions import describe as describe_extensions
+
+if TYPE_CHECKING:
+    from resolver.core.documents.reports import DbShowDoc
 
 PYPI_MARK = "*"  # the build the Python Package Index carries for that platform
 UNCONFIRMED_MARK = "?"  # its architecture list (or the variant) is not documented (weaker grade)
@@ -213,7 +216,7 @@ def _packages_text(cat: Catalog) -> list[str]:
     return lines
 
 
-def show_json(cat: Catalog) -> dict[str, Any]:
+def show_json(cat: Catalog) -> DbShowDoc:
     """The same, complete, as a JSON document (keys stable)."""
 
     def variant_json(var: Variant) -> dict[str, Any]:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
 from resolver.core.versions import cc_str
 from resolver.solve import GPU_KINDS, Candidate, Decision, Target
 from resolver.solve.extensions import requirement
+
+if TYPE_CHECKING:  # types only: suggest imports nothing more at run time
+    from resolver.core.documents.decision import (
+        BuildJson,
+        DecisionJson,
+        EvidenceFactJson,
+        TargetJson,
+    )
 
 
 def pip_command(catalog: Catalog, cand: Candidate, pytorch_index: str | None = None) -> str:
@@ -26,7 +34,7 @@ def extension_command(catalog: Catalog, cand: Candidate, python: str) -> str | N
     return "pip install " + " ".join(shlex.quote(r) for r in reqs)
 
 
-def target_json(target: Target) -> dict[str, Any]:
+def target_json(target: Target) -> TargetJson:
     return {
         "name": target.name,
         "platform": target.platform,
@@ -41,7 +49,7 @@ def target_json(target: Target) -> dict[str, Any]:
 
 def candidate_json(
     catalog: Catalog, cand: Candidate, pytorch_index: str | None = None, python: str | None = None
-) -> dict[str, Any]:
+) -> BuildJson:
     var = cand.variant
     return {
         "torch": cand.release.version,
@@ -78,7 +86,7 @@ def candidate_json(
     }
 
 
-def evidence_detail(cand: Candidate) -> list[dict[str, Any]]:
+def evidence_detail(cand: Candidate) -> list[EvidenceFactJson]:
     """fact -> grade -> source keys, and whether it decides (sets `evidence`) or only describes."""
     return [
         {
@@ -119,7 +127,7 @@ def described_line(cand: Candidate) -> str | None:
 
 def decision_json(
     catalog: Catalog, decision: Decision, pytorch_index: str | None = None
-) -> dict[str, Any]:
+) -> DecisionJson:
     sel = decision.selection
     py = decision.target.python
     return {

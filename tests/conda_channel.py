@@ -112,11 +112,11 @@ def forge_packages(
             pkgs.append(Pkg(sub, "python", f"{python}.11", "h0_0_cpython"))
         builds: list[tuple[str, int, tuple[str, ...]]] = [("cpu_generic", 2, ())]
         for version in cuda.get(sub, ()):
-            major = int(version.split(".")[0])
-            deps = ["__cuda", f"cuda-version >={major}.0,<{major + 1}"]
-            if sub.startswith("linux") and major >= 13:
-                deps.append("__glibc >=2.28")
-            builds.append((f"cuda{version.replace('.', '')}_generic", 202, tuple(deps)))
+            cuda_major = int(version.split(".")[0])
+            needs = ["__cuda", f"cuda-version >={cuda_major}.0,<{cuda_major + 1}"]
+            if sub.startswith("linux") and cuda_major >= 13:
+                needs.append("__glibc >=2.28")
+            builds.append((f"cuda{version.replace('.', '')}_generic", 202, tuple(needs)))
         for prefix, number, deps in builds:
             lib_build = f"{prefix}_h0_{number}"
             pkgs.append(Pkg(sub, "libtorch", torch, lib_build, number, depends=deps))

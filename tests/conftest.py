@@ -242,7 +242,7 @@ TOOL_PREFIXES = ("PIP_", "UV_")
 STARTING_ENV = dict(os.environ)
 
 
-def scrubbed_env(environ: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
+def scrubbed_env(environ: Mapping[str, str] | None = None, /, **extra: str) -> dict[str, str]:
     """``environ`` (default: os.environ) without any PIP_*/UV_* variable, with pip reading no
     configuration file (PIP_CONFIG_FILE is the null device) and uv none either, plus ``extra``."""
     source = os.environ if environ is None else environ

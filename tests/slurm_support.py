@@ -206,7 +206,7 @@ def slurm_cluster(nodes: Sequence[Node], env: dict[str, str]) -> Iterator[Cluste
         def idle() -> bool:
             for proc in procs:
                 if proc.poll() is not None:
-                    raise AssertionError(f"a Slurm daemon exited ({proc.args}){cluster.tail()}")
+                    raise AssertionError(f"a Slurm daemon exited ({proc.args!r}){cluster.tail()}")
             done = subprocess.run(
                 [_exe("sinfo"), "-h", "-N", "-o", "%N %t"], env=full_env, capture_output=True,
                 text=True, timeout=10,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,7 @@ CORE, IO, DATA, DECISION, EFFECTS, FLOWS, COMMANDS = range(7)
 LAYERS: dict[str, int] = {
     "resolver": CORE,  # the package's __init__: the version string only
     "resolver.core": CORE,  # errors, versions, platforms, the host profile record
+    "resolver.core.documents": CORE,  # the --json documents' TypedDicts (types only)
     "resolver.standalone": CORE,  # scripts for other interpreters: they import nothing of ours
     "resolver.io": IO,  # HTTP, remote zip, bounded readers, atomic writes
     "resolver.db": DATA,
@@ -298,7 +300,7 @@ def test_commands_keep_to_options_exit_codes_and_output() -> None:
 def test_every_standalone_script_has_its_own_python_target() -> None:
     import tomlkit  # a runtime dependency; tomllib is Python 3.11+
 
-    config = tomlkit.parse((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    config: Any = tomlkit.parse((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     targets = config["tool"]["ruff"]["per-file-target-version"]
     files = {f"{m.replace('.', '/')}.py" for m in STANDALONE}
     assert files <= set(targets), sorted(files - set(targets))
@@ -412,7 +414,7 @@ def test_checker_finds_probes_and_file_access_in_the_decision_layer() -> None:
 
 
 def test_checker_finds_an_unplaced_module_and_a_long_one() -> None:
-    graph = {"resolver.newthing": set(), "resolver.db.models": set()}
+    graph: dict[str, set[str]] = {"resolver.newthing": set(), "resolver.db.models": set()}
     found = violations(graph, {"resolver.db.models": MAX_LINES + 1}, _layers())
     assert found == [
         "resolver.newthing: in no layer (add its folder to LAYERS)",

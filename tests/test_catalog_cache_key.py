@@ -11,6 +11,7 @@ import os
 import pickle
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_support import run_cli
@@ -162,8 +163,9 @@ def test_a_deep_or_oversized_cache_is_a_miss(
 
 
 def _user_observation(sass: list[str]) -> None:
+    from wheel_support import real_wheels
+
     from resolver.observe import store
-    from tests.wheel_support import real_wheels
 
     wheel = "torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl"
     entry = {
@@ -180,7 +182,9 @@ def _sass_280(cat: catalog_mod.Catalog) -> tuple[tuple[int, int], ...]:
     rel = cat.release("2.8.0")
     assert rel is not None
     var = next(v for v in rel.variants if v.name == "cu128")
-    return var.platforms["linux-x86_64"].sass
+    arches = var.platforms["linux-x86_64"]
+    assert arches is not None
+    return arches.sass
 
 
 def test_user_observations_are_cached_and_no_yaml_is_read_once_cached(
@@ -231,8 +235,9 @@ def test_a_planted_overlay_in_the_cache_is_validated_like_the_file(
 def test_lenient_observations_skip_bad_entries_and_apply_the_rest() -> None:
     """The user's file is checked entry by entry (the catalog is built once after them all):
     what a strict load of the good entries gives, whatever bad entries sit between them."""
+    from wheel_support import real_wheels
+
     from resolver.db.observations import apply_observations
-    from tests.wheel_support import real_wheels
 
     shipped = catalog_mod.load(catalog_mod.shipped_data_dir())
     wheel = "torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl"
@@ -269,9 +274,12 @@ def test_a_fresh_home_reads_the_snapshot_not_the_yaml(
     monkeypatch.setenv("GPURESOLVE_CACHE_DIR", str(tmp_path / "empty-cache"))
     parsed: list[Path] = []
     real = catalog_mod._read_yaml
-    monkeypatch.setattr(
-        catalog_mod, "_read_yaml", lambda p, **kw: parsed.append(p) or real(p, **kw)
-    )
+
+    def counted(p: Path, **kw: Any) -> Any:
+        parsed.append(p)
+        return real(p, **kw)
+
+    monkeypatch.setattr(catalog_mod, "_read_yaml", counted)
     data = catalog_mod.shipped_data_dir()
     from_snapshot = catalog_mod.load(data)
     assert parsed == []

@@ -10,13 +10,13 @@ import json
 from typing import Any
 
 import pytest
+from cli_support import run_cli
 
 from resolver import catalog as catalog_mod
 from resolver.core.errors import DataError
 from resolver.db.check import check as db_check
 from resolver.db.evidence import Provenance, make_provenance, trusted
 from resolver.db.observations import apply_observations
-from tests.cli_support import run_cli
 
 LINUX = ("--platform", "linux-x86_64", "--python", "3.12")
 WINDOWS = ("--platform", "windows-x86_64", "--python", "3.12")

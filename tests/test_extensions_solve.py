@@ -4,6 +4,7 @@ five machines, each a set that runs or a refusal naming the package and why."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from cli_support import run_cli
@@ -17,13 +18,15 @@ MACHINES = {
 }
 
 
-def suggest(capsys: pytest.CaptureFixture[str], machine: str, *extra: str) -> tuple[int, dict]:
+def suggest(
+    capsys: pytest.CaptureFixture[str], machine: str, *extra: str
+) -> tuple[int, dict[str, Any]]:
     args = ["suggest", *MACHINES[machine], "--python", "3.12", "--json", *extra]
     code, out, _err = run_cli(capsys, *args)
     return code, json.loads(out)
 
 
-def chosen(doc: dict) -> dict[str, str]:
+def chosen(doc: dict[str, Any]) -> dict[str, str]:
     sel = doc["selection"]
     return {"torch": f"{sel['torch']}+{sel['variant']}"} | {
         e["package"]: e["version"] for e in sel["extensions"]
@@ -39,7 +42,7 @@ def chosen(doc: dict) -> dict[str, str]:
     ],
 )
 def test_xformers_needs_a_cuda12_torch(
-    capsys: pytest.CaptureFixture[str], machine: str, want: dict
+    capsys: pytest.CaptureFixture[str], machine: str, want: dict[str, str]
 ) -> None:
     code, doc = suggest(capsys, machine, "--with", "xformers")
     assert code == 0

@@ -393,7 +393,7 @@ def test_team_lock_json_keys_the_cpu_set_apart(
 ) -> None:
     import json
 
-    from tests.cli_support import run_cli
+    from cli_support import run_cli
 
     path = tmp_path / "ci.yaml"
     path.write_text(CI_SPEC)

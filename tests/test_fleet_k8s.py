@@ -247,7 +247,9 @@ def test_single_arm64_set_says_how_to_build(
 # `partition, environment notin (qa)`.
 
 
-def _pod(*terms: list[dict[str, Any]], node_selector: dict[str, str] | None = None) -> dict:
+def _pod(
+    *terms: list[dict[str, Any]], node_selector: dict[str, str] | None = None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "affinity": {
             "nodeAffinity": {
@@ -262,7 +264,7 @@ def _pod(*terms: list[dict[str, Any]], node_selector: dict[str, str] | None = No
     return spec
 
 
-def _admits(pod: dict, labels: dict[str, str], name: str = "n") -> bool:
+def _admits(pod: dict[str, Any], labels: dict[str, str], name: str = "n") -> bool:
     return k8s_selector.pod_admits(pod, name, labels)
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_support import run_cli
@@ -29,12 +30,12 @@ FAULTY = {
 }
 
 
-def _report(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict, str]:
+def _report(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any], str]:
     code, out, err = run_cli(capsys, "fleet", "report", "--json", *args)
     return code, (json.loads(out) if out else {}), err
 
 
-def _outliers(doc: dict) -> dict[str, dict]:
+def _outliers(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {o["node"]: o for g in doc["groups"] for o in g["outliers"]}
 
 
@@ -122,7 +123,7 @@ def test_expect_names_missing_nodes(capsys: pytest.CaptureFixture[str], tmp_path
     (tmp_path / "a.json").write_text(json.dumps(doc), encoding="utf-8")
     lockdir = tmp_path / "lock"
     lockdir.mkdir()
-    plan = {"fleet": 1, "groups": [{"group": "h100", "nodes": ["gpu-a", "gpu-b"]}]}  # JSON: YAML
+    plan: dict[str, Any] = {"fleet": 1, "groups": [{"group": "h100", "nodes": ["gpu-a", "gpu-b"]}]}
     (lockdir / fleet_report.PLAN_FILE).write_text(
         json.dumps(plan), encoding="utf-8"
     )  # JSON is YAML
@@ -174,7 +175,7 @@ def test_verify_identity(tmp_path: Path) -> None:
     env = {"SLURMD_NODENAME": "node-7", "GPURESOLVE_NODE_NAME": "bad name"}
     assert node_name(env) == "node-7"
     assert node_name({**env, "GPURESOLVE_NODE_NAME": "k8s-gpu-1"}) == "k8s-gpu-1"
-    data: dict = {"host": None}
+    data: Any = {"host": None}  # a partial report: only what add_identity reads
     add_identity(data, "gpu-cluster/linux-x86_64", env)
     assert data["host"]["node"] == "node-7" and data["group"] == "gpu-cluster/linux-x86_64"
     assert "hostname" in data["host"]

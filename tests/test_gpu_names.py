@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from cli_support import run_cli
 
 from resolver import catalog as catalog_mod
 from resolver.catalog import Catalog
@@ -18,7 +19,6 @@ from resolver.core.hostprofile import GpuInfo, HostProfile
 from resolver.db import gpunames
 from resolver.host import smi
 from resolver.solve.inputs import target_from_profile
-from tests.cli_support import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures"

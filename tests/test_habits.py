@@ -31,9 +31,10 @@ def _commands() -> list[tuple[str, click.Command]]:
         assert command is not None
         if isinstance(command, click.Group):
             sub = click.Context(command)
-            out += [
-                (f"{name} {n}", command.get_command(sub, n)) for n in command.list_commands(sub)
-            ]  # type: ignore[misc]
+            for n in command.list_commands(sub):
+                child = command.get_command(sub, n)
+                assert child is not None
+                out.append((f"{name} {n}", child))
         else:
             out.append((name, command))
     return out
@@ -168,10 +169,11 @@ def test_progress_line_only_for_long_steps_on_a_terminal(monkeypatch: pytest.Mon
     assert "\rresolving the closure… 1s" in shown and shown.endswith("\r\033[K")  # erased
     assert _steps(monkeypatch, 0.2) == ""  # under a second: nothing
     assert _steps(monkeypatch, 1.4, "CI") == ""  # a CI log: nothing
-    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
     with ui.step("x"):  # not a terminal: nothing
         time.sleep(1.2)
-    assert sys.stderr.getvalue() == ""
+    assert err.getvalue() == ""
 
 
 def test_quiet_stops_progress(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -80,7 +80,8 @@ def h100_root(root: Path, *, dev: bool = True) -> Path:
 
 def same_as_recorded(profile: HostProfile, rel: str) -> None:
     """Equal to a recorded `detect` output, except the advice, whose wording may improve."""
-    got, want = profile.to_json(), load(rel)
+    got: dict[str, Any] = dict(profile.to_json())
+    want = load(rel)
     got.pop("messages"), want.pop("messages")
     for key, empty in ADDED_SINCE_RECORDING.items():  # the JSON only gains keys
         if key not in want:

@@ -25,7 +25,8 @@ GOOD: dict[str, Any] = {
 
 
 def edited(**changes: Any) -> dict[str, Any]:
-    return json.loads(json.dumps({**GOOD, **changes}))  # a deep copy
+    copy: dict[str, Any] = json.loads(json.dumps({**GOOD, **changes}))  # a deep copy
+    return copy
 
 
 def test_a_good_file_reads_back() -> None:

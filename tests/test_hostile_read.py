@@ -179,6 +179,30 @@ def test_a_detect_folder_with_a_bidi_name_writes_nothing(
     assert not (tmp_path / "out").exists()
 
 
+def test_a_detect_folder_over_its_caps_fails_before_any_file_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count is checked while the folder is listed (a folder of millions of entries is not
+    listed whole first) and the sizes before any file is parsed: exit 2, nothing written."""
+    from resolver.host import records
+
+    monkeypatch.setattr(records, "MAX_DETECT_FILES", 3)
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    for i in range(4):
+        (fleet / f"h{i}.json").write_text("not json: never parsed")
+    (fleet / "notes.txt").write_text("not a detect file")
+    spec = tmp_path / "team.yaml"
+    spec.write_text(GOOD_SPEC.replace("{name: x, no_gpu: true}", "detect: fleet/"))
+    code, _, err = run_cli(capsys, "lock", str(spec), "-o", str(tmp_path / "out"))
+    assert code == 2 and "more than 3 detect files" in one_error(err)
+    (fleet / "h3.json").unlink()
+    (fleet / "h2.json").write_bytes(b" " * (records.MAX_DETECT_FILE_BYTES + 1))
+    code, _, err = run_cli(capsys, "lock", str(spec), "-o", str(tmp_path / "out"))
+    assert code == 2 and "h2.json" in one_error(err) and "cap 1 MiB" in err
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(
     ("label", "value"),
     [

@@ -20,7 +20,7 @@ import sys
 import threading
 import urllib.parse
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,9 @@ def build_wheel(directory: Path, name: str, version: str, requires: Sequence[str
 
 
 def stub_wheels(directory: Path) -> list[Path]:
-    pins = lambda libs: [f"{n}=={v}" for n, v in libs.items()]  # noqa: E731
+    def pins(libs: Mapping[str, str]) -> list[str]:
+        return [f"{n}=={v}" for n, v in libs.items()]
+
     wheels = [
         build_wheel(directory, "torch", "2.14.1+cu126", [*pins(CU12), "filelock"]),
         build_wheel(directory, "torch", "2.14.1+cu130", [*pins(CU13), "filelock"]),

@@ -33,7 +33,8 @@ targets:
 
 
 def nodes() -> dict[str, Any]:
-    return json.loads(FIXTURE.read_text(encoding="utf-8"))
+    doc: dict[str, Any] = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    return doc
 
 
 def by_name(doc: dict[str, Any], name: str) -> dict[str, Any]:

@@ -269,7 +269,7 @@ def test_conda_lock_parses_every_file(
     assert ("cuda129_generic_py312" in explicit) == (source == "conda-forge")
 
 
-def _conda_lock_hashes(out: Path, mapping: Path) -> dict[str, str]:
+def _conda_lock_hashes(out: Path, mapping: Path) -> dict[str, list[str]]:
     """The content hashes conda-lock itself computes for the files gpuresolve wrote."""
     from conda_lock.content_hash import backwards_compatible_content_hashes
     from conda_lock.src_parser import make_lock_spec

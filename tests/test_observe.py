@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_support import run_cli, write_db
+from wheel_support import WheelServer, real_wheels, serve_wheels, torch_wheel
 
 from resolver import catalog as catalog_mod
 from resolver.core.errors import UserError
 from resolver.observe import compare, store
 from resolver.observe.entries import runtime_entry
 from resolver.observe.runtime import record_verified
-from tests.cli_support import run_cli, write_db
-from tests.wheel_support import WheelServer, real_wheels, serve_wheels, torch_wheel
 
 W280 = "torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl"
 PROBE = Path(__file__).parent / "fixtures" / "verify" / "h100_torch211_cu130" / "probe.json"

@@ -60,3 +60,16 @@ def test_lint_and_type_tools_are_pinned_exactly() -> None:
     for tool in ("ruff", "mypy"):
         pins = [r for r in test_extra if r.split("=")[0].split(">")[0].strip() == tool]
         assert pins and pins[0].startswith(f"{tool}=="), pins
+
+
+def test_mypy_checks_the_tests_as_strictly_as_the_code() -> None:
+    """`.ci/run` runs mypy with no paths, so pyproject.toml's `files` decide what it checks: the
+    tests too, with no override that loosens strict mode for them."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    mypy = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
+    assert mypy["strict"] is True and {"resolver", "tests"} <= set(mypy["files"])
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    [line] = [line.split() for line in ci.splitlines() if "-m mypy" in line]
+    assert not set(PATHS) & set(line)  # a path given there would override `files`
+    for override in mypy.get("overrides", []):
+        assert set(override) <= {"module", "ignore_missing_imports"}, override  # untyped deps only

@@ -22,7 +22,7 @@ jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-RTX4090 = ("--gpu", "RTX 4090", "--driver", "550.54.15", "--python", "3.12")
+RTX4090: tuple[str, ...] = ("--gpu", "RTX 4090", "--driver", "550.54.15", "--python", "3.12")
 RTX4090 += ("--platform", "linux-x86_64")
 H100_HOST = FIXTURES / "host" / "h100_driver580_cli" / "detect.json"
 
@@ -125,7 +125,11 @@ def test_team_lock_and_check(capsys: pytest.CaptureFixture[str], tmp_path: Path)
 
 @pytest.mark.parametrize(
     "args",
-    [RTX4090, ("nvcr.io/nvidia/pytorch:25.12-py3", "--gpu", "H100", "--driver", "580.65.06")],
+    [
+        RTX4090,
+        ("nvcr.io/nvidia/pytorch:25.12-py3", "--gpu", "H100", "--driver", "580.65.06"),
+        ("--gpu", "GTX 680", "--driver", "470.82.01"),  # no image runs: image, contents null
+    ],
 )
 def test_image(capsys: pytest.CaptureFixture[str], args: tuple[str, ...]) -> None:
     code, doc = _json(capsys, "image", "--json", *args)
@@ -225,3 +229,25 @@ def test_rejection_kinds_are_the_solvers() -> None:
         schema = schemas.load(name)
         enum = schema["$defs"]["rejected"]["properties"]["kinds"]["items"]["enum"]
         assert enum == list(get_args(ReasonKind)), name
+
+
+def test_a_database_without_its_date(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database whose torch.yaml has no `updated:` loads: its date is null in every document
+    that names it, and the schemas say it may be."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "data", data)
+    torch_yaml = data / "torch.yaml"
+    text = torch_yaml.read_text(encoding="utf-8")
+    torch_yaml.write_text(re.sub(r"(?m)^updated:.*\n", "", text), encoding="utf-8")
+    monkeypatch.setenv("GPURESOLVE_DATA_DIR", str(data))
+    monkeypatch.setenv("GPURESOLVE_CACHE_DIR", str(tmp_path / "cache"))
+    code, doc = _json(capsys, "suggest", "--json", *RTX4090)
+    assert code == 0 and isinstance(doc, dict) and doc["database"]["updated"] is None
+    assert_schema("suggest", doc)
+    code, doc = _json(capsys, "db", "show", "--json")
+    assert code == 0 and isinstance(doc, dict) and doc["updated"] is None
+    assert_schema("db-show", doc)

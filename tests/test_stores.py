@@ -172,7 +172,7 @@ def _one_line_exit_2(done: subprocess.CompletedProcess[str]) -> None:
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
 
 
-LOCK_ARGS = ("lock", "--top-level", "--driver", "570.124.06", "--gpu", "8.6")
+LOCK_ARGS: tuple[str, ...] = ("lock", "--top-level", "--driver", "570.124.06", "--gpu", "8.6")
 LOCK_ARGS += ("--platform", "linux-x86_64")  # top-level: the disk, not an index, is under test
 
 

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
-from cli_support import run_cli
+from cli_support import assert_schema, run_cli
 
 from resolver.readers.lockfile import read as read_pins
 
 ROOT = Path(__file__).resolve().parent.parent / "environments"
-EXAMPLES = {"research-lab": [], "dev-cpu-mac": [], "gpu-cluster": []}  # splits recorded: no flags
+EXAMPLES: dict[str, list[str]] = {
+    "research-lab": [],
+    "dev-cpu-mac": [],
+    "gpu-cluster": [],
+}  # splits recorded: no flags
 INPUTS = ("hosts", "clusters")  # the examples' detect files and node lists, beside the specs
 
 
@@ -136,6 +141,11 @@ def test_files_no_longer_generated_are_removed_when_recorded(
     _drop_mac(spec)
     code, _, err = run(capsys, "lock", str(spec), "--check")
     assert code == 1 and "macos-arm64/requirements.txt" in err
+    code, out, _ = run(capsys, "lock", str(spec), "--check", "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["check"] == "drift" and doc["files"]
+    assert all(f["status"] == "removed" and f["changes"] == [] for f in doc["files"])
+    assert_schema("lock-check", doc)  # each file listed as --check lists files: with changes
     code, out, _ = run(capsys, "lock", str(spec))
     assert code == 0 and f"removed {mac}" in out
     assert not mac.parent.exists() and notes.read_text() == "team notes\n"

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import run_cli
+from test_evidence import picked, suggest
 
 from resolver import catalog as catalog_mod
 from resolver.db.check import check as db_check
-from tests.cli_support import run_cli
-from tests.test_evidence import picked, suggest
 
 LINUX = ("--platform", "linux-x86_64")
 WINDOWS = ("--platform", "windows-x86_64")

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_support import run_cli
@@ -67,7 +68,7 @@ def test_recorded_h200_run_passes_three_and_names_the_mismatched_xformers() -> N
     assert before["reason"].startswith("xformers: 0.0.35: the operation failed: NotImplemented")
 
 
-def _extensions_check(path: Path) -> dict[str, object]:
+def _extensions_check(path: Path) -> dict[str, Any]:
     doc = json.loads(path.read_text())
     assert doc["torch"] == "2.11.0+cu130"
     (check,) = [c for c in doc["checks"] if c["id"] == "extensions"]

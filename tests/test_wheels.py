@@ -11,6 +11,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_support import assert_schema, run_cli
+from wheel_support import (
+    real_wheels,
+    serve_wheels,
+    torch_wheel,
+    version_py,
+    zip64_wheel,
+)
 
 from resolver.io import ReadError
 from resolver.io.ranges import FileSource, open_source
@@ -23,14 +31,6 @@ from resolver.wheels.torchwheel import (
     scan_arch_strings,
     token_cc,
 )
-from tests.cli_support import assert_schema, run_cli
-from tests.wheel_support import (
-    real_wheels,
-    serve_wheels,
-    torch_wheel,
-    version_py,
-    zip64_wheel,
-)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 W280 = "torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl"
@@ -41,7 +41,7 @@ CU128_PINS = [
     'triton==3.4.0; platform_system == "Linux" and platform_machine == "x86_64"',
 ]
 # What the recorded real wheels carry: (version, cuda, sass, ptx).
-EXPECTED = {
+EXPECTED: dict[str, tuple[str, str | None, list[str], list[str]]] = {
     "torch-2.0.1-cp310-cp310-manylinux1_x86_64.whl": (
         "2.0.1+cu117",
         "11.7",
@@ -198,7 +198,7 @@ def test_cpu_wheel_reports_no_cuda_and_skips_the_library(tmp_path: Path) -> None
 
 
 def test_zip64_wheel(tmp_path: Path) -> None:
-    from tests.wheel_support import library
+    from wheel_support import library
 
     arch = b"\x00" + " ".join(SASS_280).encode() + b"\x00"
     members = {

@@ -15,7 +15,7 @@ from resolver.commands.params import SafePath
 from resolver.commands.ui import note
 
 if TYPE_CHECKING:
-    pass
+    from resolver.core.documents.reports import DbCheckDoc
 
 _DATA_OPTION = click.option(
     "--data",
@@ -47,20 +47,19 @@ def check(data_dir: str | None, as_json: bool) -> None:
     cat = catalog_mod.load(Path(data_dir) if data_dir else None)
     problems = problems_of(cat)
     if as_json:
-        emit_json(
-            {
-                "ok": not problems,
-                "origin": str(cat.origin),
-                "updated": cat.updated,
-                "problems": list(problems),
-                "counts": {
-                    "releases": len(cat.releases),
-                    "toolkits": len(cat.toolkits),
-                    "gpus": len(cat.gpus),
-                    "sources": len(cat.sources),
-                },
-            }
-        )
+        doc: DbCheckDoc = {
+            "ok": not problems,
+            "origin": str(cat.origin),
+            "updated": cat.updated,
+            "problems": list(problems),
+            "counts": {
+                "releases": len(cat.releases),
+                "toolkits": len(cat.toolkits),
+                "gpus": len(cat.gpus),
+                "sources": len(cat.sources),
+            },
+        }
+        emit_json(doc)
         sys.exit(1 if problems else 0)
     for problem in problems:
         click.echo(problem)

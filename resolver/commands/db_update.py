@@ -19,6 +19,7 @@ from resolver.commands.ui import note, progress_allowed
 from resolver.dbupdate import DEFAULT_PYTORCH_INDEX, PYTORCH_INDEX_ENV
 
 if TYPE_CHECKING:
+    from resolver.core.documents.reports import DbUpdateDone, DbUpdateFailed
     from resolver.dbupdate.collect import ProgressBar
 
 __all__ = ["update"]
@@ -144,25 +145,30 @@ def update(
     except (UpdateError, ReadError, IndexFormatError) as exc:
         click.echo(f"gpuresolve: db update failed: {exc}; the database is unchanged", err=True)
         if as_json:
-            emit_json({"ok": False, "error": str(exc), "changed": False, "written": False})
+            failed: DbUpdateFailed = {
+                "ok": False,
+                "error": str(exc),
+                "changed": False,
+                "written": False,
+            }
+            emit_json(failed)
         sys.exit(1)
     click.echo(f"{outcome.requests} requests", err=True)
     if as_json:
-        emit_json(
-            {
-                "ok": True,
-                "changed": outcome.summary.changed,
-                "written": outcome.written,
-                "dry_run": dry_run,
-                "base": str(outcome.base),
-                "target": str(outcome.target),
-                "pypi_read": outcome.pypi_read,
-                "requests": outcome.requests,
-                "changes": outcome.summary.as_json(),
-                "extension_pages_read": outcome.extensions_read,
-                "extension_wheels_read": outcome.extension_wheels,
-            }
-        )
+        done: DbUpdateDone = {
+            "ok": True,
+            "changed": outcome.summary.changed,
+            "written": outcome.written,
+            "dry_run": dry_run,
+            "base": str(outcome.base),
+            "target": str(outcome.target),
+            "pypi_read": outcome.pypi_read,
+            "requests": outcome.requests,
+            "changes": outcome.summary.as_json(),
+            "extension_pages_read": outcome.extensions_read,
+            "extension_wheels_read": outcome.extension_wheels,
+        }
+        emit_json(done)
         sys.exit(0)
     for line in outcome.summary.lines():
         click.echo(line)

@@ -12,6 +12,7 @@ from resolver.commands.ui import note, warning
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
+    from resolver.core.documents.reports import DetectDoc
 
 
 class _LazyCatalog:
@@ -80,8 +81,7 @@ def detect(as_json: bool) -> None:
         )
     topo = _topology(profile)
     if as_json:
-        data = profile.to_json()
-        data["topology"] = topo
+        data: DetectDoc = {**profile.to_json(), "topology": topo}
         emit_json(data)
         return
     from resolver.host.detection import lost_note

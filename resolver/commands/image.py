@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +12,7 @@ from resolver.commands.config import standard_options
 from resolver.commands.ui import note
 
 if TYPE_CHECKING:
+    from resolver.core.documents.decision import ImageDoc
     from resolver.images.evaluate import Contents, Report
 
 
@@ -80,14 +81,14 @@ def run_line(image: str) -> str:
     return f"docker run --gpus all -it --rm {image}"
 
 
-def report_json(report: Report) -> dict[str, Any]:
+def report_json(report: Report) -> ImageDoc:
     from resolver.render import target_json
 
     sug = report.suggestion
     return {
         "image": report.image,
         "contents": report.contents.to_json() if report.contents else None,
-        "runs": report.runs,
+        "runs": bool(report.runs),  # None only until judged: every printed report is
         "forward_compat": report.forward_compat,
         "reasons": report.reasons,
         "evidence": [e.to_json() for e in report.evidence],

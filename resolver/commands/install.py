@@ -25,6 +25,7 @@ from resolver.core.platforms import PYTHON_RE
 from resolver.flows import install as flow
 
 if TYPE_CHECKING:
+    from resolver.core.documents.decision import InstalledJson, PlanJson
     from resolver.install.env import EnvInfo, Tools
     from resolver.install.plan import Plan
 
@@ -96,7 +97,7 @@ def install(
     here = host_platform.probe().platform
     say = _sayer(dry_run, as_json)
     staged: str | None = None
-    plan_json: dict[str, object] | None = None
+    plan_json: PlanJson | None = None
     try:
         if lock_file:
             used = [f for f in (*target.given(), *request.given()) if f != "--python"]
@@ -142,7 +143,7 @@ def install(
             shutil.rmtree(Path(staged).parent, ignore_errors=True)
     if no_verify:
         if as_json:
-            outcome: dict[str, object] = {"installed": True, "verify": None}
+            outcome: InstalledJson = {"installed": True, "verify": None}
             emit_json({"ok": True, "dry_run": False, "plan": plan_json, "outcome": outcome})
             sys.exit(0)
         click.echo("installed (not verified: --no-verify)")
@@ -150,7 +151,7 @@ def install(
     if as_json:
         code, report, said = flow.run_verify_json(env.python, lock_file)
         sys.stderr.write(said)
-        verified: dict[str, object] = {
+        verified: InstalledJson = {
             "installed": True,
             "verify": {"exit_code": code, "report": report},
         }
@@ -212,7 +213,7 @@ def _decision_plan(
     return flow.decision_plan(catalog, sel, env, tools, installer, pytorch_index, target.python)
 
 
-def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
+def _execute(plan: Plan, plan_json: PlanJson | None = None) -> None:
     """Run the steps in order; the first failure ends the command with exit status 1.
 
     ``plan_json`` (--json): the installers' output goes to stderr and a failure is reported
@@ -236,8 +237,7 @@ def _execute(plan: Plan, plan_json: dict[str, object] | None = None) -> None:
         err=True,
     )
     if plan_json is not None:
-        outcome = {"installed": False, "failed_step": failed.purpose, **failed.to_json()}
-        emit_json({"ok": False, "dry_run": False, "plan": plan_json, "outcome": outcome})
+        emit_json({"ok": False, "dry_run": False, "plan": plan_json, "outcome": failed.to_json()})
     sys.exit(1)
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -18,7 +19,42 @@ from resolver.flows.lock import Single
 from resolver.flows.output import Checked, FileStatus, OutputFolder
 from resolver.writers import lockfiles
 
-__all__ = ["say_checked", "say_single", "say_unmet", "say_written", "write_or_check"]
+if TYPE_CHECKING:
+    from resolver.core.documents.decision import (
+        CheckedFileJson,
+        CheckFoundJson,
+        FileJson,
+        LockCheckSingleDoc,
+        LockSingleDoc,
+    )
+
+__all__ = [
+    "FolderRun",
+    "say_checked",
+    "say_single",
+    "say_unmet",
+    "say_written",
+    "write_or_check",
+]
+
+
+@dataclass(frozen=True)
+class FolderChecked:
+    """What `--check` found, as its `--json` documents carry it."""
+
+    files: list[CheckedFileJson]
+    outcome: str  # drift | stale | database-newer | current
+    found: CheckFoundJson
+
+
+@dataclass(frozen=True)
+class FolderRun:
+    """The folder written (each file's status) or checked (``checked``), and whether all is
+    well."""
+
+    ok: bool
+    written: list[FileJson]
+    checked: FolderChecked | None = None
 
 
 def write_or_check(
@@ -28,22 +64,22 @@ def write_or_check(
     what: str,
     database: str | None,
     as_json: bool = False,
-) -> tuple[list[dict[str, Any]], bool, str | None, dict[str, Any]]:
-    """Write the files (saying which changed), or with --check compare them and say why.
-
-    Returns each file's status as --json shows it (written/unchanged, or with --check its check
-    status and changes), whether all is well, --check's outcome (drift | stale | database-newer
-    | current) and what --check found for --json (changes, messages, exit).
-    """
+) -> FolderRun:
+    """Write the files (saying which changed), or with --check compare them and say why."""
     if check:
         found = folder.check(files, database, what)
         say_checked(found, folder.directory, len(files), as_json)
-        messages, code = list(found.messages), 0 if found.ok else 1
-        extra = {"changes": found.changes, "messages": messages, "exit": code}
-        return [f.to_json() for f in found.files], found.ok, found.outcome, extra
+        code = 0 if found.ok else 1
+        said: CheckFoundJson = {
+            "changes": found.changes,
+            "messages": list(found.messages),
+            "exit": code,
+        }
+        checked = FolderChecked([f.check_json() for f in found.files], found.outcome, said)
+        return FolderRun(found.ok, [], checked)
     written = folder.write(files)
     say_written(written, as_json)
-    return [f.to_json() for f in written], True, None, {}
+    return FolderRun(True, [f.to_json() for f in written])
 
 
 def say_checked(found: Checked, directory: Path, count: int, as_json: bool) -> None:
@@ -67,8 +103,12 @@ def say_unmet(
     unmet = single.unmet
     assert unmet is not None
     if as_json:
-        decision = render.decision_json(catalog, unmet, options.pytorch_index)
-        emit_json({"ok": False, "files": [], "decision": decision})
+        doc: LockSingleDoc = {
+            "ok": False,
+            "files": [],
+            "decision": render.decision_json(catalog, unmet, options.pytorch_index),
+        }
+        emit_json(doc)
         sys.exit(1)
     if unmet is single.lock_input.conda_decision:
         click.echo("conda-forge has no build that runs on this target (nothing written)")
@@ -82,31 +122,37 @@ def say_single(
     catalog: Catalog,
     single: Single,
     options: lockfiles.LockOptions,
-    statuses: tuple[list[dict[str, Any]], bool, str | None, dict[str, Any]],
+    run: FolderRun,
     check: bool,
     as_json: bool,
 ) -> NoReturn:
     """One machine's lock written or checked: the builds, or the `--json` document; exits."""
-    files, ok, outcome, found = statuses
+    ok, checked = run.ok, run.checked
     lock_input, index = single.lock_input, options.pytorch_index
     sel = lock_input.decision.selection
-    if as_json and check:  # what changed, not the whole decision with every rejected build
+    if as_json and checked is not None:  # what changed, not the decision with every reject
         build = render.candidate_json(catalog, sel, index) if sel else None
-        emit_json({"ok": ok, "check": outcome, "files": files, **found, "build": build})
+        check_doc: LockCheckSingleDoc = {
+            "ok": ok,
+            "check": checked.outcome,
+            "files": checked.files,
+            **checked.found,
+            "build": build,
+        }
+        emit_json(check_doc)
         sys.exit(0 if ok else 1)
     if as_json:
         conda = lock_input.conda_decision
-        emit_json(
-            {
-                "ok": ok,
-                "check": outcome,
-                "files": files,
-                "decision": render.decision_json(catalog, lock_input.decision, index),
-                "conda_decision": (
-                    render.decision_json(catalog, conda, index) if conda is not None else None
-                ),
-            }
-        )
+        doc: LockSingleDoc = {
+            "ok": ok,
+            "check": None,
+            "files": run.written,
+            "decision": render.decision_json(catalog, lock_input.decision, index),
+            "conda_decision": (
+                render.decision_json(catalog, conda, index) if conda is not None else None
+            ),
+        }
+        emit_json(doc)
         sys.exit(0 if ok else 1)
     if check:
         sys.exit(0 if ok else 1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,9 @@ from resolver.flows.lock import closure_choice, run_team
 from resolver.flows.output import FileStatus, owned_names
 from resolver.host.pipconfig import PipIndex
 from resolver.writers import lockfiles, outputs, recorded
+
+if TYPE_CHECKING:
+    from resolver.core.documents.decision import LockCheckTeamDoc, LockTeamDoc, TeamGroupJson
 
 __all__ = ["lock_team"]
 
@@ -117,7 +120,7 @@ def lock_team(
             click.echo(f"{spec.name}{where}: no set runs on every target")
             for conflict in decision.conflicts:
                 click.echo(f"  {conflict}")
-    groups_json = [
+    groups_json: list[TeamGroupJson] = [
         {
             "label": label or None,
             "ok": decision.ok,
@@ -132,7 +135,13 @@ def lock_team(
     ]
     if not team.ok:
         if as_json:
-            emit_json({"ok": False, "spec": spec.name, "files": [], "groups": groups_json})
+            refused: LockTeamDoc = {
+                "ok": False,
+                "spec": spec.name,
+                "files": [],
+                "groups": groups_json,
+            }
+            emit_json(refused)
             sys.exit(1)
         hint = "" if split else "; --split writes one set per group of targets"
         click.echo(f"nothing written{hint} (see the reasons above)", err=True)
@@ -146,45 +155,54 @@ def lock_team(
                 err=True,
             )
     if gone and check:
-        removed = [FileStatus(directory / n, n, "removed").to_json() for n in gone]
+        removed = [FileStatus(directory / n, n, "removed").check_json() for n in gone]
         click.echo(f"gpuresolve: {spec.name}: no longer generated: {', '.join(gone)}", err=True)
         if as_json:
-            emit_json(
-                {
-                    "ok": False,
-                    "check": "drift",
-                    "changes": [],
-                    "messages": [f"{spec.name}: no longer generated: {', '.join(gone)}"],
-                    "exit": 1,
-                    "spec": spec.name,
-                    "files": removed,
-                    "groups": groups_json,
-                }
-            )
-        sys.exit(1)
-    if check:
-        statuses, ok, outcome, found = write_or_check(
-            folder, team.files, check, f" of {spec.name}", catalog.updated, as_json
-        )
-    else:  # the files, then what is no longer generated and provably ours, then the manifest
-        replaced = folder.replace(team.files, spec.path.name, owned_names())
-        say_written([f for f in replaced.files if f.status != "removed"], as_json)
-        for path in replaced.removed if not as_json else ():
-            click.echo(f"removed {path}")
-        statuses, ok, outcome, found = [f.to_json() for f in replaced.files], True, None, {}
-    if as_json:
-        emit_json(
-            {
-                "ok": ok,
-                "check": outcome,
-                **found,
+            drift: LockCheckTeamDoc = {
+                "ok": False,
+                "check": "drift",
+                "changes": [],
+                "messages": [f"{spec.name}: no longer generated: {', '.join(gone)}"],
+                "exit": 1,
                 "spec": spec.name,
-                "split": len(team.groups) > 1 or bool(team.groups and team.groups[0][0]),
-                "files": statuses,
+                "files": removed,
                 "groups": groups_json,
             }
+            emit_json(drift)
+        sys.exit(1)
+    split = len(team.groups) > 1 or bool(team.groups and team.groups[0][0])
+    if check:
+        checked_run = write_or_check(
+            folder, team.files, check, f" of {spec.name}", catalog.updated, as_json
         )
-    sys.exit(0 if ok else 1)
+        if as_json and checked_run.checked is not None:
+            checked: LockCheckTeamDoc = {
+                "ok": checked_run.ok,
+                "check": checked_run.checked.outcome,
+                **checked_run.checked.found,
+                "spec": spec.name,
+                "split": split,
+                "files": checked_run.checked.files,
+                "groups": groups_json,
+            }
+            emit_json(checked)
+        sys.exit(0 if checked_run.ok else 1)
+    # the files, then what is no longer generated and provably ours, then the manifest
+    replaced = folder.replace(team.files, spec.path.name, owned_names())
+    say_written([f for f in replaced.files if f.status != "removed"], as_json)
+    for path in replaced.removed if not as_json else ():
+        click.echo(f"removed {path}")
+    if as_json:
+        written: LockTeamDoc = {
+            "ok": True,
+            "check": None,
+            "spec": spec.name,
+            "split": split,
+            "files": [f.to_json() for f in replaced.files],
+            "groups": groups_json,
+        }
+        emit_json(written)
+    sys.exit(0)
 
 
 def recorded_team_formats(directory: Path, options: lockfiles.LockOptions) -> lockfiles.LockOptions:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -16,6 +17,9 @@ from resolver.commands.common import (
 from resolver.commands.config import standard_options
 from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.commands.ui import debug, level, note, warning
+
+if TYPE_CHECKING:
+    from resolver.core.documents.decision import SuggestDoc
 
 
 @click.command()
@@ -69,7 +73,8 @@ def suggest(
         click.echo(text)
         sys.exit(0 if fits else 1)
     if as_json:
-        data = render.decision_json(catalog, decision, pytorch_index)
+        # the decision, and the keys only suggest adds (checked on the writes below)
+        data = cast("SuggestDoc", render.decision_json(catalog, decision, pytorch_index))
         data["messages"] = list(profile.messages) if profile is not None else []
         if confirm:
             data["confirm"] = confirmation.to_json() if confirmation else None

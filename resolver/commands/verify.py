@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -17,6 +17,7 @@ from resolver.flows import verify as verify_flow
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
+    from resolver.core.documents.reports import VerifyDoc, VerifyHostJson
     from resolver.core.hostprofile import HostProfile
     from resolver.verify.result import CheckResult
     from resolver.verify.run import ProbeRun
@@ -173,7 +174,7 @@ def report_json(
     lock_file: str | None,
     bench: Any,
     elapsed: float,
-) -> dict[str, Any]:
+) -> VerifyDoc:
     from resolver.verify import result
     from resolver.verify.context import build_variant
 
@@ -188,7 +189,7 @@ def report_json(
         "checks": [r.to_json() for r in results],
         "lock": lock_file,
         "benchmark": bench,
-        "host": host.to_json() if host else None,
+        "host": _host(host),
         "database": {"origin": catalog.origin, "updated": catalog.updated} if catalog else None,
         "probe": run.data,
         "probe_run": {
@@ -201,3 +202,10 @@ def report_json(
         },
         "elapsed_s": round(elapsed, 3),
     }
+
+
+def _host(host: HostProfile | None) -> VerifyHostJson | None:
+    """The host's profile as verify reports it (the names `fleet report` uses are added later)."""
+    if host is None:
+        return None
+    return cast("VerifyHostJson", host.to_json())  # a profile is that, less the two names

@@ -9,12 +9,15 @@ decision layer (solve/), which must not import host/, reads it.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from resolver.core.errors import UserError, shown, unsafe_char
 from resolver.core.platforms import PLATFORMS, PYTHON_RE
 from resolver.core.versions import Driver
+
+if TYPE_CHECKING:
+    from resolver.core.documents.reports import HostDoc
 
 __all__ = [
     "LOST_BUS_UNKNOWN",
@@ -108,10 +111,40 @@ class HostProfile:
         """Whose driver floors apply: WSL2 runs on the Windows driver."""
         return "windows" if self.wsl or self.platform.startswith("windows") else "linux"
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["driver_os"] = self.driver_os
-        return data
+    def to_json(self) -> HostDoc:
+        """The `detect --json` document (the fields in order, then ``driver_os``)."""
+        return {
+            "platform": self.platform,
+            "python": self.python,
+            "python_full": self.python_full,
+            "glibc": self.glibc,
+            "wsl": self.wsl,
+            "driver": self.driver,
+            "driver_cuda": self.driver_cuda,
+            "driver_branch": self.driver_branch,
+            "driver_build_branch": self.driver_build_branch,
+            "state": self.state,
+            "gpus": [
+                {
+                    "index": g.index,
+                    "name": g.name,
+                    "cc": g.cc,
+                    "memory_mib": g.memory_mib,
+                    "pci_device_id": g.pci_device_id,
+                    "mig": g.mig,
+                    "sources": dict(g.sources),
+                }
+                for g in self.gpus
+            ],
+            "sources": dict(self.sources),
+            "messages": list(self.messages),
+            "probes": dict(self.probes),
+            "lost_gpus": [
+                {"pci_bus_id": lost.pci_bus_id, "error": lost.error, "source": lost.source}
+                for lost in self.lost_gpus
+            ],
+            "driver_os": self.driver_os,
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> HostProfile:

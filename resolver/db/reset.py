@@ -12,9 +12,13 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from resolver.db import cache as _cache
 from resolver.db import location
+
+if TYPE_CHECKING:
+    from resolver.core.documents.reports import DbResetDoc
 
 
 @dataclass
@@ -25,7 +29,7 @@ class ResetPlan:
     remove_dirs: list[Path] = field(default_factory=list)  # removed when empty afterwards
     keep: list[Path] = field(default_factory=list)  # not gpuresolve's: left in place
 
-    def to_json(self, *, dry_run: bool, failed: list[str]) -> dict[str, object]:
+    def to_json(self, *, dry_run: bool, failed: list[str]) -> DbResetDoc:
         return {
             "data_dir": str(self.data_dir),
             "cache_dir": str(self.cache_dir) if self.cache_dir else None,

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from resolver.core.errors import UserError
 from resolver.io import subprocs
@@ -17,6 +17,7 @@ from resolver.io.bounded import LOCK_LIMIT, read_text
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
+    from resolver.core.documents.decision import InstallFailedJson
     from resolver.install.env import EnvInfo, Tools
     from resolver.install.plan import Plan
     from resolver.solve import Candidate
@@ -152,9 +153,9 @@ def run_verify(python: str, lock_file: str | None) -> int:
     return done.returncode
 
 
-def run_verify_json(python: str, lock_file: str | None) -> tuple[int, object, str]:
+def run_verify_json(python: str, lock_file: str | None) -> tuple[int, dict[str, Any] | None, str]:
     """`gpuresolve verify --json` on an environment: its exit status, its report (None when it
-    printed none) and what it said on stderr."""
+    printed none, or something other than a JSON object) and what it said on stderr."""
     import json
 
     try:
@@ -162,10 +163,10 @@ def run_verify_json(python: str, lock_file: str | None) -> tuple[int, object, st
     except OSError as exc:
         raise UserError(f"cannot run gpuresolve verify: {exc.strerror or exc}") from None
     try:
-        report: object = json.loads(proc.stdout)
+        report = json.loads(proc.stdout)
     except ValueError:
         report = None
-    return proc.returncode, report, proc.stderr
+    return proc.returncode, report if isinstance(report, dict) else None, proc.stderr
 
 
 def decision_plan(
@@ -218,8 +219,11 @@ class Failed:
     done: tuple[str, ...]
     tail: tuple[str, ...]
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> InstallFailedJson:
+        """`install --json`'s outcome."""
         return {
+            "installed": False,
+            "failed_step": self.purpose,
             "returncode": self.returncode,
             "done": list(self.done),
             "tail": list(self.tail),

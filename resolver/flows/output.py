@@ -14,11 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resolver.core.errors import UserError
 from resolver.writers import check as lockcheck
 from resolver.writers import lockfiles, manifest, outputs, recorded
+
+if TYPE_CHECKING:
+    from resolver.core.documents.decision import CheckedFileJson, FileJson
 
 _MAX_HEAD = 4 * 1024 * 1024  # the inputs line sits at the top: a lock's first 4 MiB hold it
 
@@ -48,14 +51,19 @@ class FileStatus:
     changes: tuple[str, ...] | None = None  # --check: what changed in it
     crlf: bool = False  # --check: checked out with CRLF line endings (git's core.autocrlf)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> FileJson:
+        """As `lock --json` lists a file written, unchanged or removed."""
+        return {"path": str(self.path), "format": format_of(self.name), "status": self.status}
+
+    def check_json(self) -> CheckedFileJson:
+        """As `lock --check --json` lists it: with what changed in it (nothing for a file no
+        longer generated), and CRLF line endings where it has them."""
+        out: CheckedFileJson = {
             "path": str(self.path),
             "format": format_of(self.name),
             "status": self.status,
+            "changes": list(self.changes or ()),
         }
-        if self.changes is not None:
-            out["changes"] = list(self.changes)
         if self.crlf:
             out["line_endings"] = "crlf"
         return out

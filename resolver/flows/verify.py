@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
+    from resolver.core.documents.reports import VerifyDoc
     from resolver.core.hostprofile import HostProfile
     from resolver.observe.runtime import Recorded
     from resolver.verify.result import CheckResult
@@ -27,7 +28,7 @@ __all__ = [
 ]
 
 
-def identify(data: dict[str, Any], lock_file: str | None) -> None:
+def identify(data: VerifyDoc, lock_file: str | None) -> None:
     """host.hostname, host.node and group: how `gpuresolve fleet report` names and groups it."""
     import os
 

@@ -6,6 +6,8 @@ The decision layer turns profiles into targets and shapes; reading the files is 
 
 from __future__ import annotations
 
+import os
+from fnmatch import fnmatch
 from pathlib import Path
 
 from resolver.core.errors import UserError
@@ -37,12 +39,20 @@ def load_profile(path: str) -> HostProfile:
 def load_folder(folder: Path) -> list[tuple[str, HostProfile]]:
     """Each ``*.json`` file of ``folder`` (a `detect --json` output) as (file stem, profile).
 
-    The caps are checked before any file is parsed: a folder over them fails at once."""
-    files = []
-    for i, path in enumerate(sorted(folder.glob("*.json"))):
-        if i >= MAX_DETECT_FILES:
-            raise UserError(f"{folder}: more than {MAX_DETECT_FILES} detect files")
-        files.append(path)
+    The caps are checked before any file is parsed, the count while the folder is listed: a
+    folder over them fails at once, however many entries it holds."""
+    names: list[str] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if not fnmatch(entry.name, "*.json"):
+                    continue
+                if len(names) >= MAX_DETECT_FILES:
+                    raise UserError(f"{folder}: more than {MAX_DETECT_FILES} detect files")
+                names.append(entry.name)
+    except OSError as exc:
+        raise UserError(f"{folder}: cannot list: {exc.strerror}") from None
+    files = [folder / name for name in sorted(names)]
     if not files:
         raise UserError(f"{folder}: no *.json files (expected `gpuresolve detect --json` outputs)")
     for path in files:

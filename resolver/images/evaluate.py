@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog, Release, Variant
 from resolver.core.errors import UserError
@@ -20,6 +20,9 @@ from resolver.core.versions import cc_sm, cuda_key, driver_key
 from resolver.images.facts import Fact, ImageFacts, weakest
 from resolver.images.reference import ImageRef
 from resolver.solve import Candidate, Policy, Request, Target, driver_need, evaluate, solve
+
+if TYPE_CHECKING:
+    from resolver.core.documents.decision import ImageContentsJson, ImageEvidenceJson
 
 FLAVOURS = ("runtime", "devel")
 _OFFICIAL_TAG = re.compile(
@@ -46,7 +49,7 @@ class Contents:
     variant: str | None = None  # the build variant ("cu128") of an official image
     wheel: bool = False  # installed from the PyTorch index (else conda, or not known)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ImageContentsJson:
         return {
             "torch": self.torch,
             "cuda": self.cuda,
@@ -66,7 +69,7 @@ class Evidence:
     source: tuple[str, ...]
     note: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ImageEvidenceJson:
         return {
             "fact": self.fact,
             "value": self.value,

@@ -16,7 +16,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from packaging.version import InvalidVersion, Version
 
@@ -30,6 +30,9 @@ from resolver.readers.pins import (
     canonical,
     variant_of_local,
 )
+
+if TYPE_CHECKING:
+    from resolver.core.documents.decision import PlanJson
 
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 _CU_VARIANT = re.compile(r"^cu([0-9]+)([0-9])$")  # cu126 -> 12, cu130 -> 13, cu118 -> 11
@@ -86,9 +89,7 @@ class Plan:
         out = [f"remove {r.name} {r.version}: {r.why}" for r in self.removals]
         return out + [f"note: {n}" for n in self.notes]
 
-    def to_json(
-        self, python: str, env_kind: str, version: str, lock: str | None
-    ) -> dict[str, object]:
+    def to_json(self, python: str, env_kind: str, version: str, lock: str | None) -> PlanJson:
         """The plan as `install --json` shows it: where, with what, what is removed and why,
         the exact commands."""
         return {

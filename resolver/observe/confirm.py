@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from resolver.core.errors import IndexFormatError, UserError
 from resolver.io import ReadError
@@ -21,6 +21,9 @@ from resolver.observe.entries import wheel_entry
 from resolver.wheels import WheelError
 from resolver.wheels.index import pick_wheel, project_wheels
 from resolver.wheels.torchwheel import inspect_wheel
+
+if TYPE_CHECKING:
+    from resolver.core.documents.decision import ConfirmJson
 
 BUDGET = 64 * 1024 * 1024
 
@@ -34,7 +37,7 @@ class Confirmation:
     contradicts: list[dict[str, Any]] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ConfirmJson:
         return {
             "status": self.status,
             "build": self.build,

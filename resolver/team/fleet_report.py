@@ -23,11 +23,14 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from resolver.core.errors import UserError, escaped
 from resolver.io.bounded import load_yaml, read_text
 from resolver.team.fleet_results import Result
+
+if TYPE_CHECKING:
+    from resolver.core.documents.reports import FleetGroupJson, FleetReportDoc, OutlierJson
 
 REPORT_VERSION = 1
 SPEED_MARGIN = 0.15
@@ -45,7 +48,7 @@ class Outlier:
     differs: list[str]
     cause: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> OutlierJson:
         return {"node": self.node, "file": self.file, "differs": self.differs, "cause": self.cause}
 
 
@@ -60,7 +63,7 @@ class Group:
     def count(self, status: str) -> int:
         return sum(1 for _, r in self.results if r.status == status)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FleetGroupJson:
         return {
             "group": self.name,
             "pass": self.count("pass"),
@@ -83,7 +86,7 @@ class FleetReport:
             return "fail"
         return "warn" if any(g.count("warn") for g in self.groups) else "pass"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FleetReportDoc:
         return {
             "fleet_report": REPORT_VERSION,
             "status": self.status,

@@ -11,7 +11,10 @@ from __future__ import annotations
 import re
 import socket
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from resolver.core.documents.reports import VerifyDoc
 
 NODE_ENV = ("GPURESOLVE_NODE_NAME", "SLURMD_NODENAME")
 # A node's name as Kubernetes (a DNS subdomain) or Slurm (NodeName) spells it: nothing that could
@@ -48,13 +51,13 @@ def node_name(environ: Mapping[str, str]) -> str | None:
     return None
 
 
-def add_identity(data: dict[str, Any], group: str | None, environ: Mapping[str, str]) -> None:
+def add_identity(data: VerifyDoc, group: str | None, environ: Mapping[str, str]) -> None:
     """``host.hostname``, ``host.node`` and ``group`` (the lock's, ``recorded.lock_group``) added
     to a verify report (keys only added: with no host detected, ``host`` holds just these two)."""
     host = data.get("host")
-    if not isinstance(host, dict):
-        host = {}
-        data["host"] = host
-    host["hostname"] = hostname()
-    host["node"] = node_name(environ)
+    if host is None:
+        data["host"] = {"hostname": hostname(), "node": node_name(environ)}
+    else:
+        host["hostname"] = hostname()
+        host["node"] = node_name(environ)
     data["group"] = safe_group(group)

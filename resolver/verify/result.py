@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
+
+if TYPE_CHECKING:
+    from resolver.core.documents.reports import CheckJson, VerifySummaryJson
 
 Status = Literal["pass", "warn", "fail", "skip"]
 PASS: Final = "pass"
@@ -47,7 +50,7 @@ class CheckResult:
     fix: str | None = None
     details: tuple[str, ...] = ()  # extra lines (library paths, per-GPU coverage)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CheckJson:
         return {
             "id": self.id,
             "title": self.title,
@@ -63,8 +66,8 @@ def overall(results: Iterable[CheckResult]) -> str:
     return FAIL if FAIL in statuses else WARN if WARN in statuses else PASS
 
 
-def summary(results: Iterable[CheckResult]) -> dict[str, int]:
-    out = {PASS: 0, WARN: 0, FAIL: 0, SKIP: 0}
+def summary(results: Iterable[CheckResult]) -> VerifySummaryJson:
+    out: VerifySummaryJson = {PASS: 0, WARN: 0, FAIL: 0, SKIP: 0}
     for r in results:
         out[r.status] += 1
     return out

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
-from typing import Any
+from typing import TYPE_CHECKING
 
 from resolver.core.platforms import PythonVersion, marker_env, of_wheel_tag
 from resolver.io.http import Client
@@ -28,6 +28,9 @@ from resolver.io.ranges import Progress, Source, open_source, url_sha256
 from resolver.io.zip import RemoteZip
 from resolver.markers import applicable
 from resolver.wheels import WheelError
+
+if TYPE_CHECKING:
+    from resolver.core.documents.reports import DbInspectWheelDoc
 
 VERSION_MEMBER = "torch/version.py"
 ARCH_MEMBERS = ("torch/lib/libtorch_python.so", "torch/lib/torch_python.dll")
@@ -66,7 +69,7 @@ class WheelReport:
     arch_member: str | None = None
     notes: list[str] = field(default_factory=list)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> DbInspectWheelDoc:
         return {
             "file": self.file,
             "sha256": self.sha256,
