@@ -7,16 +7,17 @@ database written by an older gpuresolve never shadows a newer shipped one), then
 ``updated:`` timestamp. The version is read from the top of ``torch.yaml`` without parsing it,
 so choosing costs a few lines of I/O; loading and the fallback on a damaged user database
 live with the loader.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations``: typing.NamedTuple would compile each string
+annotation on every start (see db/models.py).
+"""
 
 import functools
 import os
 import re
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 from resolver.core.errors import DataError, UserError
 from resolver.io.bounded import open_regular
@@ -87,8 +88,7 @@ def cache_dir() -> Path:
     return _xdg("XDG_CACHE_HOME", Path.home() / ".cache") / "gpuresolve"
 
 
-@dataclass(frozen=True, order=True)
-class Version:
+class Version(NamedTuple):
     """A database's version: compared by schema, then by time."""
 
     schema: int
@@ -159,8 +159,7 @@ def read_version(directory: Path) -> Version:
     return Version(schema, updated)
 
 
-@dataclass(frozen=True)
-class Choice:
+class Choice(NamedTuple):
     """The database to load, and (where one was passed over as damaged) why."""
 
     directory: Path
