@@ -1,4 +1,4 @@
-"""`gpuresolve ... | head -1`: a reader that stops early ends the writer with 141, never 1.
+"""`gpuresolve ... | head -c 64`: a reader that stops early ends the writer with 141, never 1.
 
 Exit 1 means "no compatible build" to a pipeline (`set -o pipefail`); a shell reports a writer
 killed by SIGPIPE as 141, which is what gpuresolve exits with, without a traceback.
@@ -58,8 +58,9 @@ def test_reader_gone_before_the_first_write_exits_141(
 
 @pytest.mark.skipif(not hasattr(fcntl, "F_SETPIPE_SZ"), reason="Linux pipe sizes")
 @pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
-def test_head_1_exits_141(unbuffered: bool) -> None:
-    """A reader that closes after one line, with more output left than the pipe can hold."""
+def test_a_reader_leaving_early_exits_141(unbuffered: bool) -> None:
+    """A reader that closes after 64 bytes (`head -c 64`; off a terminal the document is one
+    line), with more output left than the pipe can hold."""
     full = subprocess.run(
         SUGGEST, capture_output=True, env=env(None, unbuffered), timeout=120, check=False
     )
@@ -72,13 +73,41 @@ def test_head_1_exits_141(unbuffered: bool) -> None:
     ) as proc:
         os.close(write_end)
         line = b""
-        while not line.endswith(b"\n"):  # one byte at a time: nothing more is taken
+        while len(line) < 64:  # one byte at a time: nothing more is taken
             assert select.select([read_end], [], [], 120)[0], "no output within 120 s"
             byte = os.read(read_end, 1)
             assert byte, "the output ended before its first line"
             line += byte
         os.close(read_end)
         _, err = proc.communicate(timeout=120)
-    assert line == b"{\n"
+    assert line.startswith(b'{"target":{') and b"\n" not in line
     assert proc.returncode == 141
     assert err == b""
+
+
+def test_json_is_indented_on_a_terminal_and_one_line_elsewhere() -> None:
+    """A person reads `--json` on a terminal; a program reads one line (a pipe, a file, a log)."""
+    pty = pytest.importorskip("pty")
+    piped = subprocess.run(
+        SUGGEST, capture_output=True, env=env(None, False), timeout=120, check=True
+    ).stdout
+    assert piped.count(b"\n") == 1 and piped.endswith(b"}\n")
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        SUGGEST, stdout=follower, stderr=subprocess.DEVNULL, env=env(None, False)
+    ) as proc:
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed with the writer (EIO on Linux)
+                break
+            if not chunk:
+                break
+            shown += chunk
+        proc.wait(timeout=120)
+    os.close(leader)
+    assert proc.returncode == 0
+    text = shown.replace(b"\r\n", b"\n")
+    assert text.startswith(b'{\n  "target": {\n') and json.loads(text) == json.loads(piped)

@@ -8,8 +8,6 @@ into the solver's inputs the same way.
 from __future__ import annotations
 
 import functools
-import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,7 +20,6 @@ from resolver.core.platforms import MACOS
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
-    from resolver.core.documents import Document
     from resolver.core.hostprofile import HostProfile
     from resolver.solve import Request, Target
 
@@ -30,7 +27,6 @@ __all__ = [
     "PYTORCH_INDEX_ENV",
     "RequestOptions",
     "TargetOptions",
-    "emit_json",
     "request_options",
     "target_options",
 ]
@@ -233,18 +229,3 @@ def request_options(func: F) -> F:
         ),
     ]
     return _bundle(func, "request", RequestOptions, options)
-
-
-def emit_json(data: Document) -> None:
-    """A published document (mypy checks its keys), in pieces of ``PIPE_BUF`` bytes: json.dump
-    writes each token apart, which unbuffered (``PYTHONUNBUFFERED=1``, common in containers and
-    CI) is one system call per token. Not in one write: unbuffered, a write to a pipe whose
-    reader left can be cut short and Python's text layer drops the rest silently (exit 0 for a
-    truncated document), while a pipe write of at most ``PIPE_BUF`` bytes is all or nothing.
-    ASCII only (``ensure_ascii``), so characters are bytes."""
-    import select  # built in: costs nothing
-
-    text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=True) + "\n"
-    size = getattr(select, "PIPE_BUF", 512)  # POSIX's least
-    for start in range(0, len(text), size):
-        sys.stdout.write(text[start : start + size])

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from resolver.commands.common import emit_json
 from resolver.commands.config import standard_options
+from resolver.commands.emit import emit_json
 from resolver.commands.params import SafePath
 from resolver.commands.ui import note
 

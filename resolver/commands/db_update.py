@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from resolver.commands.common import emit_json
 from resolver.commands.config import standard_options
+from resolver.commands.emit import emit_json
 from resolver.commands.params import SafePath, Seconds, check_url
 from resolver.commands.ui import note, progress_allowed
 from resolver.dbupdate import DEFAULT_PYTORCH_INDEX, PYTORCH_INDEX_ENV

@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from resolver.commands.common import emit_json
 from resolver.commands.config import standard_options
+from resolver.commands.emit import emit_json
 from resolver.commands.params import SAFE_TEXT
 from resolver.commands.ui import MIB, byte_progress, progress_allowed, quiet
 from resolver.flows.observe import (

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from resolver.commands.common import emit_json
 from resolver.commands.config import standard_options
+from resolver.commands.emit import emit_json
 from resolver.commands.ui import note, warning
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from resolver.commands.common import emit_json
 from resolver.commands.config import standard_options
+from resolver.commands.emit import emit_json
 
 
 @click.group()

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from resolver.commands.common import TargetOptions, emit_json, target_options
+from resolver.commands.common import TargetOptions, target_options
 from resolver.commands.config import standard_options
+from resolver.commands.emit import emit_json
 from resolver.commands.ui import note
 
 if TYPE_CHECKING:

@@ -13,11 +13,11 @@ import click
 from resolver.commands.common import (
     RequestOptions,
     TargetOptions,
-    emit_json,
     request_options,
     target_options,
 )
 from resolver.commands.config import standard_options
+from resolver.commands.emit import emit_json
 from resolver.commands.params import SafePath
 from resolver.commands.ui import note, warnings
 from resolver.core.errors import UserError

@@ -14,7 +14,7 @@ import click
 
 from resolver import render
 from resolver.catalog import Catalog
-from resolver.commands.common import emit_json
+from resolver.commands.emit import emit_json
 from resolver.flows.lock import Single
 from resolver.flows.output import Checked, FileStatus, OutputFolder
 from resolver.writers import lockfiles

@@ -14,7 +14,7 @@ import click
 from resolver import catalog as catalog_mod
 from resolver import render
 from resolver.commands import lock_inputs
-from resolver.commands.common import emit_json
+from resolver.commands.emit import emit_json
 from resolver.commands.lock_output import say_written, write_or_check
 from resolver.commands.ui import progress_bars
 from resolver.core.errors import UserError

@@ -10,12 +10,12 @@ import click
 from resolver.commands.common import (
     RequestOptions,
     TargetOptions,
-    emit_json,
     request_options,
     target_options,
 )
 from resolver.commands.config import standard_options
 from resolver.commands.confirm_flag import CONFIRM_OPTION
+from resolver.commands.emit import emit_json
 from resolver.commands.ui import debug, level, note, warning
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from resolver.commands.common import emit_json
 from resolver.commands.config import standard_options
+from resolver.commands.emit import emit_json
 from resolver.commands.params import SAFE_TEXT, Seconds
 from resolver.commands.ui import note
 from resolver.commands.verify_text import report_text
