@@ -1,10 +1,8 @@
 """Platform probe: OS + CPU, Python ABI and glibc, the non-GPU half of a wheel's tags."""
 
-from __future__ import annotations
-
 import os
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from resolver.core.platforms import PythonVersion, platform_name
 
@@ -17,8 +15,7 @@ def parse_glibc(text: str | None) -> str | None:
     return version if name == "glibc" and version else None
 
 
-@dataclass(frozen=True)
-class PlatformInfo:
+class PlatformInfo(NamedTuple):
     system: str  # "linux" | "windows" | "darwin" (lower-cased platform.system())
     platform: str
     python: str

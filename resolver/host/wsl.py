@@ -4,10 +4,8 @@ That matters twice: Windows driver floors apply, and NVML / nvidia-smi live outs
 paths (there is no /proc/driver/nvidia or /sys/module/nvidia in WSL2).
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 LIB_DIR = "usr/lib/wsl/lib"
 SMI = f"{LIB_DIR}/nvidia-smi"
@@ -30,8 +28,7 @@ def wsl_version(
     return 1
 
 
-@dataclass(frozen=True)
-class WslInfo:
+class WslInfo(NamedTuple):
     version: int | None  # None: not WSL
     smi: str | None  # the Windows driver's nvidia-smi, where present
     nvml_lib: str | None  # the Windows driver's libnvidia-ml.so.1, where present

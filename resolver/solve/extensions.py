@@ -10,8 +10,7 @@ fits wins, and a rejected newer torch names the package that holds it back.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from resolver.catalog import ArchList, Catalog, Release, Variant
 from resolver.core.versions import CC, cc_sm, cuda_key
@@ -27,8 +26,7 @@ FITS = 9  # choose()'s closeness for a fit
 _TORCH = 2  # ...for a build that fails only on its torch requirement
 
 
-@dataclass(frozen=True)
-class ExtChoice:
+class ExtChoice(NamedTuple):
     """The release and build of one extension package chosen beside a torch build."""
 
     package: str
@@ -42,8 +40,7 @@ class ExtChoice:
         return self.release.version
 
 
-@dataclass(frozen=True)
-class Place:
+class Place(NamedTuple):
     """The target facts an extension is judged on (the solver's Target, without importing it)."""
 
     platform: str
