@@ -56,12 +56,14 @@ _GPU_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._()/+-]{0,99}$")
 # The words nvidia-smi (and pci.ids) add after a model's name for the board: form factor, memory,
 # mobile part, driver: "Tesla V100-SXM2-32GB", "H100 80GB HBM3", "RTX 4090 Laptop GPU",
 # "1050 Ti Max-Q", "GTX 1060 with Max-Q Design", "Orin (nvgpu)" (JetPack 6's nvidia-smi).
-BOARD_WORD_RE = re.compile(
+# Patterns as text, compiled by `re` (and cached there) when first matched: only a name with
+# words after a model's needs them, and compiling them cost every start ~0.3 ms.
+BOARD_WORD = (
     r"^([0-9]+gb|[0-9]+g|sxm[0-9]*|pcie|pci|e|nvl|hbm[0-9]*e?|laptop|mobile|notebook|gpu|max|q|oem|dgx|lhr"
     r"|[0-9]+w|with|design|nvgpu)$"
 )
 # After a curated name also the variant words of the same chip generation ("RTX 4080 SUPER").
-_NAME_SUFFIX_RE = re.compile(BOARD_WORD_RE.pattern[:-2] + r"|ti|super|generation)$")
+_NAME_SUFFIX = BOARD_WORD[:-2] + r"|ti|super|generation)$"
 _FIND_CC = "`nvidia-smi --query-gpu=compute_cap --format=csv` prints it"
 
 
@@ -72,7 +74,7 @@ def name_words(name: str) -> tuple[str, ...]:
 def table_key(name: str) -> tuple[str, ...]:
     """A name's key in the name table: its words without the board words that end it."""
     words = list(name_words(name))
-    while words and BOARD_WORD_RE.match(words[-1]):
+    while words and re.match(BOARD_WORD, words[-1]):
         words.pop()
     return tuple(words)
 
@@ -266,7 +268,7 @@ def resolve_gpu(catalog: GpuTable, spec: str) -> tuple[CC, str | None]:
             f"unknown GPU {text!r}{hint} (otherwise pass its compute capability, "
             f"e.g. --gpu 8.9; {_FIND_CC})"
         )
-    junk = [w for w in hit.extra if not _NAME_SUFFIX_RE.match(w)]
+    junk = [w for w in hit.extra if not re.match(_NAME_SUFFIX, w)]
     if junk:  # "RTX 4090 foo" is not an RTX 4090 with a form factor or memory size
         raise UserError(
             f"unknown GPU {text!r}: {' '.join(junk)!r} is not part of the model name "
