@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from resolver.catalog import Catalog
-from resolver.core.versions import DriverKey, driver_key
+from resolver.core.versions import CC, DriverKey, driver_key
 from resolver.solve.hints import build_hints, solve
 from resolver.solve.solver import (
     Candidate,
@@ -56,9 +56,13 @@ class FleetSolver:
 
     def kind(self, target: Target) -> Kind:
         """What the verdicts depend on: the target without its name, its GPUs by compute
-        capability (a model's name changes only the texts), its driver as a class."""
-        if any(g.name for g in target.gpus):
-            target = _copy(target, gpus=tuple(TargetGpu(g.cc) for g in target.gpus))
+        capability, each once (a model's name and how many GPUs share a CC change only the
+        texts), its driver as a class. An extension's texts name every GPU: asked for one, the
+        GPUs are kept as they are."""
+        if not self.request.extensions:
+            gpus = self._shape(target.gpus)
+            if gpus != target.gpus or any(g.name for g in gpus):
+                target = _copy(target, gpus=tuple(TargetGpu(g.cc) for g in gpus))
         if target.driver is None:
             return ("exact", target)
         have = driver_key(target.driver)
@@ -89,17 +93,29 @@ class FleetSolver:
         first = self._kinds.get(kind)
         if first is None:
             self.runs += 1
-            found = solve(self.catalog, key, self.request)
+            gpus = self._shape(key.gpus)
+            found = solve(
+                self.catalog, _copy(key, gpus=gpus) if gpus != key.gpus else key, self.request
+            )
             first = self._kinds[kind] = (found, restated(found))
         if first[0].target.gpus != key.gpus:
             named = self._named.get((kind, key.gpus))
             if named is None:
-                found = _renamed(self.catalog, first[0], key.gpus)
+                found = _reshaped(self.catalog, first[0], key.gpus)
                 named = self._named[(kind, key.gpus)] = (found, restated(found))
             first = named
         found = rebind(self.catalog, first[0], key, first[1])
         self._exact[key] = found
         return found
+
+    def _shape(self, gpus: tuple[TargetGpu, ...]) -> tuple[TargetGpu, ...]:
+        """The GPUs a kind is solved with: the first of each compute capability, in order."""
+        if len(gpus) < 2 or self.request.extensions:
+            return gpus
+        first: dict[CC, TargetGpu] = {}
+        for g in gpus:
+            first.setdefault(g.cc, g)
+        return gpus if len(first) == len(gpus) else tuple(first.values())
 
 
 _T = TypeVar("_T")
@@ -179,34 +195,57 @@ def rebind(
     )
 
 
-def _renamed(catalog: Catalog, decision: Decision, gpus: tuple[TargetGpu, ...]) -> Decision:
-    """``decision`` for its machine with ``gpus``: the same compute capabilities, in the same
-    order, under other names. Kernel coverage, "no kernels" and driver-window texts name each
-    GPU by its label; the hints are made anew."""
+def _reshaped(catalog: Catalog, decision: Decision, gpus: tuple[TargetGpu, ...]) -> Decision:
+    """``decision`` for its machine with ``gpus``: the same compute capabilities in the same
+    order of first appearance, under other names and each any number of times. Each GPU has its
+    own kernel coverage or "no kernels" reason and its own driver-window reason (with its fact);
+    a CC's verdict, the build's facts and its grade are the same for every GPU of that CC. The
+    hints are made anew."""
     old = decision.target
-    if [g.cc for g in old.gpus] != [g.cc for g in gpus]:
-        raise ValueError("renamed: the GPUs differ in more than their names")
+    if list(dict.fromkeys(g.cc for g in old.gpus)) != list(dict.fromkeys(g.cc for g in gpus)):
+        raise ValueError("reshaped: the GPUs differ in more than their names and counts")
     target = _copy(old, gpus=gpus)
-    pairs = [(a.label, b.label) for a, b in zip(old.gpus, gpus, strict=True)]
-    windows = [r for r, _ in window_reasons(catalog, target)]  # each names a GPU
+    windows = window_reasons(catalog, target)  # each names a GPU
 
     def relabel(c: Candidate) -> Candidate:
         if not c.coverage and not any(r.kind in ("arch", "window") for r in c.reasons):
             return c
-        coverage, reasons = list(c.coverage), list(c.reasons)
+        covered: dict[CC, str] = {}  # the CC's coverage, after its GPU's label
+        missing: dict[CC, str] = {}  # the CC's "no kernels" text, after its GPU's label
+        arch = iter(r for r in c.reasons if r.kind == "arch")
         cov = 0
-        arch = [i for i, r in enumerate(reasons) if r.kind == "arch"]
-        for was, now in pairs:  # each GPU is covered (in order) or has its "no kernels" reason
-            if cov < len(coverage) and coverage[cov].startswith(was + ": "):
-                coverage[cov] = now + coverage[cov][len(was) :]
+        for g in old.gpus:  # each GPU is covered (in order) or has its "no kernels" reason
+            head = g.label + ": "
+            if cov < len(c.coverage) and c.coverage[cov].startswith(head):
+                covered.setdefault(g.cc, c.coverage[cov][len(head) :])
                 cov += 1
-            elif arch:
-                i = arch.pop(0)
-                text = reasons[i].text.replace(f"for {was}: ", f"for {now}: ", 1)
-                reasons[i] = Reason("arch", text)
-        left = iter(windows)
-        reasons = [next(left) if r.kind == "window" else r for r in reasons]
-        return _copy(c, coverage=tuple(coverage), reasons=tuple(reasons))
+            else:  # none when its kernels were not checked (which GPUs the build has: unknown)
+                reason = next(arch, None)
+                if reason is not None:
+                    missing.setdefault(g.cc, reason.text[len(f"no kernels for {head}") :])
+        coverage = tuple(f"{g.label}: {covered[g.cc]}" for g in gpus if g.cc in covered)
+        no_kernels = [
+            Reason("arch", f"no kernels for {g.label}: {missing[g.cc]}")
+            for g in gpus
+            if g.cc in missing
+        ]
+        reasons: list[Reason] = []
+        said = 0
+        for r in c.reasons:  # each block (the GPUs' "no kernels", their windows) in its place
+            if r.kind == "arch":
+                reasons.extend(no_kernels)
+                no_kernels = []
+            elif r.kind == "window":
+                said += 1
+                if said == 1:
+                    reasons.extend(w for w, _ in windows)
+            else:
+                reasons.append(r)
+        driver_facts = c.driver_facts
+        if said:  # the window facts close the driver facts, one per window reason
+            kept = driver_facts[: len(driver_facts) - said]
+            driver_facts = (*kept, *(f for _, f in windows))
+        return _copy(c, coverage=coverage, reasons=tuple(reasons), driver_facts=driver_facts)
 
     selection = relabel(decision.selection) if decision.selection is not None else None
     alternatives = tuple(relabel(c) for c in decision.alternatives)

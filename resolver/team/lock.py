@@ -21,6 +21,7 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 
 from resolver.catalog import Catalog
+from resolver.core.collector import collector_paused
 from resolver.core.versions import driver_key
 from resolver.solve import Decision, Target, TargetGpu, solve
 from resolver.solve.fleet import (
@@ -156,6 +157,7 @@ def targets_record(spec: EnvSpec) -> dict[str, Any]:
     return {f"(all {len(out)} targets)": f"sha256:{whole}"}
 
 
+@collector_paused()  # millions of acyclic objects: resolver/core/collector.py
 def lock_team(
     catalog: Catalog,
     spec: EnvSpec,

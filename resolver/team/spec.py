@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import Catalog
+from resolver.core.collector import collector_paused
 from resolver.core.errors import UserError, unsafe_char
 from resolver.core.platforms import DEFAULT_PLATFORM, PLATFORMS
 from resolver.io.bounded import SPEC_LIMIT, SPEC_MAX_NODES, load_yaml, read_text
@@ -149,6 +150,7 @@ class _Spec:
         return [self.string(v, f"{key}[{i}]") for i, v in enumerate(value)]
 
 
+@collector_paused()  # millions of acyclic objects: resolver/core/collector.py
 def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None = None) -> EnvSpec:
     """Read and validate a spec; every problem is one UserError naming file and key.
 

@@ -1,0 +1,80 @@
+"""The memoised fleet solver decides each machine exactly as solving it alone does.
+
+A fleet of hundreds of distinct machines (GPU models of real fleets, one to eight GPUs, driver
+builds of every branch, a tenth on Windows), drawn as bench/distinct_targets.py draws 10,000:
+each machine's decision from the shared kinds, restated for its GPU names, GPU count and driver
+text, equals the decision of a solve of that machine alone, field by field and text by text.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import replace
+
+import pytest
+
+from resolver.catalog import Catalog
+from resolver.solve import Request, Target, TargetGpu, solve
+from resolver.solve.memo import FleetSolver
+
+GPUS = [
+    *("NVIDIA A100", "NVIDIA A800", "NVIDIA A30", "NVIDIA A40", "NVIDIA A10", "NVIDIA A10G"),
+    *("NVIDIA RTX A6000", "NVIDIA GeForce RTX 3090", "NVIDIA L4", "NVIDIA L40S"),
+    *("NVIDIA GeForce RTX 4090", "NVIDIA H100", "NVIDIA H200", "NVIDIA B200", "Tesla T4"),
+    *("Tesla V100", "NVIDIA GeForce GTX 1080 Ti", "Jetson AGX Orin"),
+]
+BRANCHES = [(418, 40), (525, 60), (535, 104), (550, 54), (570, 124), (580, 95), (590, 44)]
+
+
+def distinct_fleet(catalog: Catalog, size: int, seed: int) -> list[Target]:
+    """``size`` machines, no two alike; some mix two GPU models."""
+    rng = random.Random(seed)
+    drivers = [f"{b}.{m + d}.{build:02d}" for b, m in BRANCHES for d in (0, 9) for build in (1, 6)]
+    shapes = list(itertools.product(drivers, GPUS, (1, 2, 4, 8)))
+    out = []
+    for i, (driver, gpu, count) in enumerate(rng.sample(shapes, size)):
+        gpus = [TargetGpu(*catalog.resolve_gpu(gpu))] * count
+        if i % 7 == 3:  # a second model after the first: two compute capabilities, or one
+            gpus.append(TargetGpu(*catalog.resolve_gpu(rng.choice(GPUS))))
+        if i % 11 == 5:
+            gpus.insert(0, gpus[-1])
+        windows = i % 10 == 9
+        if any(t.driver == driver and t.gpus == tuple(gpus) for t in out):
+            continue  # the same machine as one drawn before
+        out.append(
+            Target(
+                "windows-x86_64" if windows else "linux-x86_64",
+                "3.12",
+                driver,
+                "windows" if windows else "linux",
+                tuple(gpus),
+                nvidia=True,
+                name=f"m{i}",
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [Request(), Request(policy="strict"), Request(evidence="observed")],
+    ids=["compat", "strict", "observed"],
+)
+def test_each_machine_decides_as_it_does_alone(shipped: Catalog, request_: Request) -> None:
+    targets = distinct_fleet(shipped, 240, seed=29)
+    solver = FleetSolver(shipped, request_)
+    for t in targets:
+        assert solver(t) == solve(shipped, replace(t, name=None), request_), t
+    assert len({(t.platform, t.driver, t.gpus) for t in targets}) == len(targets) > 200
+    assert solver.runs < len(targets) / 2  # kinds shared: GPU names and counts are restated
+
+
+def test_an_extension_names_each_gpu_so_machines_are_kinds_by_gpu_name(shipped: Catalog) -> None:
+    from packaging.specifiers import SpecifierSet
+
+    request = Request(extensions=(("xformers", SpecifierSet()),))
+    targets = distinct_fleet(shipped, 60, seed=7)
+    solver = FleetSolver(shipped, request)
+    for t in targets:
+        assert solver(t) == solve(shipped, replace(t, name=None), request), t
