@@ -85,7 +85,7 @@ class FleetSolver:
         """The decision for ``target`` (its name dropped), exactly as ``solve`` would give it:
         its kind's first decision, with this machine's GPU names (once per kind and names),
         restated for its driver build."""
-        key = _copy(target, name=None) if target.name is not None else target
+        key = unnamed(target)
         found = self._exact.get(key)
         if found is not None:
             return found
@@ -119,6 +119,11 @@ class FleetSolver:
 
 
 _T = TypeVar("_T")
+
+
+def unnamed(target: Target) -> Target:
+    """``target`` without its name: the machine's shape (copied directly, see ``_copy``)."""
+    return _copy(target, name=None) if target.name is not None else target
 
 
 def _copy(obj: _T, **changes: object) -> _T:

@@ -32,7 +32,7 @@ from resolver.solve.fleet import (
     solve_fleet,
     split_groups,
 )
-from resolver.solve.memo import FleetSolver
+from resolver.solve.memo import FleetSolver, unnamed
 from resolver.team.fleet_files import fleet_files, set_name
 from resolver.team.spec import EnvSpec
 from resolver.writers import lockfiles, recorded
@@ -184,7 +184,7 @@ def lock_team(
         common = solve_fleet(catalog, targets, spec.request, solver, tick)
     if common is None or (mode == "auto" and not common.ok):
         auto_split = common is not None
-        shapes = len({replace(t, name=None) for t in targets})
+        shapes = len({unnamed(t) for t in targets})
         tick = progress(f"grouping {shapes} machine shapes", shapes) if progress else None
         found = split_groups(catalog, targets, spec.request, solver, tick)
         groups = [
