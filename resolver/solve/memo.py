@@ -176,7 +176,7 @@ def rebind(
         return decision
     if old.driver is None or target.driver is None or _copy(old, driver=target.driver) != target:
         raise ValueError("rebind: the targets differ in more than their driver build")
-    windows = [r for r, _ in window_reasons(catalog, target)]
+    windows: list[Reason] | None = None  # made where a build's texts need them
     driver = target.driver
     rejected = list(decision.rejected)
     said: dict[tuple[str, str | None], Reason] = {}  # builds share a few floors: each said once
@@ -187,7 +187,9 @@ def rebind(
             if found is None:
                 found = said[need] = driver_reason(need[0], need[1], driver)
             reasons[pos] = found
-        for pos, new_reason in zip(at, windows, strict=True):
+        if at and windows is None:
+            windows = [r for r, _ in window_reasons(catalog, target)]
+        for pos, new_reason in zip(at, windows or (), strict=True):
             reasons[pos] = new_reason
         rejected[i] = _copy(rejected[i], reasons=tuple(reasons))
     # The one hint naming the host's driver (hints.py): "...; this host has <driver>".
@@ -211,29 +213,47 @@ def _reshaped(catalog: Catalog, decision: Decision, gpus: tuple[TargetGpu, ...])
         raise ValueError("reshaped: the GPUs differ in more than their names and counts")
     target = _copy(old, gpus=gpus)
     windows = window_reasons(catalog, target)  # each names a GPU
+    heads = [g.label + ": " for g in old.gpus]
+    labels = [(g.cc, g.label) for g in gpus]
+    # Builds share their kernel verdicts (one arch list serves many builds): each told once.
+    told: dict[tuple[tuple[str, ...], tuple[Reason, ...]], tuple[tuple[str, ...], list[Reason]]]
+    told = {}
 
-    def relabel(c: Candidate) -> Candidate:
-        if not c.coverage and not any(r.kind in ("arch", "window") for r in c.reasons):
-            return c
+    def retell(
+        coverage: tuple[str, ...], arch: tuple[Reason, ...]
+    ) -> tuple[tuple[str, ...], list[Reason]]:
         covered: dict[CC, str] = {}  # the CC's coverage, after its GPU's label
         missing: dict[CC, str] = {}  # the CC's "no kernels" text, after its GPU's label
-        arch = iter(r for r in c.reasons if r.kind == "arch")
+        left = iter(arch)
         cov = 0
-        for g in old.gpus:  # each GPU is covered (in order) or has its "no kernels" reason
-            head = g.label + ": "
-            if cov < len(c.coverage) and c.coverage[cov].startswith(head):
-                covered.setdefault(g.cc, c.coverage[cov][len(head) :])
+        for g, head in zip(old.gpus, heads, strict=True):  # covered (in order) or "no kernels"
+            if cov < len(coverage) and coverage[cov].startswith(head):
+                covered.setdefault(g.cc, coverage[cov][len(head) :])
                 cov += 1
             else:  # none when its kernels were not checked (which GPUs the build has: unknown)
-                reason = next(arch, None)
+                reason = next(left, None)
                 if reason is not None:
                     missing.setdefault(g.cc, reason.text[len(f"no kernels for {head}") :])
-        coverage = tuple(f"{g.label}: {covered[g.cc]}" for g in gpus if g.cc in covered)
-        no_kernels = [
-            Reason("arch", f"no kernels for {g.label}: {missing[g.cc]}")
-            for g in gpus
-            if g.cc in missing
-        ]
+        return (
+            tuple(f"{label}: {covered[cc]}" for cc, label in labels if cc in covered),
+            [
+                Reason("arch", f"no kernels for {label}: {missing[cc]}")
+                for cc, label in labels
+                if cc in missing
+            ],
+        )
+
+    def relabel(c: Candidate) -> Candidate:
+        arch = tuple(r for r in c.reasons if r.kind == "arch")
+        window = any(r.kind == "window" for r in c.reasons)
+        if not c.coverage and not arch and not window:
+            return c
+        known = told.get((c.coverage, arch))
+        if known is None:
+            known = told[(c.coverage, arch)] = retell(c.coverage, arch)
+        coverage, no_kernels = known
+        if not arch and not window:
+            return _copy(c, coverage=coverage)
         reasons: list[Reason] = []
         said = 0
         for r in c.reasons:  # each block (the GPUs' "no kernels", their windows) in its place
