@@ -292,8 +292,17 @@ def split_groups(
     # Where each set's builds last joined: the groups before it turned them away, and a group
     # only narrows as members join (fewer builds, more sets), so they would turn them away again.
     joined: dict[tuple[Slot, frozenset[BuildKey]], int] = {}
+    # A kind's machines share its builds (see _distinct): each set is made once.
+    sets: dict[tuple[int, int], tuple[Decision, set[BuildKey]]] = {}
     for rep in order:
-        builds = _build_set(solver(rep))
+        decision = solver(rep)
+        known = sets.get((id(decision.selection), id(decision.alternatives)))
+        if known is None:
+            known = sets[(id(decision.selection), id(decision.alternatives))] = (
+                decision,
+                _build_set(decision),
+            )
+        builds = known[1]
         slot = (rep.platform, not _gpu(rep))
         seen = (slot, frozenset(builds))
         for at in range(joined.get(seen, 0), len(groups)):

@@ -40,6 +40,7 @@ class FleetSolver:
         self.runs = 0  # solver runs made (the rest were restated): the benches print it
         self._floors: dict[str, tuple[DriverKey, ...]] = {}
         self._exact: dict[Target, Decision] = {}
+        self._seen: dict[int, tuple[Target, Decision]] = {}
         self._kinds: dict[Kind, tuple[Decision, list[Restate]]] = {}
         self._named: dict[tuple[Kind, tuple[TargetGpu, ...]], tuple[Decision, list[Restate]]] = {}
 
@@ -85,9 +86,13 @@ class FleetSolver:
         """The decision for ``target`` (its name dropped), exactly as ``solve`` would give it:
         its kind's first decision, with this machine's GPU names (once per kind and names),
         restated for its driver build."""
+        seen = self._seen.get(id(target))  # the same object again: a split asks three times
+        if seen is not None and seen[0] is target:
+            return seen[1]
         key = unnamed(target)
         found = self._exact.get(key)
         if found is not None:
+            self._seen[id(target)] = (target, found)
             return found
         kind = self.kind(key)
         first = self._kinds.get(kind)
@@ -106,6 +111,7 @@ class FleetSolver:
             first = named
         found = rebind(self.catalog, first[0], key, first[1])
         self._exact[key] = found
+        self._seen[id(target)] = (target, found)  # held: the id stays its own
         return found
 
     def _shape(self, gpus: tuple[TargetGpu, ...]) -> tuple[TargetGpu, ...]:
