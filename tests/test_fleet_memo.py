@@ -8,9 +8,11 @@ text, equals the decision of a solve of that machine alone, field by field and t
 
 from __future__ import annotations
 
+import gc
 import itertools
 import random
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +80,33 @@ def test_an_extension_names_each_gpu_so_machines_are_kinds_by_gpu_name(shipped: 
     solver = FleetSolver(shipped, request)
     for t in targets:
         assert solver(t) == solve(shipped, replace(t, name=None), request), t
+
+
+def test_reading_and_locking_a_fleet_makes_no_reference_cycles(
+    shipped: Catalog, tmp_path: Path
+) -> None:
+    """load_spec and lock_team hold the cyclic collector off (resolver/core/collector.py): that
+    keeps memory bounded only because what they make is freed by reference counting alone."""
+    from resolver.team.lock import lock_team
+    from resolver.team.spec import load_spec
+    from resolver.writers import lockfiles
+
+    lines = ["name: cycles", 'python: "3.12"', "targets:"]
+    for t in distinct_fleet(shipped, 40, seed=3):
+        gpus = ", ".join(repr(g.name) for g in t.gpus)
+        lines.append(
+            f'  - {{name: {t.name}, platform: {t.platform}, driver: "{t.driver}", gpus: [{gpus}]}}'
+        )
+    path = tmp_path / "cycles.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    options = lockfiles.LockOptions(top_level=True)
+    gc.collect()
+    gc.disable()
+    try:
+        team = lock_team(shipped, load_spec(path, shipped), options)
+        assert "report.md" in team.files
+        del team
+        found = gc.collect()
+    finally:
+        gc.enable()
+    assert found == 0
