@@ -95,21 +95,22 @@ class FleetSolver:
             self._seen[id(target)] = (target, found)
             return found
         kind = self.kind(key)
-        first = self._kinds.get(kind)
-        if first is None:
-            self.runs += 1
-            gpus = self._shape(key.gpus)
-            found = solve(
-                self.catalog, _copy(key, gpus=gpus) if gpus != key.gpus else key, self.request
-            )
-            first = self._kinds[kind] = (found, restated(found))
-        if first[0].target.gpus != key.gpus:
-            named = self._named.get((kind, key.gpus))
-            if named is None:
+        shaped = self._named.get((kind, key.gpus))
+        if shaped is None:
+            first = self._kinds.get(kind)
+            if first is None:
+                self.runs += 1
+                gpus = self._shape(key.gpus)
+                found = solve(
+                    self.catalog, _copy(key, gpus=gpus) if gpus != key.gpus else key, self.request
+                )
+                first = self._kinds[kind] = (found, restated(found))
+            shaped = first
+            if first[0].target.gpus != key.gpus:
                 found = _reshaped(self.catalog, first[0], key.gpus)
-                named = self._named[(kind, key.gpus)] = (found, restated(found))
-            first = named
-        found = rebind(self.catalog, first[0], key, first[1])
+                shaped = (found, restated(found))
+            self._named[(kind, key.gpus)] = shaped
+        found = rebind(self.catalog, shaped[0], key, shaped[1])
         self._exact[key] = found
         self._seen[id(target)] = (target, found)  # held: the id stays its own
         return found
@@ -142,18 +143,19 @@ def _copy(obj: _T, **changes: object) -> _T:
     return new
 
 
-_DRIVER_TEXT = frozenset({"driver", "window"})  # reason kinds whose text names the host's driver
-
-# A rejected candidate whose texts name the host's driver: its position, its reasons, and in
-# them the positions of each floor's reason (with the floor) and of each window reason.
+# A rejected candidate whose texts name the host's driver: its position, its reasons, in them
+# the positions of each floor's reason (with the floor) and of each window reason, and the first
+# such candidate with the very same reasons (builds of one CUDA major share a floor): restated
+# once for both.
 Restate = tuple[
-    int, tuple[Reason, ...], tuple[tuple[int, tuple[str, str | None]], ...], tuple[int, ...]
+    int, tuple[Reason, ...], tuple[tuple[int, tuple[str, str | None]], ...], tuple[int, ...], int
 ]
 
 
 def restated(decision: Decision) -> list[Restate]:
     """The rejected candidates whose reasons name the host's driver, with where they do."""
     out: list[Restate] = []
+    first: dict[object, int] = {}
     for i, c in enumerate(decision.rejected):
         floors, windows = [], []
         for pos, r in enumerate(c.reasons):
@@ -162,7 +164,8 @@ def restated(decision: Decision) -> list[Restate]:
             elif r.kind == "window":
                 windows.append(pos)
         if floors or windows:
-            out.append((i, c.reasons, tuple(floors), tuple(windows)))
+            entry = (c.reasons, tuple(floors), tuple(windows))
+            out.append((i, *entry, first.setdefault(entry, i)))
     return out
 
 
@@ -186,7 +189,12 @@ def rebind(
     driver = target.driver
     rejected = list(decision.rejected)
     said: dict[tuple[str, str | None], Reason] = {}  # builds share a few floors: each said once
-    for i, before, floors, at in restated(decision) if which is None else which:
+    told: dict[int, tuple[Reason, ...]] = {}  # the same reasons before: the same after
+    for i, before, floors, at, alike in restated(decision) if which is None else which:
+        again = told.get(alike)
+        if again is not None:
+            rejected[i] = _copy(rejected[i], reasons=again)
+            continue
         reasons = list(before)
         for pos, need in floors:
             found = said.get(need)
@@ -197,7 +205,7 @@ def rebind(
             windows = [r for r, _ in window_reasons(catalog, target)]
         for pos, new_reason in zip(at, windows or (), strict=True):
             reasons[pos] = new_reason
-        rejected[i] = _copy(rejected[i], reasons=tuple(reasons))
+        rejected[i] = _copy(rejected[i], reasons=told.setdefault(alike, tuple(reasons)))
     # The one hint naming the host's driver (hints.py): "...; this host has <driver>".
     was, now = f"this host has {old.driver}", f"this host has {target.driver}"
     return _copy(
