@@ -194,12 +194,14 @@ def lock_team(
     else:
         groups = [("", targets, common)]
     # The index outside the PyTorch index is an input only where a file locks a package from it.
-    used = any(
-        lockfiles.uses_default_index(catalog, platform_decision(catalog, spec, c, ms), options)
+    # Each set's build, solved once on its union target: read here and by the writers below.
+    built = {
+        id(c): platform_decision(catalog, spec, c, ms)
         for _, ms, decision in groups
         if decision.ok
         for c in decision.choices
-    )
+    }
+    used = any(lockfiles.uses_default_index(catalog, d, options) for d in built.values())
     if not used:
         options = replace(options, default_index=None)
     inputs = team_inputs(spec, options, mode)
@@ -211,7 +213,7 @@ def lock_team(
     files: dict[str, str] = {}
     report: list[str] = []
     member_groups = [m.group for m in spec.members if m.group is not None]  # once, not per group
-    for label, members, decision in groups:
+    for label, _members, decision in groups:
         prefix = f"{label}/" if label else ""
         report.append(
             render_report(
@@ -234,7 +236,7 @@ def lock_team(
         )
         decisions: list[Decision] = []
         for choice in decision.choices:
-            plat_decision = platform_decision(catalog, spec, choice, members)
+            plat_decision = built[id(choice)]
             lock_input = lockfiles.LockInput(plat_decision)
             if options.needs_conda and options.conda_source == "conda-forge":
                 from resolver.solve.conda import solve_conda_forge
