@@ -110,3 +110,29 @@ def test_reading_and_locking_a_fleet_makes_no_reference_cycles(
     finally:
         gc.enable()
     assert found == 0
+
+
+def test_windows_driver_numbers_are_kinds_by_their_branch_not_their_major(
+    shipped: Catalog,
+) -> None:
+    """A Windows driver's branch is read from NVIDIA's table or bounded (580.96 may be R575 or
+    R580): machines of one major number can get different driver-window verdicts (a V100 is
+    dropped in R580), so they are kinds apart, and each still decides as it does alone."""
+    drivers = ["570.133.01", "570.161.05", "575.57.08", "580.96.14", "580.104.02", "581.57"]
+    targets = [
+        Target(
+            "windows-x86_64",
+            "3.12",
+            driver,
+            "windows",
+            (TargetGpu(*shipped.resolve_gpu(gpu)),) * count,
+            nvidia=True,
+            name=f"{gpu}-{driver}-{count}",
+        )
+        for gpu in ("Tesla V100", "NVIDIA GeForce GTX 1080 Ti", "NVIDIA A100")
+        for driver in drivers
+        for count in (1, 2)
+    ]
+    solver = FleetSolver(shipped, Request())
+    for t in targets:
+        assert solver(t) == solve(shipped, replace(t, name=None), Request()), t

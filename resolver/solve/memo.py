@@ -58,7 +58,9 @@ class FleetSolver:
     def kind(self, target: Target) -> Kind:
         """What the verdicts depend on: the target without its name, its GPUs by compute
         capability, each once (a model's name and how many GPUs share a CC change only the
-        texts), its driver as a class. An extension's texts name every GPU: asked for one, the
+        texts), its driver as a class: the floors it meets, each GPU's driver-window verdict
+        and whether its branch is that window's last (the driver text itself where a Windows
+        branch-table fact names it). An extension's texts name every GPU: asked for one, the
         GPUs are kept as they are."""
         if not self.request.extensions:
             gpus = self._shape(target.gpus)
@@ -68,19 +70,19 @@ class FleetSolver:
             return ("exact", target)
         have = driver_key(target.driver)
         met = tuple(have >= floor for floor in self.floors(target.driver_os))
-        major = have[0]
+        branch = self.catalog.driver_branch(target.driver, target.driver_os)
         windows = []
+        named = False  # a fact names the driver: a Windows number the branch table places
         for gpu in target.gpus:
             arch = self.catalog.architectures.get(gpu.cc)
             win = arch.drivers if arch is not None else None
             if win is not None:
-                windows.append(
-                    (
-                        win.last is not None and major > win.last,
-                        win.first is not None and major < win.first,
-                    )
-                )
-        return ("driver", _copy(target, driver="", name=None), met, tuple(windows))
+                verdict = _window_verdict(win.cut, win.first, branch.lo, branch.hi)
+                windows.append((verdict, branch.exact == win.last))
+                if branch.record is not None and (verdict != 0 or win.cut is not None):
+                    named = True
+        driver = target.driver if named else ""
+        return ("driver", _copy(target, driver=driver, name=None), met, tuple(windows))
 
     def __call__(self, target: Target) -> Decision:
         """The decision for ``target`` (its name dropped), exactly as ``solve`` would give it:
@@ -123,6 +125,19 @@ class FleetSolver:
         for g in gpus:
             first.setdefault(g.cc, g)
         return gpus if len(first) == len(gpus) else tuple(first.values())
+
+
+def _window_verdict(cut: int | None, first: int | None, lo: int, hi: int) -> int:
+    """Which of solver.window_reasons' verdicts a branch known to lie in lo..hi gets (0: none)."""
+    if cut is not None and lo >= cut:
+        return 1  # no longer driven
+    if cut is not None and hi >= cut:
+        return 2  # perhaps no longer driven
+    if first is not None and hi < first:
+        return 3  # predates the GPUs
+    if first is not None and lo < first:
+        return 4  # perhaps predates them
+    return 0
 
 
 _T = TypeVar("_T")
