@@ -34,7 +34,7 @@ def distinct_fleet(catalog: Catalog, size: int, seed: int) -> list[Target]:
     rng = random.Random(seed)
     drivers = [f"{b}.{m + d}.{build:02d}" for b, m in BRANCHES for d in (0, 9) for build in (1, 6)]
     shapes = list(itertools.product(drivers, GPUS, (1, 2, 4, 8)))
-    out = []
+    out: list[Target] = []
     for i, (driver, gpu, count) in enumerate(rng.sample(shapes, size)):
         gpus = [TargetGpu(*catalog.resolve_gpu(gpu))] * count
         if i % 7 == 3:  # a second model after the first: two compute capabilities, or one
