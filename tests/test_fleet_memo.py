@@ -136,3 +136,35 @@ def test_windows_driver_numbers_are_kinds_by_their_branch_not_their_major(
     solver = FleetSolver(shipped, Request())
     for t in targets:
         assert solver(t) == solve(shipped, replace(t, name=None), Request()), t
+
+
+@pytest.mark.parametrize("formats", [("requirements",), ("requirements", "conda", "uv")])
+def test_a_team_lock_writes_the_bytes_solving_each_machine_alone_writes(
+    shipped: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, formats: tuple[str, ...]
+) -> None:
+    """Every file of a split team lock of 150 distinct machines (report.md with each machine's
+    row and what a driver upgrade would change, each group's sets) is the same, byte for byte,
+    whether the fleet solver shares kinds or solves each machine on its own."""
+    from resolver.solve.memo import unnamed
+    from resolver.team.lock import lock_team
+    from resolver.team.spec import load_spec
+    from resolver.writers import lockfiles
+
+    lines = ["name: alone", 'python: "3.12"', 'packages: {torch: ">=2.4"}', "targets:"]
+    for t in distinct_fleet(shipped, 150, seed=11):
+        gpus = ", ".join(repr(g.name) for g in t.gpus)
+        lines.append(
+            f'  - {{name: {t.name}, platform: {t.platform}, driver: "{t.driver}", gpus: [{gpus}]}}'
+        )
+    path = tmp_path / "alone.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spec = load_spec(path, shipped)
+    options = lockfiles.LockOptions(formats=frozenset(formats), top_level=True)
+    shared = lock_team(shipped, spec, options, existing=lambda rel: None)
+    assert len(shared.groups) > 3  # split: several groups, each with its own sets
+
+    def alone(self: FleetSolver, target: Target) -> object:
+        return solve(self.catalog, unnamed(target), self.request)
+
+    monkeypatch.setattr(FleetSolver, "__call__", alone)
+    assert lock_team(shipped, spec, options, existing=lambda rel: None).files == shared.files
