@@ -1,12 +1,15 @@
 """Solve many machines at the cost of their few kinds: a fleet's solver, memoised.
 
-The solver's verdicts on a machine depend on its platform, Python, driver OS, GPUs, unknown GPUs
-and on its driver build only through which driver floors it meets (every toolkit minimum and
-minor-version-compatibility floor in the database) and which GPU-architecture windows its branch
-falls in. Machines that agree on all of that are one kind: the first is solved, the rest are the
-same decision restated for their driver (``rebind``). A fleet of 10,000 driver builds on a few
-GPU models then costs a few dozen solver runs, and ``split`` over hundreds of machine shapes
-stays linear in them.
+The solver's verdicts on a machine depend on its platform, Python, driver OS, unknown GPUs, on
+its GPUs only through their distinct compute capabilities (a model's name and how many GPUs share
+a CC change only texts) and on its driver build only through which driver floors it meets (every
+toolkit minimum and minor-version-compatibility floor in the database) and the verdicts of the
+GPU-architecture windows on its branch. Machines that agree on all of that are one kind: the
+first is solved, once per set of GPUs the kind's decision is restated for their names and counts
+(``_reshaped``), and for each machine for its driver text (``rebind``), sharing every part of
+the decision that does not name the machine. 10,000 distinct machines cost ~100 solver runs
+(tests/test_fleet_memo.py holds each decision to solving that machine alone), and ``split``
+over hundreds of machine shapes stays linear in them.
 """
 
 from __future__ import annotations
