@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from resolver.catalog import Catalog
 from resolver.core.versions import CC, DriverKey, driver_key
+from resolver.db.models import Branch
 from resolver.solve.hints import build_hints, solve
 from resolver.solve.solver import (
     Candidate,
@@ -44,6 +45,7 @@ class FleetSolver:
         self._floors: dict[str, tuple[DriverKey, ...]] = {}
         self._exact: dict[Target, Decision] = {}
         self._seen: dict[int, tuple[Target, Decision]] = {}
+        self._drivers: dict[tuple[str, str], tuple[tuple[bool, ...], Branch]] = {}
         self._kinds: dict[Kind, tuple[Decision, list[Restate]]] = {}
         self._named: dict[tuple[Kind, tuple[TargetGpu, ...]], tuple[Decision, list[Restate]]] = {}
 
@@ -71,9 +73,13 @@ class FleetSolver:
                 target = _copy(target, gpus=tuple(TargetGpu(g.cc) for g in gpus))
         if target.driver is None:
             return ("exact", target)
-        have = driver_key(target.driver)
-        met = tuple(have >= floor for floor in self.floors(target.driver_os))
-        branch = self.catalog.driver_branch(target.driver, target.driver_os)
+        read = self._drivers.get((target.driver, target.driver_os))  # by its text: never merged
+        if read is None:
+            have = driver_key(target.driver)
+            met = tuple(have >= floor for floor in self.floors(target.driver_os))
+            branch = self.catalog.driver_branch(target.driver, target.driver_os)
+            read = self._drivers[(target.driver, target.driver_os)] = (met, branch)
+        met, branch = read
         windows = []
         named = False  # a fact names the driver: a Windows number the branch table places
         for gpu in target.gpus:
