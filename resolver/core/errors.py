@@ -54,6 +54,8 @@ def unsafe_char(text: str) -> str | None:
     line and paragraph separators, surrogates and private-use characters: they can rewrite what
     a terminal shows or hide text in a lock file a reviewer reads.
     """
+    if text.isascii() and text.isprintable():  # the common case: space to tilde, all safe
+        return None
     import unicodedata
 
     for ch in text:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from resolver.catalog import Catalog
 from resolver.db.evidence import trusted, weakest
 from resolver.solve import Candidate, Decision, Request, Target
-from resolver.solve.memo import FleetSolver
+from resolver.solve.memo import FleetSolver, unnamed
 
 BuildKey = tuple[str, str]  # (torch version, variant)
 Slot = tuple[str, bool]  # (platform, the platform's GPU-less members apart from its GPU ones)
@@ -159,12 +159,21 @@ def _distinct(
     """The first member of each set of builds (with their evidence grades, where ``evidence``):
     a fleet of 10,000 driver builds has a handful, and pairs of them are compared."""
     seen: set[frozenset[tuple[str, ...]]] = set()
+    # Machines of one kind share their decision's builds (memo.py restates only the rejected):
+    # each set of builds is keyed once, not once per machine.
+    keys: dict[tuple[int, int], tuple[Decision, frozenset[tuple[str, ...]]]] = {}
     out = []
     for t, d in group:
-        fits = (c for c in (d.selection, *d.alternatives) if c is not None)
-        key = frozenset(
-            (c.release.version, c.variant.name, *((c.evidence,) if evidence else ())) for c in fits
-        )
+        known = keys.get((id(d.selection), id(d.alternatives)))  # held: the ids stay its own
+        if known is not None:
+            key = known[1]
+        else:
+            fits = (c for c in (d.selection, *d.alternatives) if c is not None)
+            key = frozenset(
+                (c.release.version, c.variant.name, *((c.evidence,) if evidence else ()))
+                for c in fits
+            )
+            keys[(id(d.selection), id(d.alternatives))] = (d, key)
         if key not in seen:
             seen.add(key)
             out.append((t, d))
@@ -274,31 +283,45 @@ def split_groups(
     order: list[Target] = []  # one representative per shape, in the spec's order
     shapes: dict[Target, list[Target]] = {}
     for t in targets:
-        key = replace(t, name=None)
+        key = unnamed(t)
         if key not in shapes:
             shapes[key] = []
             order.append(t)
         shapes[key].append(t)
     groups: list[tuple[list[Target], dict[Slot, set[BuildKey]]]] = []
+    # Where each set's builds last joined: the groups before it turned them away, and a group
+    # only narrows as members join (fewer builds, more sets), so they would turn them away again.
+    joined: dict[tuple[Slot, frozenset[BuildKey]], int] = {}
+    # A kind's machines share its builds (see _distinct): each set is made once.
+    sets: dict[tuple[int, int], tuple[Decision, set[BuildKey]]] = {}
     for rep in order:
-        builds = _build_set(solver(rep))
+        decision = solver(rep)
+        known = sets.get((id(decision.selection), id(decision.alternatives)))
+        if known is None:
+            known = sets[(id(decision.selection), id(decision.alternatives))] = (
+                decision,
+                _build_set(decision),
+            )
+        builds = known[1]
         slot = (rep.platform, not _gpu(rep))
-        for reps, common in groups:
+        seen = (slot, frozenset(builds))
+        for at in range(joined.get(seen, 0), len(groups)):
+            reps, common = groups[at]
             trial = {**common, slot: common[slot] & builds if slot in common else builds}
             if _versions(trial):
                 reps.append(rep)
                 common[slot] = trial[slot]
+                joined[seen] = at
                 break
         else:
+            joined[seen] = len(groups)
             groups.append(([rep], {slot: builds}))
         if progress is not None:
             progress(1)
     position = {id(t): i for i, t in enumerate(targets)}
     out = []
     for reps, _ in groups:
-        full = sorted(
-            (t for r in reps for t in shapes[replace(r, name=None)]), key=lambda t: position[id(t)]
-        )
+        full = sorted((t for r in reps for t in shapes[unnamed(r)]), key=lambda t: position[id(t)])
         out.append((full, solve_fleet(catalog, full, request, solver)))
     return out
 

@@ -6,7 +6,7 @@ Every bad value becomes a UserError with one line that says what was wrong and w
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -14,7 +14,7 @@ from resolver.catalog import Catalog
 from resolver.core.errors import UserError, shown
 from resolver.core.hostprofile import STATE_OK, HostProfile
 from resolver.core.platforms import MACOS, PLATFORMS, python_option
-from resolver.core.versions import Driver, parse_cc
+from resolver.core.versions import CC, Driver, parse_cc
 from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
 from resolver.solve.extensions import EXTENSIONS
 
@@ -164,8 +164,11 @@ def describe_target(
     no_gpu: bool,
     python: str | None,
     platform: str | None,
+    known_gpus: Mapping[str, tuple[CC, str | None]] | None = None,
 ) -> Target:
     """The target: ``base`` (detected host, or a bare one) with the facts the options give.
+
+    ``known_gpus``: GPU names already looked up (a fleet names a few models thousands of times).
 
     Any of --driver/--gpu/--no-gpu, or another platform, describe the GPU side completely: a
     driver not given is not checked, GPUs not given are not checked, and a machine described with
@@ -178,7 +181,8 @@ def describe_target(
         plat = platform.strip().lower()
         if plat not in PLATFORMS:
             raise UserError(f"--platform {platform!r}: one of {', '.join(PLATFORMS)}")
-    resolved = tuple(TargetGpu(*catalog.resolve_gpu(g)) for g in gpus)
+    known = known_gpus or {}
+    resolved = tuple(TargetGpu(*(known.get(g) or catalog.resolve_gpu(g))) for g in gpus)
     if driver is not None:
         driver = normalize_driver(driver)
     if plat == MACOS and (resolved or driver):

@@ -1,12 +1,15 @@
 """Solve many machines at the cost of their few kinds: a fleet's solver, memoised.
 
-The solver's verdicts on a machine depend on its platform, Python, driver OS, GPUs, unknown GPUs
-and on its driver build only through which driver floors it meets (every toolkit minimum and
-minor-version-compatibility floor in the database) and which GPU-architecture windows its branch
-falls in. Machines that agree on all of that are one kind: the first is solved, the rest are the
-same decision restated for their driver (``rebind``). A fleet of 10,000 driver builds on a few
-GPU models then costs a few dozen solver runs, and ``split`` over hundreds of machine shapes
-stays linear in them.
+The solver's verdicts on a machine depend on its platform, Python, driver OS, unknown GPUs, on
+its GPUs only through their distinct compute capabilities (a model's name and how many GPUs share
+a CC change only texts) and on its driver build only through which driver floors it meets (every
+toolkit minimum and minor-version-compatibility floor in the database) and the verdicts of the
+GPU-architecture windows on its branch. Machines that agree on all of that are one kind: the
+first is solved, once per set of GPUs the kind's decision is restated for their names and counts
+(``_reshaped``), and for each machine for its driver text (``rebind``), sharing every part of
+the decision that does not name the machine. 10,000 distinct machines cost ~100 solver runs
+(tests/test_fleet_memo.py holds each decision to solving that machine alone), and ``split``
+over hundreds of machine shapes stays linear in them.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from resolver.catalog import Catalog
-from resolver.core.versions import DriverKey, driver_key
+from resolver.core.versions import CC, DriverKey, driver_key
+from resolver.db.models import Branch
 from resolver.solve.hints import build_hints, solve
 from resolver.solve.solver import (
     Candidate,
@@ -40,6 +44,8 @@ class FleetSolver:
         self.runs = 0  # solver runs made (the rest were restated): the benches print it
         self._floors: dict[str, tuple[DriverKey, ...]] = {}
         self._exact: dict[Target, Decision] = {}
+        self._seen: dict[int, tuple[Target, Decision]] = {}
+        self._drivers: dict[tuple[str, str], tuple[tuple[bool, ...], Branch]] = {}
         self._kinds: dict[Kind, tuple[Decision, list[Restate]]] = {}
         self._named: dict[tuple[Kind, tuple[TargetGpu, ...]], tuple[Decision, list[Restate]]] = {}
 
@@ -56,77 +62,126 @@ class FleetSolver:
 
     def kind(self, target: Target) -> Kind:
         """What the verdicts depend on: the target without its name, its GPUs by compute
-        capability (a model's name changes only the texts), its driver as a class."""
-        if any(g.name for g in target.gpus):
-            target = _copy(target, gpus=tuple(TargetGpu(g.cc) for g in target.gpus))
+        capability, each once (a model's name and how many GPUs share a CC change only the
+        texts), its driver as a class: the floors it meets, each GPU's driver-window verdict
+        and whether its branch is that window's last (the driver text itself where a Windows
+        branch-table fact names it). An extension's texts name every GPU: asked for one, the
+        GPUs are kept as they are."""
+        if not self.request.extensions:
+            gpus = self._shape(target.gpus)
+            if gpus != target.gpus or any(g.name for g in gpus):
+                target = _copy(target, gpus=tuple(TargetGpu(g.cc) for g in gpus))
         if target.driver is None:
             return ("exact", target)
-        have = driver_key(target.driver)
-        met = tuple(have >= floor for floor in self.floors(target.driver_os))
-        major = have[0]
+        read = self._drivers.get((target.driver, target.driver_os))  # by its text: never merged
+        if read is None:
+            have = driver_key(target.driver)
+            met = tuple(have >= floor for floor in self.floors(target.driver_os))
+            branch = self.catalog.driver_branch(target.driver, target.driver_os)
+            read = self._drivers[(target.driver, target.driver_os)] = (met, branch)
+        met, branch = read
         windows = []
+        named = False  # a fact names the driver: a Windows number the branch table places
         for gpu in target.gpus:
             arch = self.catalog.architectures.get(gpu.cc)
             win = arch.drivers if arch is not None else None
             if win is not None:
-                windows.append(
-                    (
-                        win.last is not None and major > win.last,
-                        win.first is not None and major < win.first,
-                    )
-                )
-        return ("driver", _copy(target, driver="", name=None), met, tuple(windows))
+                verdict = _window_verdict(win.cut, win.first, branch.lo, branch.hi)
+                windows.append((verdict, branch.exact == win.last))
+                if branch.record is not None and (verdict != 0 or win.cut is not None):
+                    named = True
+        driver = target.driver if named else ""
+        return ("driver", _copy(target, driver=driver, name=None), met, tuple(windows))
 
     def __call__(self, target: Target) -> Decision:
         """The decision for ``target`` (its name dropped), exactly as ``solve`` would give it:
         its kind's first decision, with this machine's GPU names (once per kind and names),
         restated for its driver build."""
-        key = _copy(target, name=None) if target.name is not None else target
+        seen = self._seen.get(id(target))  # the same object again: a split asks three times
+        if seen is not None and seen[0] is target:
+            return seen[1]
+        key = unnamed(target)
         found = self._exact.get(key)
         if found is not None:
+            self._seen[id(target)] = (target, found)
             return found
         kind = self.kind(key)
-        first = self._kinds.get(kind)
-        if first is None:
-            self.runs += 1
-            found = solve(self.catalog, key, self.request)
-            first = self._kinds[kind] = (found, restated(found))
-        if first[0].target.gpus != key.gpus:
-            named = self._named.get((kind, key.gpus))
-            if named is None:
-                found = _renamed(self.catalog, first[0], key.gpus)
-                named = self._named[(kind, key.gpus)] = (found, restated(found))
-            first = named
-        found = rebind(self.catalog, first[0], key, first[1])
+        shaped = self._named.get((kind, key.gpus))
+        if shaped is None:
+            first = self._kinds.get(kind)
+            if first is None:
+                self.runs += 1
+                gpus = self._shape(key.gpus)
+                found = solve(
+                    self.catalog, _copy(key, gpus=gpus) if gpus != key.gpus else key, self.request
+                )
+                first = self._kinds[kind] = (found, restated(found))
+            shaped = first
+            if first[0].target.gpus != key.gpus:
+                found = _reshaped(self.catalog, first[0], key.gpus)
+                shaped = (found, restated(found))
+            self._named[(kind, key.gpus)] = shaped
+        found = rebind(self.catalog, shaped[0], key, shaped[1])
         self._exact[key] = found
+        self._seen[id(target)] = (target, found)  # held: the id stays its own
         return found
+
+    def _shape(self, gpus: tuple[TargetGpu, ...]) -> tuple[TargetGpu, ...]:
+        """The GPUs a kind is solved with: the first of each compute capability, in order."""
+        if len(gpus) < 2 or self.request.extensions:
+            return gpus
+        first: dict[CC, TargetGpu] = {}
+        for g in gpus:
+            first.setdefault(g.cc, g)
+        return gpus if len(first) == len(gpus) else tuple(first.values())
+
+
+def _window_verdict(cut: int | None, first: int | None, lo: int, hi: int) -> int:
+    """Which of solver.window_reasons' verdicts a branch known to lie in lo..hi gets (0: none)."""
+    if cut is not None and lo >= cut:
+        return 1  # no longer driven
+    if cut is not None and hi >= cut:
+        return 2  # perhaps no longer driven
+    if first is not None and hi < first:
+        return 3  # predates the GPUs
+    if first is not None and lo < first:
+        return 4  # perhaps predates them
+    return 0
 
 
 _T = TypeVar("_T")
 
 
+def unnamed(target: Target) -> Target:
+    """``target`` without its name: the machine's shape (copied directly, see ``_copy``)."""
+    return _copy(target, name=None) if target.name is not None else target
+
+
 def _copy(obj: _T, **changes: object) -> _T:
     """A frozen dataclass with ``changes``, copied directly: ``dataclasses.replace`` re-runs
-    ``__init__`` (~6 us), and a 10,000-machine fleet makes 40,000 such copies. For the solver's
-    own records only, which have no ``__post_init__`` checks to skip."""
+    ``__init__`` (~6 us), and a 10,000-machine fleet makes 300,000 such copies. For the solver's
+    own records only, which have no ``__post_init__`` checks to skip. The new object gets its
+    own copy of the fields as its ``__dict__`` (set past the frozen ``__setattr__``)."""
     new = object.__new__(type(obj))
-    new.__dict__.update(obj.__dict__)
-    new.__dict__.update(changes)
+    fields = obj.__dict__.copy()
+    fields.update(changes)
+    object.__setattr__(new, "__dict__", fields)
     return new
 
 
-_DRIVER_TEXT = frozenset({"driver", "window"})  # reason kinds whose text names the host's driver
-
-# A rejected candidate whose texts name the host's driver: its position, its reasons, and in
-# them the positions of each floor's reason (with the floor) and of each window reason.
+# A rejected candidate whose texts name the host's driver: its position, its reasons, in them
+# the positions of each floor's reason (with the floor) and of each window reason, and the first
+# such candidate with the very same reasons (builds of one CUDA major share a floor): restated
+# once for both.
 Restate = tuple[
-    int, tuple[Reason, ...], tuple[tuple[int, tuple[str, str | None]], ...], tuple[int, ...]
+    int, tuple[Reason, ...], tuple[tuple[int, tuple[str, str | None]], ...], tuple[int, ...], int
 ]
 
 
 def restated(decision: Decision) -> list[Restate]:
     """The rejected candidates whose reasons name the host's driver, with where they do."""
     out: list[Restate] = []
+    first: dict[object, int] = {}
     for i, c in enumerate(decision.rejected):
         floors, windows = [], []
         for pos, r in enumerate(c.reasons):
@@ -135,7 +190,8 @@ def restated(decision: Decision) -> list[Restate]:
             elif r.kind == "window":
                 windows.append(pos)
         if floors or windows:
-            out.append((i, c.reasons, tuple(floors), tuple(windows)))
+            entry = (c.reasons, tuple(floors), tuple(windows))
+            out.append((i, *entry, first.setdefault(entry, i)))
     return out
 
 
@@ -155,20 +211,27 @@ def rebind(
         return decision
     if old.driver is None or target.driver is None or _copy(old, driver=target.driver) != target:
         raise ValueError("rebind: the targets differ in more than their driver build")
-    windows = [r for r, _ in window_reasons(catalog, target)]
+    windows: list[Reason] | None = None  # made where a build's texts need them
     driver = target.driver
     rejected = list(decision.rejected)
     said: dict[tuple[str, str | None], Reason] = {}  # builds share a few floors: each said once
-    for i, before, floors, at in restated(decision) if which is None else which:
+    told: dict[int, tuple[Reason, ...]] = {}  # the same reasons before: the same after
+    for i, before, floors, at, alike in restated(decision) if which is None else which:
+        again = told.get(alike)
+        if again is not None:
+            rejected[i] = _copy(rejected[i], reasons=again)
+            continue
         reasons = list(before)
         for pos, need in floors:
             found = said.get(need)
             if found is None:
                 found = said[need] = driver_reason(need[0], need[1], driver)
             reasons[pos] = found
-        for pos, new_reason in zip(at, windows, strict=True):
+        if at and windows is None:
+            windows = [r for r, _ in window_reasons(catalog, target)]
+        for pos, new_reason in zip(at, windows or (), strict=True):
             reasons[pos] = new_reason
-        rejected[i] = _copy(rejected[i], reasons=tuple(reasons))
+        rejected[i] = _copy(rejected[i], reasons=told.setdefault(alike, tuple(reasons)))
     # The one hint naming the host's driver (hints.py): "...; this host has <driver>".
     was, now = f"this host has {old.driver}", f"this host has {target.driver}"
     return _copy(
@@ -179,34 +242,75 @@ def rebind(
     )
 
 
-def _renamed(catalog: Catalog, decision: Decision, gpus: tuple[TargetGpu, ...]) -> Decision:
-    """``decision`` for its machine with ``gpus``: the same compute capabilities, in the same
-    order, under other names. Kernel coverage, "no kernels" and driver-window texts name each
-    GPU by its label; the hints are made anew."""
+def _reshaped(catalog: Catalog, decision: Decision, gpus: tuple[TargetGpu, ...]) -> Decision:
+    """``decision`` for its machine with ``gpus``: the same compute capabilities in the same
+    order of first appearance, under other names and each any number of times. Each GPU has its
+    own kernel coverage or "no kernels" reason and its own driver-window reason (with its fact);
+    a CC's verdict, the build's facts and its grade are the same for every GPU of that CC. The
+    hints are made anew."""
     old = decision.target
-    if [g.cc for g in old.gpus] != [g.cc for g in gpus]:
-        raise ValueError("renamed: the GPUs differ in more than their names")
+    if list(dict.fromkeys(g.cc for g in old.gpus)) != list(dict.fromkeys(g.cc for g in gpus)):
+        raise ValueError("reshaped: the GPUs differ in more than their names and counts")
     target = _copy(old, gpus=gpus)
-    pairs = [(a.label, b.label) for a, b in zip(old.gpus, gpus, strict=True)]
-    windows = [r for r, _ in window_reasons(catalog, target)]  # each names a GPU
+    windows = window_reasons(catalog, target)  # each names a GPU
+    heads = [g.label + ": " for g in old.gpus]
+    labels = [(g.cc, g.label) for g in gpus]
+    # Builds share their kernel verdicts (one arch list serves many builds): each told once.
+    told: dict[tuple[tuple[str, ...], tuple[Reason, ...]], tuple[tuple[str, ...], list[Reason]]]
+    told = {}
+
+    def retell(
+        coverage: tuple[str, ...], arch: tuple[Reason, ...]
+    ) -> tuple[tuple[str, ...], list[Reason]]:
+        covered: dict[CC, str] = {}  # the CC's coverage, after its GPU's label
+        missing: dict[CC, str] = {}  # the CC's "no kernels" text, after its GPU's label
+        left = iter(arch)
+        cov = 0
+        for g, head in zip(old.gpus, heads, strict=True):  # covered (in order) or "no kernels"
+            if cov < len(coverage) and coverage[cov].startswith(head):
+                covered.setdefault(g.cc, coverage[cov][len(head) :])
+                cov += 1
+            else:  # none when its kernels were not checked (which GPUs the build has: unknown)
+                reason = next(left, None)
+                if reason is not None:
+                    missing.setdefault(g.cc, reason.text[len(f"no kernels for {head}") :])
+        return (
+            tuple(f"{label}: {covered[cc]}" for cc, label in labels if cc in covered),
+            [
+                Reason("arch", f"no kernels for {label}: {missing[cc]}")
+                for cc, label in labels
+                if cc in missing
+            ],
+        )
 
     def relabel(c: Candidate) -> Candidate:
-        if not c.coverage and not any(r.kind in ("arch", "window") for r in c.reasons):
+        arch = tuple(r for r in c.reasons if r.kind == "arch")
+        window = any(r.kind == "window" for r in c.reasons)
+        if not c.coverage and not arch and not window:
             return c
-        coverage, reasons = list(c.coverage), list(c.reasons)
-        cov = 0
-        arch = [i for i, r in enumerate(reasons) if r.kind == "arch"]
-        for was, now in pairs:  # each GPU is covered (in order) or has its "no kernels" reason
-            if cov < len(coverage) and coverage[cov].startswith(was + ": "):
-                coverage[cov] = now + coverage[cov][len(was) :]
-                cov += 1
-            elif arch:
-                i = arch.pop(0)
-                text = reasons[i].text.replace(f"for {was}: ", f"for {now}: ", 1)
-                reasons[i] = Reason("arch", text)
-        left = iter(windows)
-        reasons = [next(left) if r.kind == "window" else r for r in reasons]
-        return _copy(c, coverage=tuple(coverage), reasons=tuple(reasons))
+        known = told.get((c.coverage, arch))
+        if known is None:
+            known = told[(c.coverage, arch)] = retell(c.coverage, arch)
+        coverage, no_kernels = known
+        if not arch and not window:
+            return _copy(c, coverage=coverage)
+        reasons: list[Reason] = []
+        said = 0
+        for r in c.reasons:  # each block (the GPUs' "no kernels", their windows) in its place
+            if r.kind == "arch":
+                reasons.extend(no_kernels)
+                no_kernels = []
+            elif r.kind == "window":
+                said += 1
+                if said == 1:
+                    reasons.extend(w for w, _ in windows)
+            else:
+                reasons.append(r)
+        driver_facts = c.driver_facts
+        if said:  # the window facts close the driver facts, one per window reason
+            kept = driver_facts[: len(driver_facts) - said]
+            driver_facts = (*kept, *(f for _, f in windows))
+        return _copy(c, coverage=coverage, reasons=tuple(reasons), driver_facts=driver_facts)
 
     selection = relabel(decision.selection) if decision.selection is not None else None
     alternatives = tuple(relabel(c) for c in decision.alternatives)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Release, Variant
 from resolver.core.platforms import BY_NAME
@@ -29,6 +29,9 @@ from resolver.solve.target import Policy as Policy
 from resolver.solve.target import Request as Request
 from resolver.solve.target import Target as Target
 from resolver.solve.target import TargetGpu as TargetGpu
+
+if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given --torch needs them
+    from packaging.specifiers import SpecifierSet
 
 COMPANIONS = ("torchvision", "torchaudio")
 ReasonKind = Literal[
@@ -99,6 +102,13 @@ class Decision:
 
 
 floor_key = functools.lru_cache(maxsize=1024)(driver_key)  # a few dozen floors, asked per build
+
+
+@functools.lru_cache(maxsize=4096)
+def _allows(spec: SpecifierSet, version: str) -> bool:
+    """``spec`` admits ``version`` (prereleases too): asked once per release, not per build and
+    solve (packaging parses the version each time; a fleet's solves ask ~10,000 times)."""
+    return spec.contains(version, prereleases=True)
 
 
 class _Machine:
@@ -208,7 +218,7 @@ def _evaluate(
     machine = machine if machine is not None else _Machine(catalog, target)
     reasons: list[Reason] = []
     warnings: list[str] = []
-    if request.torch is not None and not request.torch.contains(rel.version, prereleases=True):
+    if request.torch is not None and not _allows(request.torch, rel.version):
         reasons.append(Reason("spec", f"torch {rel.version} does not match {request.torch}"))
     pythons = rel.python.get(target.platform, ())
     if target.python not in pythons:

@@ -42,15 +42,24 @@ def unlocks(fleet: FleetDecision, counts: Mapping[str, int]) -> list[Unlock]:
         return []
     current = _vkey(fleet.torch)
     releases: dict[str, tuple[int, ...]] = {}
+    # Each member's newer builds by release and variant, in one pass over its candidates (a
+    # fleet of 10,000 driver builds has 10,000 members, each with ~100 candidates).
+    newer: list[Builds] = []
     for _, d in fleet.members:
+        mine: Builds = {}
         for c in _candidates(d):
             if c.release.key > current:
                 releases[c.release.version] = c.release.key
+                mine.setdefault(c.release.version, {})[c.variant.name] = c
+        newer.append(mine)
     if not releases:
         return []
     ordered = sorted(releases, key=lambda v: releases[v])
     wanted = [ordered[0]] if len(ordered) == 1 else [ordered[0], ordered[-1]]
-    return [_unlock(fleet, counts, version) for version in wanted]
+    return [_unlock(fleet, counts, version, newer) for version in wanted]
+
+
+Builds = dict[str, dict[str, Candidate]]  # release -> variant -> a member's candidate
 
 
 def _candidates(d: Decision) -> list[Candidate]:
@@ -65,11 +74,13 @@ def _vkey(version: str) -> tuple[int, ...]:
 _BLOCKER_ORDER = {"arch": 0, "python": 1, "spec": 2, "companion": 3, "unknown": 4}
 
 
-def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Unlock:
-    by_platform: dict[tuple[str, bool], list[tuple[Target, Decision]]] = {}
+def _unlock(
+    fleet: FleetDecision, counts: Mapping[str, int], version: str, newer: list[Builds]
+) -> Unlock:
+    by_platform: dict[tuple[str, bool], list[tuple[Target, dict[str, Candidate]]]] = {}
     slot_of = slots([t for t, _ in fleet.members])
-    for i, (t, d) in enumerate(fleet.members):
-        by_platform.setdefault(slot_of[i], []).append((t, d))
+    for i, (t, _d) in enumerate(fleet.members):
+        by_platform.setdefault(slot_of[i], []).append((t, newer[i].get(version, {})))
     variants: list[str] = []
     upgrades: dict[str, Upgrade] = {}
     unconfirmed = False
@@ -79,12 +90,7 @@ def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Un
         gpus = any(t.nvidia or t.gpus for t, _ in members)
         options: list[tuple[tuple[object, ...], str, list[Upgrade], bool]] = []
         blockers: list[tuple[int, tuple[int, ...], str]] = []
-        # Each member's builds of this release by variant: one pass over its candidates (a
-        # fleet of 10,000 driver builds has 10,000 members).
-        builds = [
-            {c.variant.name: c for c in _candidates(d) if c.release.version == version}
-            for _, d in members
-        ]
+        builds = [mine for _, mine in members]  # each member's builds of this release
         names = {
             name
             for mine in builds
@@ -92,11 +98,11 @@ def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Un
             if not (gpus and c.variant.kind == "cpu")
         }
         for variant in sorted(names):
-            cuda = _cuda(members, version, variant)
+            cuda = _cuda(builds, variant)
             needs: list[Upgrade] = []
             confirmed = True
             why: tuple[int, tuple[int, ...], str] | None = None
-            for (t, _d), mine in zip(members, builds, strict=True):
+            for t, mine in members:
                 c = mine.get(variant)
                 name = t.name or t.platform
                 if c is None:
@@ -140,12 +146,12 @@ def _unlock(fleet: FleetDecision, counts: Mapping[str, int], version: str) -> Un
     )
 
 
-def _cuda(members: list[tuple[Target, Decision]], version: str, variant: str) -> tuple[int, ...]:
+def _cuda(builds: list[dict[str, Candidate]], variant: str) -> tuple[int, ...]:
     """The CUDA version of a build (0.0 for the CPU build), for preferring the newest."""
-    for _, d in members:
-        for c in _candidates(d):
-            if c.release.version == version and c.variant.name == variant and c.variant.cuda:
-                return cuda_key(c.variant.cuda)
+    for mine in builds:
+        c = mine.get(variant)
+        if c is not None and c.variant.cuda:
+            return cuda_key(c.variant.cuda)
     return (0, 0)
 
 

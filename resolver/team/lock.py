@@ -21,6 +21,7 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 
 from resolver.catalog import Catalog
+from resolver.core.collector import collector_paused
 from resolver.core.versions import driver_key
 from resolver.solve import Decision, Target, TargetGpu, solve
 from resolver.solve.fleet import (
@@ -31,7 +32,7 @@ from resolver.solve.fleet import (
     solve_fleet,
     split_groups,
 )
-from resolver.solve.memo import FleetSolver
+from resolver.solve.memo import FleetSolver, unnamed
 from resolver.team.fleet_files import fleet_files, set_name
 from resolver.team.spec import EnvSpec
 from resolver.writers import lockfiles, recorded
@@ -156,6 +157,7 @@ def targets_record(spec: EnvSpec) -> dict[str, Any]:
     return {f"(all {len(out)} targets)": f"sha256:{whole}"}
 
 
+@collector_paused()  # millions of acyclic objects: resolver/core/collector.py
 def lock_team(
     catalog: Catalog,
     spec: EnvSpec,
@@ -182,7 +184,7 @@ def lock_team(
         common = solve_fleet(catalog, targets, spec.request, solver, tick)
     if common is None or (mode == "auto" and not common.ok):
         auto_split = common is not None
-        shapes = len({replace(t, name=None) for t in targets})
+        shapes = len({unnamed(t) for t in targets})
         tick = progress(f"grouping {shapes} machine shapes", shapes) if progress else None
         found = split_groups(catalog, targets, spec.request, solver, tick)
         groups = [
@@ -192,12 +194,14 @@ def lock_team(
     else:
         groups = [("", targets, common)]
     # The index outside the PyTorch index is an input only where a file locks a package from it.
-    used = any(
-        lockfiles.uses_default_index(catalog, platform_decision(catalog, spec, c, ms), options)
+    # Each set's build, solved once on its union target: read here and by the writers below.
+    built = {
+        id(c): platform_decision(catalog, spec, c, ms)
         for _, ms, decision in groups
         if decision.ok
         for c in decision.choices
-    )
+    }
+    used = any(lockfiles.uses_default_index(catalog, d, options) for d in built.values())
     if not used:
         options = replace(options, default_index=None)
     inputs = team_inputs(spec, options, mode)
@@ -209,7 +213,7 @@ def lock_team(
     files: dict[str, str] = {}
     report: list[str] = []
     member_groups = [m.group for m in spec.members if m.group is not None]  # once, not per group
-    for label, members, decision in groups:
+    for label, _members, decision in groups:
         prefix = f"{label}/" if label else ""
         report.append(
             render_report(
@@ -232,7 +236,7 @@ def lock_team(
         )
         decisions: list[Decision] = []
         for choice in decision.choices:
-            plat_decision = platform_decision(catalog, spec, choice, members)
+            plat_decision = built[id(choice)]
             lock_input = lockfiles.LockInput(plat_decision)
             if options.needs_conda and options.conda_source == "conda-forge":
                 from resolver.solve.conda import solve_conda_forge

@@ -52,8 +52,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import Catalog
+from resolver.core.collector import collector_paused
 from resolver.core.errors import UserError, unsafe_char
 from resolver.core.platforms import DEFAULT_PLATFORM, PLATFORMS
+from resolver.core.versions import CC
 from resolver.io.bounded import SPEC_LIMIT, SPEC_MAX_NODES, load_yaml, read_text
 from resolver.solve import Request, Target
 from resolver.solve.shapes import FleetMember
@@ -149,6 +151,7 @@ class _Spec:
         return [self.string(v, f"{key}[{i}]") for i, v in enumerate(value)]
 
 
+@collector_paused()  # millions of acyclic objects: resolver/core/collector.py
 def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None = None) -> EnvSpec:
     """Read and validate a spec; every problem is one UserError naming file and key.
 
@@ -226,7 +229,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
         raise s.fail("targets", "expected a non-empty list")
     members: list[FleetMember] = []
     names: set[str] = set()
-    known_gpus: set[str] = set()
+    known_gpus: dict[str, tuple[CC, str | None]] = {}
     for i, raw in enumerate(raw_targets):
         key = f"targets[{i}]"
         t = s.mapping(raw, key, TARGET_KEYS)
@@ -281,10 +284,9 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
             if g in known_gpus:  # a fleet names a few models thousands of times
                 continue
             try:
-                catalog.resolve_gpu(g)
+                known_gpus[g] = catalog.resolve_gpu(g)
             except UserError as exc:
                 raise s.fail(f"{key}.gpus[{j}]", str(exc)) from None
-            known_gpus.add(g)
         try:
             target = describe_target(
                 catalog,
@@ -294,6 +296,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
                 no_gpu=no_gpu and not (gpus or driver),
                 python=None,
                 platform=platform,
+                known_gpus=known_gpus,
             )
         except UserError as exc:
             raise s.fail(key, str(exc)) from None
