@@ -17,6 +17,7 @@ import yaml
 from conda_channel import forge_packages, make_channel
 from lock_support import FILELOCK, lock_catalog, stub_index
 from pytorch_index import IndexServer, closed_port, serve
+from target_support import written
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
@@ -56,7 +57,7 @@ def channel(tmp_path: Path) -> str:
 def _target(platform: str, ccs: tuple[str, ...] = (), driver: str | None = None) -> Target:
     gpus = tuple(TargetGpu(parse_cc(c)) for c in ccs)
     driver_os = "windows" if platform.startswith("windows") else "linux"
-    return Target(platform, "3.12", driver, driver_os, gpus, nvidia=bool(gpus))
+    return written(platform, "3.12", driver, driver_os, gpus, nvidia=bool(gpus))
 
 
 def _builds(records: list[conda_solve.CondaRecord]) -> dict[str, str]:

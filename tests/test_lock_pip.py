@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from lock_support import FILELOCK, lock_catalog, pip_report, stub_index
 from pytorch_index import IndexServer, closed_port, serve
+from target_support import written
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
@@ -42,7 +43,7 @@ def _pip_isolated(scrubbed_tools: Path) -> None:
 def _target(platform: str, ccs: tuple[str, ...] = (), driver: str | None = None) -> Target:
     gpus = tuple(TargetGpu(parse_cc(c)) for c in ccs)
     driver_os = "windows" if platform.startswith("windows") else "linux"
-    return Target(platform, "3.11", driver, driver_os, gpus, nvidia=bool(gpus))
+    return written(platform, "3.11", driver, driver_os, gpus, nvidia=bool(gpus))
 
 
 TARGETS = [
@@ -67,10 +68,10 @@ def test_pip_resolves_requirements_to_the_pinned_set(
     outputs.write_files(tmp_path, files)
     # The index the file names is the local one (the mirror option), the only index pip has;
     # for macOS the file adds it as an extra to the default index, here the local /simple.
-    default = f"{index.url}/simple" if t.platform == "macos-arm64" else None
+    default = f"{index.url}/simple" if t.platform.name == "macos-arm64" else None
     got = pip_report(tmp_path / "requirements.txt", _platform_args(t), "3.11", default)
     assert got == {"torch": torch, "torchvision": torchvision, "filelock": FILELOCK}
-    if t.platform != "macos-arm64":
+    if t.platform.name != "macos-arm64":
         variant = torch.partition("+")[2]
         assert not any(p.startswith("/simple/") for p in index.paths())
         assert f"/whl/{variant}/torch/" in index.paths()
@@ -123,7 +124,7 @@ def test_unreachable_index_is_one_clear_error(cat: Catalog) -> None:
 def _lock(cat: Catalog, index: IndexServer, platform: str) -> dict[str, str]:
     gpus = (TargetGpu(parse_cc("8.6")),) if platform.startswith("linux") else ()
     driver = "580.65.06" if gpus else None
-    t = Target(platform, "3.11", driver, "linux", gpus, nvidia=bool(gpus))
+    t = written(platform, "3.11", driver, "linux", gpus, nvidia=bool(gpus))
     options = LockOptions(
         formats=frozenset({"requirements", "pylock"}),
         pytorch_index=f"{index.url}/whl",

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from lock_support import CONDA_FORGE, lock_catalog, lock_raw
+from target_support import written
 
 from resolver import __version__
 from resolver.catalog import Catalog, from_raw
@@ -38,7 +39,7 @@ def target(
 ) -> Target:
     gpus = tuple(TargetGpu(parse_cc(c)) for c in ccs)
     driver_os = "windows" if platform.startswith("windows") else "linux"
-    return Target(platform, python, driver, driver_os, gpus, nvidia=bool(gpus) or bool(driver))
+    return written(platform, python, driver, driver_os, gpus, nvidia=bool(gpus) or bool(driver))
 
 
 def render(
@@ -401,7 +402,7 @@ def test_shipped_conda_forge_builds(shipped: Catalog) -> None:
     assert {b.cuda for b in newest.builds["macos-arm64"]} == {None}
 
     def pins(gpu: str, driver: str) -> str | None:
-        t = Target(
+        t = written(
             "linux-x86_64", "3.12", driver, "linux", (TargetGpu(*shipped.resolve_gpu(gpu)),), True
         )
         sel = solve_conda_forge(shipped, t, Request()).selection

@@ -74,6 +74,28 @@ class Driver:
         return hash(self.key)
 
 
+class AsWritten:
+    """Equality and hash for a frozen record that names a machine: its fields, each ``Driver`` by
+    its text. ``Driver`` compares numerically, but two machines on 570.124.6 and 570.124.06 are
+    two machines as written, and every output names each one's own spelling: a cache, group or
+    set of such records must never merge them. (Subclasses: ``@dataclass(eq=False)``.)"""
+
+    __slots__ = ()
+
+    def _written(self) -> tuple[object, ...]:
+        return tuple(str(v) if isinstance(v, Driver) else v for v in vars(self).values())
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, AsWritten)
+            and type(other) is type(self)
+            and self._written() == other._written()
+        )
+
+    def __hash__(self) -> int:
+        return hash(self._written())
+
+
 @functools.lru_cache(maxsize=4096)  # a fleet asks for the same few hundred drivers again and again
 def driver_key(version: str) -> DriverKey:
     """Numeric key of a driver version: "580.65.06" -> (580, 65, 6); "580" sorts before it."""

@@ -56,7 +56,7 @@ def resolve_single(
     profile: HostProfile | None,
 ) -> Single:
     """The builds for ``machine`` (its glibc: given, else the probed host's on its platform)."""
-    if glibc is None and profile is not None and profile.platform == machine.platform:
+    if glibc is None and profile is not None and profile.platform == str(machine.platform):
         glibc = profile.glibc
     lock_input = lockfiles.prepare(catalog, machine, wanted, options, glibc and glibc.strip())
     unmet = lock_input.unmet(options)

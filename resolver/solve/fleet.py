@@ -61,9 +61,10 @@ def _gpu(t: Target) -> bool:
 def slots(targets: Sequence[Target]) -> dict[int, Slot]:
     """Each target's set (by position): its platform, apart for GPU-less members where the
     platform also has GPU members."""
-    gpu_platforms = {t.platform for t in targets if _gpu(t)}
+    gpu_platforms = {t.platform.name for t in targets if _gpu(t)}
     return {
-        i: (t.platform, not _gpu(t) and t.platform in gpu_platforms) for i, t in enumerate(targets)
+        i: (t.platform.name, not _gpu(t) and t.platform.name in gpu_platforms)
+        for i, t in enumerate(targets)
     }
 
 
@@ -107,7 +108,8 @@ def solve_fleet(
         reverse=True,
     )
     names = {
-        plat: tuple(t.name or t.platform for t, _ in group) for plat, group in by_platform.items()
+        plat: tuple(t.name or t.platform.name for t, _ in group)
+        for plat, group in by_platform.items()
     }
     if not ranked:
         return FleetDecision(
@@ -282,7 +284,7 @@ def split_groups(
     groups: list[tuple[list[Target], dict[Slot, set[BuildKey]]]] = []
     for rep in order:
         builds = _build_set(solver(rep))
-        slot = (rep.platform, not _gpu(rep))
+        slot = (rep.platform.name, not _gpu(rep))
         for reps, common in groups:
             trial = {**common, slot: common[slot] & builds if slot in common else builds}
             if _versions(trial):

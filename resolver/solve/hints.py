@@ -143,8 +143,8 @@ def build_hints(
     by_python = [c for c in newer if _blocked_only_by(c, {"python"})]
     if by_python:
         newest = max(by_python, key=lambda c: c.release.key)
-        pys = newest.release.python.get(target.platform, ())
-        if pys and all(PythonVersion.parse(target.python) < PythonVersion.parse(p) for p in pys):
+        pys = newest.release.python.get(target.platform.name, ())
+        if pys and all(target.python < PythonVersion.parse(p) for p in pys):
             hints.append(
                 f"torch {newest.release.version} needs Python {pys[0]}+ "
                 f"(this target has {target.python})"

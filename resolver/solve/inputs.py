@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, shown
 from resolver.core.hostprofile import STATE_OK, HostProfile
-from resolver.core.platforms import MACOS, PLATFORMS, python_option
+from resolver.core.platforms import MACOS, Platform, PythonVersion, python_option
 from resolver.core.versions import Driver, parse_cc
 from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
 from resolver.solve.extensions import EXTENSIONS
@@ -24,12 +24,6 @@ if TYPE_CHECKING:
 _REQ_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*$")
 _VARIANT_RE = re.compile(r"^(cpu|cu[0-9]{3})$")
 _LONG_NUMBER = re.compile(r"[0-9]{13}")
-
-
-def normalize_driver(value: str) -> str:
-    """A driver version as NVIDIA prints it (Windows' Device Manager form translated): the one
-    grammar of `Driver`, a UserError otherwise."""
-    return str(Driver.parse(value))
 
 
 def _specifier(text: str, what: str) -> tuple[SpecifierSet, str | None]:
@@ -136,9 +130,9 @@ def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None
         except UserError:
             raise UserError(f"GPU {gpu.index}: not a compute capability: {cc!r}") from None
     return Target(
-        platform=profile.platform,
-        python=profile.python,
-        driver=profile.driver,
+        platform=Platform.parse(profile.platform),
+        python=PythonVersion.parse(profile.python),
+        driver=None if profile.driver is None else Driver.parse(profile.driver),
         driver_os=profile.driver_os,
         gpus=tuple(gpus),
         nvidia=profile.state in (STATE_OK, "driver-mismatch") or bool(gpus or unknown),
@@ -147,11 +141,25 @@ def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None
     )
 
 
+def _python(python: str | PythonVersion) -> PythonVersion:
+    given = python if isinstance(python, PythonVersion) else python_option(python)
+    if given is None:  # an interpreter path is read by the caller first (host/interpreter.py)
+        raise UserError(
+            f"--python {shown(str(python))}: expected a version like 3.12 or an interpreter path"
+        )
+    return given if isinstance(given, PythonVersion) else PythonVersion.parse(given)
+
+
 def is_described(
-    *, driver: str | None, gpus: Sequence[str], no_gpu: bool, platform: str | None, host: str
+    *,
+    driver: str | Driver | None,
+    gpus: Sequence[str],
+    no_gpu: bool,
+    platform: str | None,
+    host: str | Platform,
 ) -> bool:
     """Whether the options describe a machine (then this one's GPUs and driver are not probed)."""
-    other_platform = platform is not None and platform.strip().lower() != host
+    other_platform = platform is not None and platform.strip().lower() != str(host)
     return bool(gpus) or driver is not None or no_gpu or other_platform
 
 
@@ -162,7 +170,7 @@ def describe_target(
     driver: str | None,
     gpus: Sequence[str],
     no_gpu: bool,
-    python: str | None,
+    python: str | PythonVersion | None,
     platform: str | None,
 ) -> Target:
     """The target: ``base`` (detected host, or a bare one) with the facts the options give.
@@ -173,23 +181,14 @@ def describe_target(
     """
     if no_gpu and (gpus or driver):
         raise UserError("--no-gpu cannot be combined with --gpu or --driver")
-    plat = base.platform
-    if platform is not None:
-        plat = platform.strip().lower()
-        if plat not in PLATFORMS:
-            raise UserError(f"--platform {platform!r}: one of {', '.join(PLATFORMS)}")
+    plat = base.platform if platform is None else Platform.parse(platform, "--platform")
     resolved = tuple(TargetGpu(*catalog.resolve_gpu(g)) for g in gpus)
-    if driver is not None:
-        driver = normalize_driver(driver)
-    if plat == MACOS and (resolved or driver):
+    drv = None if driver is None else Driver.parse(driver)
+    if plat.name == MACOS and (resolved or drv):
         raise UserError("macOS has no NVIDIA CUDA builds: drop --gpu/--driver for macos-arm64")
-    py = python_option(python) if python else base.python
-    if py is None:  # an interpreter path is read by the caller (host/interpreter.py) first
-        raise UserError(
-            f"--python {shown(python or '')}: expected a version like 3.12 or an interpreter path"
-        )
+    py = base.python if python is None else _python(python)
     if not is_described(
-        driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=base.platform
+        driver=drv, gpus=gpus, no_gpu=no_gpu, platform=platform, host=base.platform
     ):
         return replace(base, python=py)
     # The same platform keeps the base's driver OS: WSL2 (Linux) runs on a Windows driver.
@@ -197,8 +196,8 @@ def describe_target(
     return Target(
         platform=plat,
         python=py,
-        driver=driver,
-        driver_os="windows" if plat.startswith("windows") else base.driver_os if same else "linux",
+        driver=drv,
+        driver_os="windows" if plat.os == "windows" else base.driver_os if same else "linux",
         gpus=resolved,
         nvidia=bool(resolved) or driver is not None,
         name=base.name,

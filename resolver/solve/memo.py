@@ -61,7 +61,7 @@ class FleetSolver:
             target = _copy(target, gpus=tuple(TargetGpu(g.cc) for g in target.gpus))
         if target.driver is None:
             return ("exact", target)
-        have = driver_key(target.driver)
+        have = target.driver.key
         met = tuple(have >= floor for floor in self.floors(target.driver_os))
         major = have[0]
         windows = []
@@ -75,7 +75,7 @@ class FleetSolver:
                         win.first is not None and major < win.first,
                     )
                 )
-        return ("driver", _copy(target, driver="", name=None), met, tuple(windows))
+        return ("driver", _copy(target, driver=None, name=None), met, tuple(windows))
 
     def __call__(self, target: Target) -> Decision:
         """The decision for ``target`` (its name dropped), exactly as ``solve`` would give it:

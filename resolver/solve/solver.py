@@ -22,7 +22,7 @@ from typing import Literal
 
 from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Release, Variant
 from resolver.core.platforms import BY_NAME
-from resolver.core.versions import CC, cc_sm, cc_str, cuda_key, driver_key
+from resolver.core.versions import CC, Driver, cc_sm, cc_str, cuda_key, driver_key
 from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, rank, trusted
 from resolver.solve.extensions import ExtChoice, Place, choose
 from resolver.solve.target import Policy as Policy
@@ -107,7 +107,7 @@ class _Machine:
 
     def __init__(self, catalog: Catalog, target: Target) -> None:
         self.catalog, self.target = catalog, target
-        self.have = driver_key(target.driver) if target.driver is not None else None
+        self.have = target.driver.key if target.driver is not None else None
         self._windows: tuple[list[tuple[Reason, Fact]], list[Fact]] | None = None
         self._coverage: dict[tuple[int, CC], str | None] = {}
 
@@ -136,7 +136,7 @@ def decide(catalog: Catalog, target: Target, request: Request) -> Decision:
         _evaluate(catalog, target, request, rel, var, cuda_wanted, machine)
         for rel in catalog.releases
         for var in rel.variants
-        if target.platform in var.platforms and var.kind in ("cpu", "cuda")
+        if target.platform.name in var.platforms and var.kind in ("cpu", "cuda")
     ]
     ok = sorted(
         (c for c in evaluated if c.ok),
@@ -174,7 +174,7 @@ def decide(catalog: Catalog, target: Target, request: Request) -> Decision:
                 )
                 for r in catalog.releases
                 for v in r.variants
-                if v.kind == "cpu" and target.platform in v.platforms
+                if v.kind == "cpu" and target.platform.name in v.platforms
             )
             if c.ok
         ]
@@ -210,8 +210,8 @@ def _evaluate(
     warnings: list[str] = []
     if request.torch is not None and not request.torch.contains(rel.version, prereleases=True):
         reasons.append(Reason("spec", f"torch {rel.version} does not match {request.torch}"))
-    pythons = rel.python.get(target.platform, ())
-    if target.python not in pythons:
+    pythons = rel.python.get(target.platform.name, ())
+    if str(target.python) not in pythons:
         span = f"{pythons[0]}–{pythons[-1]}" if pythons else "none"
         reasons.append(
             Reason(
@@ -226,7 +226,7 @@ def _evaluate(
     elif request.variant and var.name != request.variant:
         reasons.append(Reason("variant", f"{var.name} build; {request.variant} was asked for"))
 
-    packages = [("torch", _local(rel.version, var, target.platform))]
+    packages = [("torch", _local(rel.version, var, target.platform.name))]
     for name, spec in request.companions:
         paired = rel.companion(name)
         if paired is None:
@@ -239,7 +239,9 @@ def _evaluate(
             )
         else:
             untagged = name in rel.companion_untagged
-            packages.append((name, paired if untagged else _local(paired, var, target.platform)))
+            packages.append(
+                (name, paired if untagged else _local(paired, var, target.platform.name))
+            )
             cprov = rel.companion_prov.get(name)
             if cprov is not None and not cprov.confirmed:
                 warnings.append(
@@ -270,7 +272,7 @@ def _evaluate(
     elif not (cuda_wanted or request.cuda or request.variant or request.cuda_on_gpu_less):
         reasons.append(Reason("nogpu", "CUDA build: this target has no NVIDIA GPU"))
     else:
-        arch = var.platforms.get(target.platform)
+        arch = var.platforms.get(target.platform.name)
         if target.gpus and arch is None:
             reasons.append(
                 Reason("unknown", f"which GPUs {var.name} supports on {target.platform} is unknown")
@@ -327,7 +329,7 @@ def _evaluate(
     return Candidate(
         release=rel,
         variant=var,
-        platform=target.platform,
+        platform=target.platform.name,
         reasons=tuple(reasons),
         min_driver=min_driver,
         min_driver_why=why,
@@ -344,7 +346,7 @@ def _evaluate(
     )
 
 
-def driver_reason(min_driver: str, why: str | None, driver: str) -> Reason:
+def driver_reason(min_driver: str, why: str | None, driver: Driver) -> Reason:
     return Reason("driver", f"needs driver >= {min_driver} ({why}); this host has {driver}")
 
 

@@ -1,7 +1,8 @@
 """The values a solve is asked about: the machine (`Target`, its GPUs) and the request.
 
-Plain frozen records, built at the edges (options, a host profile, a fleet spec) and read by
-every part of the decision layer; the solver (`solver.py`) is what judges them.
+Plain frozen records of typed values (`Platform`, `PythonVersion`, `Driver`, compute
+capabilities), parsed once at the edges (options, a host record, a fleet spec, a lock's record)
+and read by every part of the decision layer; the solver (`solver.py`) is what judges them.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from resolver.core.versions import CC, cc_sm
+from resolver.core.platforms import Platform, PythonVersion
+from resolver.core.versions import CC, AsWritten, Driver, cc_sm
 
 if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given --torch needs them
     from packaging.specifiers import SpecifierSet
@@ -29,13 +31,17 @@ class TargetGpu:
         return f"{cc_sm(self.cc)} ({self.name})" if self.name else cc_sm(self.cc)
 
 
-@dataclass(frozen=True)
-class Target:
-    """The machine to resolve for: detected, described, or one member of a fleet."""
+@dataclass(frozen=True, eq=False)
+class Target(AsWritten):
+    """The machine to resolve for: detected, described, or one member of a fleet.
 
-    platform: str
-    python: str  # "3.12"
-    driver: str | None = None  # None: unknown, not checked (the answer states what it needs)
+    Equal targets are the same machine as written (``AsWritten``): a cache or set of targets
+    never merges a machine on 570.124.6 with one on 570.124.06 (equal ``Driver`` values).
+    """
+
+    platform: Platform
+    python: PythonVersion
+    driver: Driver | None = None  # None: unknown, not checked (the answer states what it needs)
     driver_os: str = "linux"  # whose driver floors apply ("windows" on Windows and WSL2)
     gpus: tuple[TargetGpu, ...] = ()
     nvidia: bool = False  # an NVIDIA GPU is there (even when its CC is unknown)

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, unsafe_char
-from resolver.core.platforms import DEFAULT_PLATFORM, PLATFORMS
+from resolver.core.platforms import BY_NAME, DEFAULT_PLATFORM, PLATFORMS, PythonVersion
 from resolver.io.bounded import SPEC_LIMIT, SPEC_MAX_NODES, load_yaml, read_text
 from resolver.solve import Request, Target
 from resolver.solve.shapes import FleetMember
@@ -90,7 +90,7 @@ class EnvSpec:
     path: Path
     name: str
     description: str
-    python: str
+    python: PythonVersion
     request: Request
     torch_spec: str | None
     companions: tuple[str, ...]
@@ -170,7 +170,9 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     if not SAFE_NAME.match(name):  # `lock` writes environments/<name>/: never outside it
         raise s.fail("name", f"{name!r}: use letters, digits, '.', '_' and '-' (a folder name)")
     try:
-        python = python_version(s.string(top["python"], "python", version=True))
+        python = PythonVersion.parse(
+            python_version(s.string(top["python"], "python", version=True))
+        )
     except UserError as exc:
         raise s.fail("python", str(exc)) from None
     packages = s.mapping(top.get("packages") or {}, "packages", PACKAGE_KEYS)
@@ -276,7 +278,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
         if no_gpu and (gpus or driver):
             raise s.fail(f"{key}.no_gpu", "cannot be combined with gpus or driver")
         no_gpu = no_gpu or not (gpus or driver)
-        base = Target(platform=platform, python=python, name=tname)
+        base = Target(platform=BY_NAME[platform], python=python, name=tname)
         for j, g in enumerate(gpus):
             if g in known_gpus:  # a fleet names a few models thousands of times
                 continue

@@ -14,6 +14,7 @@ from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.core.platforms import PythonVersion
 from resolver.solve import Decision, Request, Target, solve
 from resolver.solve.conda import solve_conda_forge, virtual_packages
 from resolver.solve.extensions import requirement_line
@@ -401,7 +402,7 @@ def render_uv_project(
         sets.append(
             PlatformSet(decision.target.platform, tuple(cand.packages), cand.variant.name, url)
         )
-    python = decisions[0].target.python if decisions else "3.12"
+    python = decisions[0].target.python if decisions else PythonVersion(3, 12)
     return render_pyproject(
         existing,
         sets,
