@@ -23,7 +23,7 @@ from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.versions import parse_cc
 from resolver.readers import lockfile
-from resolver.solve import Target, TargetGpu
+from resolver.solve import Target, TargetGpu, solve
 from resolver.solve.inputs import build_request
 from resolver.writers import outputs
 from resolver.writers.closure import conda_solve
@@ -127,7 +127,7 @@ def test_missing_solver_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _lock(cat: Catalog, t: Target, tmp_path: Path, **opts: Any) -> dict[str, str]:
     options = LockOptions(formats=frozenset({"conda-lock"}), **opts)
-    files = render_files(cat, prepare(cat, t, REQ, options), options)
+    files = render_files(cat, prepare(cat, solve(cat, t, REQ), options), options)
     outputs.write_files(tmp_path / "out", files)
     return files
 

@@ -17,7 +17,7 @@ from resolver.core.errors import DataError
 from resolver.core.versions import parse_cc
 from resolver.db.check import check as db_check
 from resolver.readers import lockfile
-from resolver.solve import Request, Target, TargetGpu
+from resolver.solve import Request, Target, TargetGpu, solve
 from resolver.solve.conda import solve_conda_forge, virtual_packages
 from resolver.solve.inputs import build_request
 from resolver.writers import outputs
@@ -46,7 +46,7 @@ def render(
     cat: Catalog, t: Target, request: Request = REQ, glibc: str | None = None, **opts: Any
 ) -> dict[str, str]:
     options = LockOptions(**{"top_level": True, **opts})  # no index here
-    lock = prepare(cat, t, request, options, glibc)
+    lock = prepare(cat, solve(cat, t, request), options, glibc)
     assert lock.unmet(options) is None
     return render_files(cat, lock, options)
 
@@ -239,9 +239,8 @@ def test_conda_forge_channel_setting(cat: Catalog) -> None:
 def test_no_conda_forge_build_is_unmet(cat: Catalog) -> None:
     options = LockOptions(formats=frozenset({"conda"}), conda_source="conda-forge")
     t = target(ccs=("6.1",), driver="580.65.06")
-    lock = prepare(
-        cat, t, build_request(torch=None, with_=(), cuda="13.0", policy="compat"), options
-    )
+    request = build_request(torch=None, with_=(), cuda="13.0", policy="compat")
+    lock = prepare(cat, solve(cat, t, request), options)
     assert lock.unmet(options) is lock.conda_decision
     with pytest.raises(ValueError):
         render_files(cat, lock, options)

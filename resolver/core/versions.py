@@ -82,18 +82,15 @@ class AsWritten:
 
     __slots__ = ()
 
-    def _written(self) -> tuple[object, ...]:
-        return tuple(str(v) if isinstance(v, Driver) else v for v in vars(self).values())
-
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, AsWritten)
-            and type(other) is type(self)
-            and self._written() == other._written()
-        )
+        return type(other) is type(self) and _written(vars(self)) == _written(vars(other))
 
     def __hash__(self) -> int:
-        return hash(self._written())
+        return hash(_written(vars(self)))
+
+
+def _written(fields: dict[str, object]) -> tuple[object, ...]:
+    return tuple(str(v) if isinstance(v, Driver) else v for v in fields.values())
 
 
 @functools.lru_cache(maxsize=4096)  # a fleet asks for the same few hundred drivers again and again

@@ -14,7 +14,7 @@ from resolver.core.platforms import Platform, PythonVersion
 from resolver.host.interpreter import python_version
 from resolver.host.records import load_profile
 from resolver.solve import Target
-from resolver.solve.inputs import describe_target, is_described, target_from_profile
+from resolver.solve.target import describe_target, is_described, target_from_profile
 
 __all__ = ["resolve_target", "what_if", "with_python"]
 

@@ -234,7 +234,7 @@ def _last_branch_hints(catalog: Catalog, target: Target) -> list[str]:
     assert target.driver is not None
     branch = catalog.driver_branch(target.driver, target.driver_os)
     out: list[str] = []
-    for gpu, arch, win in gpu_windows(catalog, target):
+    for gpu, arch, win in gpu_windows(catalog, target.gpus):
         if win.last is not None and branch.exact == win.last:
             out.append(
                 f"R{win.last} is the last driver branch for {gpu.label} ({arch.name}): do not "

@@ -189,7 +189,7 @@ def profile_shapes(
 ) -> list[tuple[str, Shape]]:
     """Recorded hosts (a folder of `detect --json` files: ``host.records.load_folder``) as
     (name, shape)."""
-    from resolver.solve.inputs import target_from_profile
+    from resolver.solve.target import target_from_profile
 
     out = []
     for stem, profile in records:

@@ -17,6 +17,7 @@ Rules (see docs/explanation/decisions.md, "How gpuresolve decides"):
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -448,12 +449,12 @@ def window_reasons(catalog: Catalog, target: Target) -> list[tuple[Reason, Fact]
 
 
 def gpu_windows(
-    catalog: Catalog, target: Target
+    catalog: Catalog, gpus: Sequence[TargetGpu]
 ) -> list[tuple[TargetGpu, Architecture, DriverWindow]]:
-    """Each architecture of the target's GPUs that has a driver window, once, with a GPU of it."""
+    """Each architecture of ``gpus`` that has a driver window, once, with a GPU of it."""
     out: list[tuple[TargetGpu, Architecture, DriverWindow]] = []
     seen: set[str] = set()
-    for gpu in target.gpus:
+    for gpu in gpus:
         arch = catalog.architectures.get(gpu.cc)
         if arch is None or arch.drivers is None or arch.name in seen:
             continue
@@ -473,7 +474,7 @@ def window_facts(catalog: Catalog, target: Target) -> list[Fact]:
         return []
     branch = catalog.driver_branch(target.driver, target.driver_os)
     out: list[Fact] = []
-    for _gpu, arch, win in gpu_windows(catalog, target):
+    for _gpu, arch, win in gpu_windows(catalog, target.gpus):
         if win.cut is None and win.first is None:
             continue
         out.append(

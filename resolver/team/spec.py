@@ -155,7 +155,8 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     ``progress`` (the CLI's bars on a terminal) is told of a large node list's reading."""
     from resolver.host.interpreter import python_version
     from resolver.host.records import load_profile
-    from resolver.solve.inputs import build_request, describe_target, target_from_profile
+    from resolver.solve.inputs import build_request
+    from resolver.solve.target import describe_target, target_from_profile
     from resolver.team.expand import expand_entry, is_many
 
     spec_path = Path(path)
