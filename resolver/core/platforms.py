@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from resolver.core.errors import UserError
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, eq=False)
 class Platform:
     """One platform gpuresolve covers; ``str()`` is its name, what files and outputs spell, and
-    order is the name's."""
+    order is the name's. There is one value per platform (``BY_NAME``, ``Platform.parse``), so
+    equality and hash are identity's: a fleet's memo hashes its targets ~250,000 times."""
 
     name: str  # gpuresolve's name: "linux-x86_64"
     platform_system: str  # PEP 508 marker values ...
@@ -40,6 +42,9 @@ class Platform:
 
     def __str__(self) -> str:
         return self.name
+
+    def __lt__(self, other: Platform) -> bool:
+        return self.name < other.name
 
     @property
     def os(self) -> str:
@@ -191,9 +196,9 @@ def python_option(value: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, order=True)
-class PythonVersion:
-    """A CPython minor version; ``free_threaded`` is the separate "t" ABI (PEP 703)."""
+class PythonVersion(NamedTuple):
+    """A CPython minor version; ``free_threaded`` is the separate "t" ABI (PEP 703). A tuple:
+    ordered by version, hashed in C (a fleet's memo hashes its targets ~250,000 times)."""
 
     major: int
     minor: int

@@ -109,6 +109,7 @@ class _Machine:
     def __init__(self, catalog: Catalog, target: Target) -> None:
         self.catalog, self.target = catalog, target
         self.have = target.driver.key if target.driver is not None else None
+        self.python = str(target.python)  # as the database lists a release's Pythons
         self._windows: tuple[list[tuple[Reason, Fact]], list[Fact]] | None = None
         self._coverage: dict[tuple[int, CC], str | None] = {}
 
@@ -212,7 +213,7 @@ def _evaluate(
     if request.torch is not None and not request.torch.contains(rel.version, prereleases=True):
         reasons.append(Reason("spec", f"torch {rel.version} does not match {request.torch}"))
     pythons = rel.python.get(target.platform.name, ())
-    if str(target.python) not in pythons:
+    if machine.python not in pythons:
         span = f"{pythons[0]}–{pythons[-1]}" if pythons else "none"
         reasons.append(
             Reason(
@@ -285,7 +286,7 @@ def _evaluate(
                     "sass",
                     arch.prov.grade,
                     arch.prov.source,
-                    f"SASS {sass_text} for {target.platform}",
+                    f"SASS {sass_text} for {target.platform.name}",
                 )
             )
             for gpu in target.gpus:
@@ -359,7 +360,7 @@ def _build_facts(rel: Release, var: Variant, target: Target, request: Request) -
         Fact("build", var.prov.grade, var.prov.source, f"its {var.name} build exists"),
     ]
     py = rel.python_prov or rel.prov
-    facts.append(Fact("python", py.grade, py.source, f"Python tags on {target.platform}"))
+    facts.append(Fact("python", py.grade, py.source, f"Python tags on {target.platform.name}"))
     # Companions, cuDNN and NCCL describe the build (the wheel pins them): shown, never deciding.
     for name, _spec in request.companions:
         cprov = rel.companion_prov.get(name, rel.prov)
