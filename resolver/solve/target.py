@@ -127,7 +127,7 @@ def _python(python: str | PythonVersion) -> PythonVersion:
 def is_described(
     *,
     driver: str | Driver | None,
-    gpus: Sequence[str],
+    gpus: Sequence[object],
     no_gpu: bool,
     platform: str | None,
     host: str | Platform,
@@ -142,7 +142,7 @@ def describe_target(
     *,
     base: Target,
     driver: str | None,
-    gpus: Sequence[str],
+    gpus: Sequence[str | TargetGpu],
     no_gpu: bool,
     python: str | PythonVersion | None,
     platform: str | None,
@@ -152,13 +152,16 @@ def describe_target(
     Any of --driver/--gpu/--no-gpu, or another platform, describe the GPU side completely: a
     driver not given is not checked, GPUs not given are not checked, and a machine described with
     neither --gpu nor --driver has no NVIDIA GPU (so `--platform windows-x86_64` alone gets CPU).
+    A GPU is a name or CC to look up, or one already looked up (a spec looks each name up once).
     """
     if no_gpu and (gpus or driver):
         raise UserError("--no-gpu cannot be combined with --gpu or --driver")
     host = base.platform
     described = is_described(driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=host)
     plat = base.platform if platform is None else Platform.parse(platform, "--platform")
-    resolved = tuple(TargetGpu(*catalog.resolve_gpu(g)) for g in gpus)
+    resolved = tuple(
+        g if isinstance(g, TargetGpu) else TargetGpu(*catalog.resolve_gpu(g)) for g in gpus
+    )
     drv = None if driver is None else Driver.parse(driver)
     if plat.name == MACOS and (resolved or drv):
         raise UserError("macOS has no NVIDIA CUDA builds: drop --gpu/--driver for macos-arm64")

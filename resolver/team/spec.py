@@ -55,7 +55,7 @@ from resolver.catalog import Catalog
 from resolver.core.errors import UserError, unsafe_char
 from resolver.core.platforms import BY_NAME, DEFAULT_PLATFORM, PLATFORMS, PythonVersion
 from resolver.io.bounded import SPEC_LIMIT, SPEC_MAX_NODES, load_yaml, read_text
-from resolver.solve import Request, Target
+from resolver.solve import Request, Target, TargetGpu
 from resolver.solve.shapes import FleetMember
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
         raise s.fail("targets", "expected a non-empty list")
     members: list[FleetMember] = []
     names: set[str] = set()
-    known_gpus: set[str] = set()
+    known_gpus: dict[str, TargetGpu] = {}  # a fleet names a few models thousands of times
     for i, raw in enumerate(raw_targets):
         key = f"targets[{i}]"
         t = s.mapping(raw, key, TARGET_KEYS)
@@ -280,20 +280,21 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
             raise s.fail(f"{key}.no_gpu", "cannot be combined with gpus or driver")
         no_gpu = no_gpu or not (gpus or driver)
         base = Target(platform=BY_NAME[platform], python=python, name=tname)
+        resolved = []
         for j, g in enumerate(gpus):
-            if g in known_gpus:  # a fleet names a few models thousands of times
-                continue
-            try:
-                catalog.resolve_gpu(g)
-            except UserError as exc:
-                raise s.fail(f"{key}.gpus[{j}]", str(exc)) from None
-            known_gpus.add(g)
+            gpu = known_gpus.get(g)
+            if gpu is None:  # each name is looked up once
+                try:
+                    gpu = known_gpus[g] = TargetGpu(*catalog.resolve_gpu(g))
+                except UserError as exc:
+                    raise s.fail(f"{key}.gpus[{j}]", str(exc)) from None
+            resolved.append(gpu)
         try:
             target = describe_target(
                 catalog,
                 base=base,
                 driver=driver,
-                gpus=gpus,
+                gpus=resolved,
                 no_gpu=no_gpu and not (gpus or driver),
                 python=None,
                 platform=platform,
