@@ -4,9 +4,10 @@ A ``Platform`` ("linux-x86_64") yields what each consumer calls it: PEP 508 mark
 wheel platform tags that map to it, conda's subdir and archspec, Docker's and Kubernetes' names.
 A ``PythonVersion`` ("3.12", free-threaded "3.13t") yields its ABI tag and marker values. No
 other module spells a platform or parses a "t" suffix.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: typing.NamedTuple (``PythonVersion``) compiles
+each string annotation into a ForwardRef on every start; evaluated ones cost nothing.
+"""
 
 import re
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ class Platform:
     kubernetes: tuple[str, str] | None  # node labels kubernetes.io/os, kubernetes.io/arch
 
     @classmethod
-    def parse(cls, name: str, what: str = "platform") -> Platform:
+    def parse(cls, name: str, what: str = "platform") -> "Platform":
         """The covered platform ``name`` names ("linux-x86_64"); a UserError otherwise."""
         found = BY_NAME.get(name.strip().lower()) if isinstance(name, str) else None
         if found is None:
@@ -43,7 +44,7 @@ class Platform:
     def __str__(self) -> str:
         return self.name
 
-    def __lt__(self, other: Platform) -> bool:
+    def __lt__(self, other: "Platform") -> bool:
         return self.name < other.name
 
     @property
@@ -205,7 +206,7 @@ class PythonVersion(NamedTuple):
     free_threaded: bool = False
 
     @classmethod
-    def parse(cls, text: str) -> PythonVersion:
+    def parse(cls, text: str) -> "PythonVersion":
         """ "3.12" or "3.13t" (a patch level is ignored: "3.12.4"); ValueError otherwise."""
         free = text.endswith("t")
         parts = (text[:-1] if free else text).split(".")
