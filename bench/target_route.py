@@ -8,6 +8,16 @@ line gave, still as text: the driver, a GPU name), and prints the modules in the
 order it reaches them: the stays (runs of calls in one module), the distinct modules ("rooms"),
 the climbs back to a higher layer and the returns to a module already left. Issue 29's goal: at
 most 6 modules (it was 12 or more).
+
+Three kinds of call are not counted, because the machine does not pass through a module in them:
+- code no module holds (``co_filename`` "<string>"): a dataclass's generated ``__init__`` only
+  stores the fields its caller passes; building a `Target` or a `Decision` is the caller's stay,
+  not one in the module that declares the class;
+- a value's own comparison and hash (``__eq__``, ``__hash__``, ...), which a dict or set calls
+  on a key: `Target`'s come from ``core.versions.AsWritten``, and a cache lookup is no stay there;
+- the database's own text while it loads (``catalog._load_dir``): its GPU table spells
+  "NVIDIA GeForce RTX 3090" too, and indexing that name is not the command line's value.
+(All three were counted until 2026-11-26.)
 Usage: python3 bench/target_route.py [--team]   (--team: a team spec instead of one machine)
 """
 
@@ -27,12 +37,18 @@ sys.path.insert(0, str(ROOT / "tests"))
 ARGS = ["--driver", "570.124.06", "--gpu", "NVIDIA GeForce RTX 3090", "--python", "3.12"]
 # The forms the machine takes on its way (by class name: the bench runs on older code too).
 CARRIERS = {"TargetOptions", "HostProfile", "Target", "Decision", "LockInput", "LockRequest"}
+# A value's own methods that dicts, sets and sorting call on it: not a stay in a module.
+OWN_PROTOCOL = {"__eq__", "__ne__", "__hash__", "__lt__", "__le__", "__gt__", "__ge__", "__repr__"}
 # ... and its facts on their own: the values the command line gave, as text.
 FACTS = {"570.124.06", "NVIDIA GeForce RTX 3090", "580.95.05", "NVIDIA H100"}
 
 
-def _carries(value: object) -> bool:
-    if type(value).__name__ in CARRIERS or (isinstance(value, str) and value in FACTS):
+def _carries(value: object, texts: bool = True) -> bool:
+    if type(value).__name__ in CARRIERS:
+        return True
+    if not texts:
+        return False
+    if isinstance(value, str) and value in FACTS:
         return True
     return isinstance(value, (tuple, list)) and any(
         isinstance(v, str) and v in FACTS for v in value
@@ -61,18 +77,24 @@ def main() -> None:
     from resolver import cli
 
     route: list[str] = []
+    first: list[str] = []  # each stay's first function
+    loading = [0]  # depth of the database's loading
 
     def hook(frame: FrameType, event: str, arg: Any) -> None:
-        if event != "call":
-            return
         module = frame.f_globals.get("__name__", "")
-        if not module.startswith("resolver."):
-            return
         code = frame.f_code
+        if module == "resolver.catalog" and code.co_name == "_load_dir":
+            loading[0] += {"call": 1, "return": -1}.get(event, 0)
+            return
+        if event != "call" or not module.startswith("resolver."):
+            return
+        if code.co_filename == "<string>" or code.co_name in OWN_PROTOCOL:
+            return
         names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-        carried = any(_carries(frame.f_locals.get(n)) for n in names)
+        carried = any(_carries(frame.f_locals.get(n), not loading[0]) for n in names)
         if carried and (not route or route[-1] != module):
             route.append(module)
+            first.append(getattr(code, "co_qualname", code.co_name))  # Python 3.11+
 
     with tempfile.TemporaryDirectory() as tmp:
         if opts.team:
@@ -98,8 +120,8 @@ def main() -> None:
         if i and layer_of(module) > layer_of(route[i - 1]):
             climbs += 1
     print(f"a machine's route through `gpuresolve lock{' SPEC' if opts.team else ''}`:")
-    for module in route:
-        print(f"  layer {layer_of(module)}  {module}")
+    for module, function in zip(route, first, strict=True):
+        print(f"  layer {layer_of(module)}  {module}  ({function})")
     print(
         f"{len(route)} stays in {len(rooms)} modules, {climbs} climbs back up, "
         f"{returns} returns to a module already left (goal: at most 6 modules)"

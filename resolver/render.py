@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # types only: suggest imports nothing more at run time
         EvidenceFactJson,
         TargetJson,
     )
+    from resolver.core.platforms import PythonVersion
 
 
 def pip_command(catalog: Catalog, cand: Candidate, pytorch_index: str | None = None) -> str:
@@ -24,7 +25,7 @@ def pip_command(catalog: Catalog, cand: Candidate, pytorch_index: str | None = N
     return f"pip install {pins} --index-url {catalog.index_url(cand.variant.name, pytorch_index)}"
 
 
-def extension_command(catalog: Catalog, cand: Candidate, python: str) -> str | None:
+def extension_command(catalog: Catalog, cand: Candidate, python: PythonVersion) -> str | None:
     """The second command, for the extension packages asked for: installed after torch, from
     the default index (or their own release downloads), with torch already in place so that
     pip keeps it (each one's torch requirement holds for it: the solver checked)."""
@@ -37,9 +38,9 @@ def extension_command(catalog: Catalog, cand: Candidate, python: str) -> str | N
 def target_json(target: Target) -> TargetJson:
     return {
         "name": target.name,
-        "platform": target.platform,
-        "python": target.python,
-        "driver": target.driver,
+        "platform": str(target.platform),
+        "python": str(target.python),
+        "driver": None if target.driver is None else str(target.driver),
         "driver_os": target.driver_os,
         "nvidia": target.nvidia,
         "gpus": [{"cc": cc_str(g.cc), "name": g.name} for g in target.gpus],
@@ -48,7 +49,10 @@ def target_json(target: Target) -> TargetJson:
 
 
 def candidate_json(
-    catalog: Catalog, cand: Candidate, pytorch_index: str | None = None, python: str | None = None
+    catalog: Catalog,
+    cand: Candidate,
+    pytorch_index: str | None = None,
+    python: PythonVersion | None = None,
 ) -> BuildJson:
     var = cand.variant
     return {
@@ -171,7 +175,7 @@ def target_line(target: Target) -> str:
     driver = f"driver {target.driver}" if target.driver else "driver not given"
     if not target.nvidia and not target.gpus:
         driver = ""
-    parts = [target.platform, f"Python {target.python}", gpus] + ([driver] if driver else [])
+    parts = [str(target.platform), f"Python {target.python}", gpus] + ([driver] if driver else [])
     return (f"{target.name}: " if target.name else "") + ", ".join(parts)
 
 

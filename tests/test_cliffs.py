@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from packaging.specifiers import SpecifierSet
+from target_support import written
 
 from resolver.catalog import Catalog
 from resolver.db.check import check as db_check
@@ -23,7 +24,7 @@ def target(
 ) -> Target:
     resolved = tuple(TargetGpu(*catalog.resolve_gpu(g)) for g in gpus)
     driver_os = "windows" if platform.startswith("windows") else "linux"
-    return Target(platform, python, driver, driver_os, resolved, nvidia=bool(resolved))
+    return written(platform, python, driver, driver_os, resolved, nvidia=bool(resolved))
 
 
 def chosen(dec: Decision) -> tuple[str, str] | None:
@@ -157,9 +158,9 @@ def test_torchvision_pairs_on_same_variant(shipped: Catalog) -> None:
 
 
 def test_gpu_less_host_gets_cpu(shipped: Catalog) -> None:
-    dec = solve(shipped, Target("linux-x86_64", "3.12"), Request())
+    dec = solve(shipped, written("linux-x86_64", "3.12"), Request())
     assert chosen(dec) == ("2.15.0", "cpu")
-    mac = solve(shipped, Target("macos-arm64", "3.12"), Request())
+    mac = solve(shipped, written("macos-arm64", "3.12"), Request())
     assert mac.selection is not None and dict(mac.selection.packages) == {"torch": "2.15.0"}
 
 

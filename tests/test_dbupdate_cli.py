@@ -27,13 +27,14 @@ from pytorch_index import (
     siblings,
     tree_snapshot,
 )
+from target_support import written
 
 from resolver import catalog as catalog_mod
 from resolver.cli import main
 from resolver.db.check import check as db_check
 from resolver.db.yamlfile import dump_yaml
 from resolver.io import http as fetch
-from resolver.solve import Request, Target, TargetGpu, solve
+from resolver.solve import Request, TargetGpu, solve
 
 pytestmark = pytest.mark.usefixtures("dbupdate_hermetic")
 
@@ -145,18 +146,18 @@ def test_unconfirmed_builds_are_a_last_resort_with_a_warning(
     cat = catalog_mod.load(synth_dir)
     gpu = (TargetGpu((8, 6)),)
     # Python 3.13: only 2.16.0 has wheels, and its arch lists are carried over, unconfirmed.
-    dec = solve(cat, Target("linux-x86_64", "3.13", "580.65.06", "linux", gpu, True), Request())
+    dec = solve(cat, written("linux-x86_64", "3.13", "580.65.06", "linux", gpu, True), Request())
     assert dec.selection is not None
     assert (dec.selection.release.version, dec.selection.confirmed) == ("2.16.0", False)
     assert dec.selection.warnings and "nothing documented fits" in dec.selection.warnings[0]
     cu136 = [c for c in dec.rejected if c.variant.name == "cu136"]
     assert cu136 and [r.kind for r in cu136[0].reasons] == ["unknown"]
     # Python 3.12: the confirmed 2.12.0 build wins over the newer unconfirmed one.
-    dec = solve(cat, Target("linux-x86_64", "3.12", "580.65.06", "linux", gpu, True), Request())
+    dec = solve(cat, written("linux-x86_64", "3.12", "580.65.06", "linux", gpu, True), Request())
     assert dec.selection is not None and dec.selection.release.version == "2.12.0"
     assert dec.selection.confirmed
     only_new = Request(torch=SpecifierSet("==2.16.0"), allow_unconfirmed=True)
-    dec = solve(cat, Target("linux-x86_64", "3.12", "580.65.06", "linux", gpu, True), only_new)
+    dec = solve(cat, written("linux-x86_64", "3.12", "580.65.06", "linux", gpu, True), only_new)
     assert dec.selection is not None and dec.selection.variant.name == "cu130"
 
 

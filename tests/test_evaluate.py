@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import pytest
+from target_support import written
 
 from resolver.catalog import Catalog
 from resolver.core.versions import parse_cc
-from resolver.solve import Candidate, Request, Target, TargetGpu, decide, evaluate
+from resolver.solve import Candidate, Request, TargetGpu, decide, evaluate
 
 TARGETS = {
-    "pascal-580": Target(
+    "pascal-580": written(
         "linux-x86_64", "3.12", "580.65.06", "linux", (TargetGpu(parse_cc("6.1"), None),), True
     ),
-    "blackwell-570": Target(
+    "blackwell-570": written(
         "linux-x86_64", "3.12", "570.124.06", "linux", (TargetGpu(parse_cc("12.0"), None),), True
     ),
-    "windows-no-driver": Target("windows-x86_64", "3.13t", None, "windows", (), True),
-    "mac": Target("macos-arm64", "3.12", None, "linux", (), False),
+    "windows-no-driver": written("windows-x86_64", "3.13t", None, "windows", (), True),
+    "mac": written("macos-arm64", "3.12", None, "linux", (), False),
 }
 
 

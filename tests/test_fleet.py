@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from target_support import written
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
@@ -22,7 +23,7 @@ def member(
 ) -> Target:
     gpus = (TargetGpu(*catalog.resolve_gpu(gpu)),) if gpu else ()
     os_name = "windows" if platform.startswith("windows") else "linux"
-    return Target(platform, "3.12", driver, os_name, gpus, nvidia=bool(gpus), name=name)
+    return written(platform, "3.12", driver, os_name, gpus, nvidia=bool(gpus), name=name)
 
 
 def lab(catalog: Catalog) -> list[Target]:
@@ -114,8 +115,8 @@ def test_spec_loads(shipped: Catalog, tmp_path: Path) -> None:
     spec = load_spec(write(tmp_path, SPEC), shipped)
     assert [m.target.name for m in spec.members] == ["a100", "laptop"]
     laptop = spec.members[1].target
-    assert laptop.python == "3.12"  # the environment's Python, not the host's
-    assert laptop.driver == "560.35.03" and laptop.gpus[0].cc == (8, 6)
+    assert str(laptop.python) == "3.12"  # the environment's Python, not the host's
+    assert str(laptop.driver) == "560.35.03" and laptop.gpus[0].cc == (8, 6)
     assert spec.pip == ("numpy>=2",)
 
 
@@ -212,7 +213,7 @@ def varied(catalog: Catalog) -> list[Target]:
         for driver in ("550.163.01", "570.195.03", "580.105.08"):  # the same kinds as above
             out.append(member(catalog, f"m{i}-{driver}", gpu, driver))
     two = (TargetGpu(*catalog.resolve_gpu("NVIDIA A100")), TargetGpu(*catalog.resolve_gpu("8.6")))
-    out.append(Target("linux-x86_64", "3.12", "560.35.03", "linux", two, nvidia=True, name="two"))
+    out.append(written("linux-x86_64", "3.12", "560.35.03", "linux", two, nvidia=True, name="two"))
     out.append(member(catalog, "no-driver", "NVIDIA H100", None))
     out.append(member(catalog, "cpu", None, None))
     # Other names of the compute capabilities above (a kind is keyed by CC, not by name): each
@@ -220,7 +221,7 @@ def varied(catalog: Catalog) -> list[Target]:
     for gpu, driver in SAME_CC:
         out.append(member(catalog, f"alias-{gpu}-{driver}", gpu, driver))
     pair = (TargetGpu(*catalog.resolve_gpu("8.0")), TargetGpu(*catalog.resolve_gpu("8.6")))
-    out.append(Target("linux-x86_64", "3.12", "560.35.03", "linux", pair, nvidia=True))
+    out.append(written("linux-x86_64", "3.12", "560.35.03", "linux", pair, nvidia=True))
     out.append(member(catalog, "alias-no-driver", "NVIDIA H100 80GB HBM3", None))
     return out
 

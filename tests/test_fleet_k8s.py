@@ -344,7 +344,7 @@ def test_yaml_node_list_reads_like_json(shipped: Any, tmp_path: Path) -> None:
     one = _node(doc, "gh200-01")  # `kubectl get node NAME -o yaml`
     (tmp_path / "one.yaml").write_text(yaml.safe_dump(one), encoding="utf-8")
     [(name, shape)] = kubernetes.read_node_list(tmp_path / "one.yaml", shipped).machines
-    assert name == "gh200-01" and shape.platform == "linux-aarch64"
+    assert name == "gh200-01" and shape.platform.name == "linux-aarch64"
 
 
 def test_yaml_node_list_cap_points_to_json(

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from target_support import written
 
 from resolver.catalog import Catalog
 from resolver.solve import Request, Target, TargetGpu, solve
@@ -42,10 +43,10 @@ def distinct_fleet(catalog: Catalog, size: int, seed: int) -> list[Target]:
         if i % 11 == 5:
             gpus.insert(0, gpus[-1])
         windows = i % 10 == 9
-        if any(t.driver == driver and t.gpus == tuple(gpus) for t in out):
+        if any(str(t.driver) == driver and t.gpus == tuple(gpus) for t in out):
             continue  # the same machine as one drawn before
         out.append(
-            Target(
+            written(
                 "windows-x86_64" if windows else "linux-x86_64",
                 "3.12",
                 driver,
@@ -120,7 +121,7 @@ def test_windows_driver_numbers_are_kinds_by_their_branch_not_their_major(
     dropped in R580), so they are kinds apart, and each still decides as it does alone."""
     drivers = ["570.133.01", "570.161.05", "575.57.08", "580.96.14", "580.104.02", "581.57"]
     targets = [
-        Target(
+        written(
             "windows-x86_64",
             "3.12",
             driver,

@@ -18,6 +18,7 @@ from slurm_support import Node, slurm_cluster
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.core.versions import Driver
 from resolver.team.fleet_report import read_plan
 from resolver.team.slurm import parse_line, read_nodes
 
@@ -49,7 +50,7 @@ def test_recorded_output_groups(shipped: Catalog) -> None:
     ]
     h100 = groups["gpu-h100-driver-550.54.15-ib"]
     assert h100.nodes == ("gpu-n1", "gpu-n2")
-    assert h100.shape.driver == "550.54.15" and h100.shape.platform == "linux-x86_64"
+    assert str(h100.shape.driver) == "550.54.15" and h100.shape.platform.name == "linux-x86_64"
     assert [(g.name, g.cc, g.count) for g in h100.shape.gpus] == [("NVIDIA H100", (9, 0), 1)]
     assert groups["cpu-cpu"].shape.gpus == () and groups["cpu-cpu"].nodes == ("cpu-n1",)
 
@@ -62,8 +63,10 @@ def test_os_field_with_spaces_and_errors(shipped: Catalog, tmp_path: Path) -> No
     (tmp_path / "n.txt").write_text(no_driver + "\n", encoding="utf-8")
     with pytest.raises(UserError, match="no driver"):
         read_nodes(tmp_path / "n.txt", shipped, "n.txt", None)
-    groups = read_nodes(tmp_path / "n.txt", shipped, "n.txt", "550.54.15")  # the spec's driver:
-    assert groups[0].shape.driver == "550.54.15"
+    groups = read_nodes(
+        tmp_path / "n.txt", shipped, "n.txt", Driver.parse("550.54.15")
+    )  # the spec's driver:
+    assert str(groups[0].shape.driver) == "550.54.15"
     (tmp_path / "n.txt").write_text(line.replace("Gres=gpu:h100:", "Gres=gpu:zz9000:") + "\n")
     with pytest.raises(UserError, match="names no GPU"):
         read_nodes(tmp_path / "n.txt", shipped, "n.txt", None)

@@ -18,7 +18,7 @@ from resolver.core.errors import DataError, UserError
 from resolver.core.hostprofile import GpuInfo, HostProfile
 from resolver.db import gpunames
 from resolver.host import smi
-from resolver.solve.inputs import target_from_profile
+from resolver.solve.target import target_from_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures"

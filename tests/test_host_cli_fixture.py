@@ -9,7 +9,7 @@ from pathlib import Path
 from resolver.catalog import Catalog
 from resolver.core.hostprofile import HostProfile
 from resolver.solve import Request, solve
-from resolver.solve.inputs import target_from_profile
+from resolver.solve.target import target_from_profile
 
 HERE = Path(__file__).parent / "fixtures" / "host" / "h100_driver580_cli"
 

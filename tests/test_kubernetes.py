@@ -17,6 +17,8 @@ from cli_support import run_cli
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.core.platforms import BY_NAME
+from resolver.core.versions import Driver
 from resolver.solve.shapes import Shape, ShapeGpu, group
 from resolver.team import jsonstream
 from resolver.team.kubernetes import read_node_list
@@ -173,8 +175,8 @@ def test_spec_entry_errors(
 def test_new_driver_labels(shipped: Catalog, tmp_path: Path) -> None:
     shape = one(shipped, tmp_path, by_name(nodes(), "h100-01"))
     assert shape == Shape(
-        "linux-x86_64",
-        "580.95.05",
+        BY_NAME["linux-x86_64"],
+        Driver.parse("580.95.05"),
         gpus=(ShapeGpu("NVIDIA-H100-80GB-HBM3", (9, 0), 8),),
         nvidia=True,
     )
@@ -183,7 +185,7 @@ def test_new_driver_labels(shipped: Catalog, tmp_path: Path) -> None:
 def test_only_the_deprecated_driver_labels(shipped: Catalog, tmp_path: Path) -> None:
     node = by_name(nodes(), "a100-01")
     assert "nvidia.com/cuda.driver-version.full" not in labels(node)
-    assert one(shipped, tmp_path, node).driver == "535.104.05"
+    assert str(one(shipped, tmp_path, node).driver) == "535.104.05"
 
 
 def test_old_driver_labels_with_an_empty_revision(shipped: Catalog, tmp_path: Path) -> None:
@@ -195,7 +197,7 @@ def test_old_driver_labels_with_an_empty_revision(shipped: Catalog, tmp_path: Pa
             "nvidia.com/cuda.driver.rev": "",
         }
     )
-    assert one(shipped, tmp_path, node).driver == "455.06"
+    assert str(one(shipped, tmp_path, node).driver) == "455.06"
 
 
 def test_split_new_driver_labels_and_an_empty_revision(shipped: Catalog, tmp_path: Path) -> None:
@@ -207,7 +209,7 @@ def test_split_new_driver_labels_and_an_empty_revision(shipped: Catalog, tmp_pat
             "nvidia.com/cuda.driver-version.revision": "",
         }
     )
-    assert one(shipped, tmp_path, node).driver == "550.120"
+    assert str(one(shipped, tmp_path, node).driver) == "550.120"
 
 
 def test_mig_single_strips_the_profile(shipped: Catalog, tmp_path: Path) -> None:
@@ -259,25 +261,25 @@ def test_mps_sharing_and_an_old_gfd_without_the_strategy_label(
 
 def test_arm64_and_platform_from_node_info(shipped: Catalog, tmp_path: Path) -> None:
     gh200 = by_name(nodes(), "gh200-01")
-    assert one(shipped, tmp_path, gh200).platform == "linux-aarch64"
+    assert one(shipped, tmp_path, gh200).platform.name == "linux-aarch64"
     bare = without(gh200, "kubernetes.io/", "beta.kubernetes.io/")
-    assert one(shipped, tmp_path, bare).platform == "linux-aarch64"  # status.nodeInfo
+    assert one(shipped, tmp_path, bare).platform.name == "linux-aarch64"  # status.nodeInfo
 
 
 def test_windows_node_and_unsupported_arch(shipped: Catalog, tmp_path: Path) -> None:
     node = copy.deepcopy(by_name(nodes(), "cp-01"))
     labels(node).update({"kubernetes.io/os": "windows", "beta.kubernetes.io/os": "windows"})
-    assert one(shipped, tmp_path, node) == Shape("windows-x86_64")
+    assert one(shipped, tmp_path, node) == Shape(BY_NAME["windows-x86_64"])
     labels(node).update({"kubernetes.io/os": "linux", "kubernetes.io/arch": "ppc64le"})
     with pytest.raises(UserError, match=r"node cp-01: kubernetes.io/arch: 'ppc64le'"):
         one(shipped, tmp_path, node)
 
 
 def test_cpu_node_and_an_nvidia_device_without_gfd(shipped: Catalog, tmp_path: Path) -> None:
-    assert one(shipped, tmp_path, by_name(nodes(), "cp-01")) == Shape("linux-x86_64")
+    assert one(shipped, tmp_path, by_name(nodes(), "cp-01")) == Shape(BY_NAME["linux-x86_64"])
     bare = without(by_name(nodes(), "h100-01"), "nvidia.com/")
     listed = read_node_list(write_list(tmp_path / "n.json", [bare]), shipped)
-    assert listed.machines[0][1] == Shape("linux-x86_64")
+    assert listed.machines[0][1] == Shape(BY_NAME["linux-x86_64"])
     assert "no GPU Feature Discovery labels" in listed.notes["h100-01"][0]
 
 
@@ -413,9 +415,22 @@ def test_error_lines_count_the_dropped_images(
 
 
 def test_groups_are_named_uniquely_and_sorted() -> None:
-    a = Shape("linux-x86_64", "580.95.05", gpus=(ShapeGpu("NVIDIA-L4", (8, 9), 1),), nvidia=True)
-    b = Shape("windows-x86_64", "580.95.05", "windows", (ShapeGpu("NVIDIA-L4", (8, 9), 1),), True)
-    groups = group([("n-10", a), ("n-2", a), ("w-1", b), ("c", Shape("linux-x86_64"))], source="x")
+    a = Shape(
+        BY_NAME["linux-x86_64"],
+        Driver.parse("580.95.05"),
+        gpus=(ShapeGpu("NVIDIA-L4", (8, 9), 1),),
+        nvidia=True,
+    )
+    b = Shape(
+        BY_NAME["windows-x86_64"],
+        Driver.parse("580.95.05"),
+        "windows",
+        (ShapeGpu("NVIDIA-L4", (8, 9), 1),),
+        True,
+    )
+    groups = group(
+        [("n-10", a), ("n-2", a), ("w-1", b), ("c", Shape(BY_NAME["linux-x86_64"]))], source="x"
+    )
     assert [(g.name, g.nodes) for g in groups] == [
         ("cpu", ("c",)),
         ("l4-580.95.05-linux-x86_64", ("n-2", "n-10")),

@@ -17,12 +17,13 @@ import yaml
 from conda_channel import forge_packages, make_channel
 from lock_support import FILELOCK, lock_catalog, stub_index
 from pytorch_index import IndexServer, closed_port, serve
+from target_support import written
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.versions import parse_cc
 from resolver.readers import lockfile
-from resolver.solve import Target, TargetGpu
+from resolver.solve import Target, TargetGpu, solve
 from resolver.solve.inputs import build_request
 from resolver.writers import outputs
 from resolver.writers.closure import conda_solve
@@ -56,7 +57,7 @@ def channel(tmp_path: Path) -> str:
 def _target(platform: str, ccs: tuple[str, ...] = (), driver: str | None = None) -> Target:
     gpus = tuple(TargetGpu(parse_cc(c)) for c in ccs)
     driver_os = "windows" if platform.startswith("windows") else "linux"
-    return Target(platform, "3.12", driver, driver_os, gpus, nvidia=bool(gpus))
+    return written(platform, "3.12", driver, driver_os, gpus, nvidia=bool(gpus))
 
 
 def _builds(records: list[conda_solve.CondaRecord]) -> dict[str, str]:
@@ -126,7 +127,7 @@ def test_missing_solver_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _lock(cat: Catalog, t: Target, tmp_path: Path, **opts: Any) -> dict[str, str]:
     options = LockOptions(formats=frozenset({"conda-lock"}), **opts)
-    files = render_files(cat, prepare(cat, t, REQ, options), options)
+    files = render_files(cat, prepare(cat, solve(cat, t, REQ), options), options)
     outputs.write_files(tmp_path / "out", files)
     return files
 

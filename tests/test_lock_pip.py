@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 from lock_support import FILELOCK, lock_catalog, pip_report, stub_index
 from pytorch_index import IndexServer, closed_port, serve
+from target_support import written
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.platforms import pip_platforms
 from resolver.core.versions import parse_cc
-from resolver.solve import Target, TargetGpu
+from resolver.solve import Target, TargetGpu, solve
 from resolver.solve.inputs import build_request
 from resolver.writers import outputs
 from resolver.writers.lockfiles import LockOptions, prepare, render_files
@@ -42,7 +43,7 @@ def _pip_isolated(scrubbed_tools: Path) -> None:
 def _target(platform: str, ccs: tuple[str, ...] = (), driver: str | None = None) -> Target:
     gpus = tuple(TargetGpu(parse_cc(c)) for c in ccs)
     driver_os = "windows" if platform.startswith("windows") else "linux"
-    return Target(platform, "3.11", driver, driver_os, gpus, nvidia=bool(gpus))
+    return written(platform, "3.11", driver, driver_os, gpus, nvidia=bool(gpus))
 
 
 TARGETS = [
@@ -63,14 +64,14 @@ def test_pip_resolves_requirements_to_the_pinned_set(
     cat: Catalog, index: IndexServer, tmp_path: Path, t: Target, torch: str, torchvision: str
 ) -> None:
     options = LockOptions(pytorch_index=f"{index.url}/whl")
-    files = render_files(cat, prepare(cat, t, REQ, options), options)
+    files = render_files(cat, prepare(cat, solve(cat, t, REQ), options), options)
     outputs.write_files(tmp_path, files)
     # The index the file names is the local one (the mirror option), the only index pip has;
     # for macOS the file adds it as an extra to the default index, here the local /simple.
-    default = f"{index.url}/simple" if t.platform == "macos-arm64" else None
+    default = f"{index.url}/simple" if t.platform.name == "macos-arm64" else None
     got = pip_report(tmp_path / "requirements.txt", _platform_args(t), "3.11", default)
     assert got == {"torch": torch, "torchvision": torchvision, "filelock": FILELOCK}
-    if t.platform != "macos-arm64":
+    if t.platform.name != "macos-arm64":
         variant = torch.partition("+")[2]
         assert not any(p.startswith("/simple/") for p in index.paths())
         assert f"/whl/{variant}/torch/" in index.paths()
@@ -79,7 +80,7 @@ def test_pip_resolves_requirements_to_the_pinned_set(
 def test_hashes_pin_the_whole_closure(cat: Catalog, index: IndexServer, tmp_path: Path) -> None:
     t = _target("linux-x86_64", ("6.1",), "580.65.06")
     options = LockOptions(pytorch_index=f"{index.url}/whl", hashes=True)
-    files = render_files(cat, prepare(cat, t, REQ, options), options)
+    files = render_files(cat, prepare(cat, solve(cat, t, REQ), options), options)
     text = files["requirements.txt"]
     lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
     assert lines[0] == f"--index-url {index.url}/whl/cu126"
@@ -96,14 +97,14 @@ def test_hashes_pin_the_whole_closure(cat: Catalog, index: IndexServer, tmp_path
     with pytest.raises(AssertionError, match=r"(?i)hash"):
         pip_report(req, _platform_args(t), "3.11")
     # The same inputs resolve to the same bytes.
-    assert render_files(cat, prepare(cat, t, REQ, options), options) == files
+    assert render_files(cat, prepare(cat, solve(cat, t, REQ), options), options) == files
 
 
 def test_hashes_for_another_platform(cat: Catalog, index: IndexServer) -> None:
     """pip resolves for the target's tags, not this machine's: Windows wheels for Windows."""
     t = _target("windows-x86_64", ("8.6",), "566.36")
     options = LockOptions(pytorch_index=f"{index.url}/whl", hashes=True)
-    text = render_files(cat, prepare(cat, t, REQ, options), options)["requirements.txt"]
+    text = render_files(cat, prepare(cat, solve(cat, t, REQ), options), options)["requirements.txt"]
     assert "torch==2.1.0+cu118 \\" in text
     assert any("win_amd64" in p for p in index.paths())
     assert not any("manylinux" in p for p in index.paths())
@@ -113,7 +114,7 @@ def test_unreachable_index_is_one_clear_error(cat: Catalog) -> None:
     t = _target("linux-x86_64")
     options = LockOptions(pytorch_index=f"http://127.0.0.1:{closed_port()}/whl", hashes=True)
     with pytest.raises(UserError, match="uv could not resolve the set") as exc:
-        render_files(cat, prepare(cat, t, REQ, options), options)
+        render_files(cat, prepare(cat, solve(cat, t, REQ), options), options)
     assert "\n" not in str(exc.value)
 
 
@@ -123,14 +124,14 @@ def test_unreachable_index_is_one_clear_error(cat: Catalog) -> None:
 def _lock(cat: Catalog, index: IndexServer, platform: str) -> dict[str, str]:
     gpus = (TargetGpu(parse_cc("8.6")),) if platform.startswith("linux") else ()
     driver = "580.65.06" if gpus else None
-    t = Target(platform, "3.11", driver, "linux", gpus, nvidia=bool(gpus))
+    t = written(platform, "3.11", driver, "linux", gpus, nvidia=bool(gpus))
     options = LockOptions(
         formats=frozenset({"requirements", "pylock"}),
         pytorch_index=f"{index.url}/whl",
         hashes=True,
         default_index=f"{index.url}/simple" if platform == "macos-arm64" else None,
     )
-    return render_files(cat, prepare(cat, t, REQ, options), options)
+    return render_files(cat, prepare(cat, solve(cat, t, REQ), options), options)
 
 
 def _settings(tmp_path: Path) -> dict[str, str]:

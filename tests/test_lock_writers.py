@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from lock_support import CONDA_FORGE, lock_catalog, lock_raw
+from target_support import written
 
 from resolver import __version__
 from resolver.catalog import Catalog, from_raw
@@ -16,7 +17,7 @@ from resolver.core.errors import DataError
 from resolver.core.versions import parse_cc
 from resolver.db.check import check as db_check
 from resolver.readers import lockfile
-from resolver.solve import Request, Target, TargetGpu
+from resolver.solve import Request, Target, TargetGpu, solve
 from resolver.solve.conda import solve_conda_forge, virtual_packages
 from resolver.solve.inputs import build_request
 from resolver.writers import outputs
@@ -38,14 +39,14 @@ def target(
 ) -> Target:
     gpus = tuple(TargetGpu(parse_cc(c)) for c in ccs)
     driver_os = "windows" if platform.startswith("windows") else "linux"
-    return Target(platform, python, driver, driver_os, gpus, nvidia=bool(gpus) or bool(driver))
+    return written(platform, python, driver, driver_os, gpus, nvidia=bool(gpus) or bool(driver))
 
 
 def render(
     cat: Catalog, t: Target, request: Request = REQ, glibc: str | None = None, **opts: Any
 ) -> dict[str, str]:
     options = LockOptions(**{"top_level": True, **opts})  # no index here
-    lock = prepare(cat, t, request, options, glibc)
+    lock = prepare(cat, solve(cat, t, request), options, glibc)
     assert lock.unmet(options) is None
     return render_files(cat, lock, options)
 
@@ -238,9 +239,8 @@ def test_conda_forge_channel_setting(cat: Catalog) -> None:
 def test_no_conda_forge_build_is_unmet(cat: Catalog) -> None:
     options = LockOptions(formats=frozenset({"conda"}), conda_source="conda-forge")
     t = target(ccs=("6.1",), driver="580.65.06")
-    lock = prepare(
-        cat, t, build_request(torch=None, with_=(), cuda="13.0", policy="compat"), options
-    )
+    request = build_request(torch=None, with_=(), cuda="13.0", policy="compat")
+    lock = prepare(cat, solve(cat, t, request), options)
     assert lock.unmet(options) is lock.conda_decision
     with pytest.raises(ValueError):
         render_files(cat, lock, options)
@@ -401,7 +401,7 @@ def test_shipped_conda_forge_builds(shipped: Catalog) -> None:
     assert {b.cuda for b in newest.builds["macos-arm64"]} == {None}
 
     def pins(gpu: str, driver: str) -> str | None:
-        t = Target(
+        t = written(
             "linux-x86_64", "3.12", driver, "linux", (TargetGpu(*shipped.resolve_gpu(gpu)),), True
         )
         sel = solve_conda_forge(shipped, t, Request()).selection

@@ -60,7 +60,7 @@ def test_every_platform_yields_consistent_names() -> None:
         assert env["python_version"] == "3.13"
         assert platform_name(plat.platform_system, plat.platform_machine) == name
         if plat.kubernetes is not None:
-            assert by_kubernetes(*plat.kubernetes) == name
+            assert by_kubernetes(*plat.kubernetes) == plat
         if plat.docker is not None:
             assert plat.docker.startswith("linux/") and name.startswith("linux-")
     others = [n for n in PLATFORMS if n != "linux-x86_64"]

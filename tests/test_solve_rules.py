@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from packaging.specifiers import SpecifierSet
+from target_support import written
 
 from resolver.catalog import Catalog, from_raw
 from resolver.core.versions import parse_cc
@@ -15,7 +16,7 @@ def gpu(cc: str, name: str | None = None) -> TargetGpu:
 
 
 def linux(*ccs: str, driver: str | None = "580.65.06", python: str = "3.11") -> Target:
-    return Target("linux-x86_64", python, driver, "linux", tuple(gpu(c) for c in ccs), nvidia=True)
+    return written("linux-x86_64", python, driver, "linux", tuple(gpu(c) for c in ccs), nvidia=True)
 
 
 def pick(cat: Catalog, target: Target, **req: object) -> tuple[str, str] | None:
@@ -83,7 +84,7 @@ def test_every_gpu_must_be_covered(synth: Catalog) -> None:
 
 
 def test_windows_driver_floor_and_unconfirmed_last_resort(synth: Catalog) -> None:
-    t = Target("windows-x86_64", "3.11", "560.94", "windows", (gpu("8.6"),), nvidia=True)
+    t = written("windows-x86_64", "3.11", "560.94", "windows", (gpu("8.6"),), nvidia=True)
     dec = solve(synth, t, Request())
     # 2.8.0 cu126 on Windows is unconfirmed: the confirmed 2.1.0 cu118 is chosen, with a hint.
     assert dec.selection is not None
@@ -92,7 +93,7 @@ def test_windows_driver_floor_and_unconfirmed_last_resort(synth: Catalog) -> Non
     dec = solve(synth, t, Request(allow_unconfirmed=True))
     assert dec.selection is not None and dec.selection.release.version == "2.8.0"
     # Windows floors: 528.33 for 12.x; a 527 Windows driver cannot run cu126.
-    t_old = Target("windows-x86_64", "3.11", "527.41", "windows", (gpu("8.6"),), nvidia=True)
+    t_old = written("windows-x86_64", "3.11", "527.41", "windows", (gpu("8.6"),), nvidia=True)
     assert pick(synth, t_old, allow_unconfirmed=True) == ("2.1.0", "cu118")
 
 
@@ -111,7 +112,7 @@ def test_driver_upgrade_hint_names_newest_release(synth: Catalog) -> None:
 
 
 def test_no_gpu_target_gets_cpu(synth: Catalog) -> None:
-    t = Target("linux-x86_64", "3.11")
+    t = written("linux-x86_64", "3.11")
     assert pick(synth, t) == ("2.12.0", "cpu")
     # ...unless a CUDA version is pinned explicitly (building an image on a GPU-less machine).
     assert pick(synth, t, cuda="12.6") == ("2.12.0", "cu126")
@@ -162,7 +163,7 @@ def test_native_kernels_before_ptx_jit(synth: Catalog) -> None:
 
 def test_driver_hint_only_when_the_upgrade_changes_the_answer(synth: Catalog) -> None:
     # Windows: the newer builds are unconfirmed, so a driver upgrade alone changes nothing.
-    t = Target("windows-x86_64", "3.11", "527.41", "windows", (gpu("8.6"),), nvidia=True)
+    t = written("windows-x86_64", "3.11", "527.41", "windows", (gpu("8.6"),), nvidia=True)
     dec = solve(synth, t, Request())
     assert dec.selection is not None and dec.selection.release.version == "2.1.0"
     assert not any("needs driver" in h for h in dec.hints)

@@ -4,25 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from target_support import written
+
 from resolver import catalog as catalog_mod
 from resolver.catalog import Catalog
 from resolver.solve import Request, Target, TargetGpu
 from resolver.solve.fleet import solve_fleet
 from resolver.solve.whatif import sentence, unlocks
 
-H100 = Target(
+H100 = written(
     "linux-x86_64", "3.12", "580.65.06", gpus=(TargetGpu((9, 0)),), nvidia=True, name="h100"
 )
 
 
 def rtx(driver: str = "535.104.05") -> Target:
-    return Target(
+    return written(
         "linux-x86_64", "3.12", driver, gpus=(TargetGpu((8, 9)),), nvidia=True, name="rtx"
     )
 
 
 def v100() -> Target:
-    return Target(
+    return written(
         "linux-x86_64", "3.12", "535.104.05", gpus=(TargetGpu((7, 0)),), nvidia=True, name="v100"
     )
 

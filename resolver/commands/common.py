@@ -21,6 +21,7 @@ from resolver.core.platforms import MACOS
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
     from resolver.core.hostprofile import HostProfile
+    from resolver.core.platforms import PythonVersion
     from resolver.solve import Request, Target
 
 __all__ = [
@@ -53,7 +54,7 @@ class TargetOptions:
         return [flag for flag, value in zip(flags, values, strict=True) if value]
 
     def resolve(
-        self, catalog: Catalog, python: str | None = None
+        self, catalog: Catalog, python: str | PythonVersion | None = None
     ) -> tuple[Target, HostProfile | None]:
         """The target: described by these options, or this machine probed (``python`` overrides)."""
         from resolver.flows.target import resolve_target, what_if

@@ -193,7 +193,7 @@ def _decision_plan(
     catalog = catalog_mod.load().for_index(pytorch_index)  # a mirror's releases too
     request = request_opts.request(target_opts)
     target, profile = target_opts.resolve(catalog, python=env.version)
-    if target.platform != here:
+    if str(target.platform) != here:
         raise UserError(
             f"install puts packages on this machine ({here}); the target is {target.platform}"
         )

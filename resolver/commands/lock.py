@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -196,9 +195,9 @@ def lock(
     if effective is not None and effective.target is not None:
         machine, profile = effective.target, None
         if lock_inputs.given(ctx, "python") and target.python:
-            from resolver.host.interpreter import python_version
+            from resolver.flows.target import with_python
 
-            machine = replace(machine, python=python_version(target.python))
+            machine = with_python(machine, target.python)
     else:
         recorded_python = None
         if effective is not None and not target.python:

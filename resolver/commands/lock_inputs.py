@@ -18,6 +18,7 @@ import click
 from resolver.commands.common import RequestOptions, TargetOptions
 from resolver.commands.ui import quiet
 from resolver.core.errors import UserError, escaped
+from resolver.core.platforms import PythonVersion
 from resolver.host.pipconfig import PipIndex
 from resolver.solve import Target
 from resolver.writers import recorded
@@ -78,7 +79,7 @@ class Effective:
     request: RequestOptions
     lock_options: dict[str, Any]
     overrides: tuple[str, ...]  # the flags that replaced recorded values
-    python: str | None = None  # the recorded target's Python
+    python: PythonVersion | None = None  # the recorded target's Python
     recorded_target: Target | None = None
     target_flags: tuple[str, ...] = ()  # target options given (they override when they differ)
 

@@ -4,18 +4,24 @@ A ``Platform`` ("linux-x86_64") yields what each consumer calls it: PEP 508 mark
 wheel platform tags that map to it, conda's subdir and archspec, Docker's and Kubernetes' names.
 A ``PythonVersion`` ("3.12", free-threaded "3.13t") yields its ABI tag and marker values. No
 other module spells a platform or parses a "t" suffix.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: typing.NamedTuple (``PythonVersion``) compiles
+each string annotation into a ForwardRef on every start; evaluated ones cost nothing.
+"""
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from resolver.core.errors import UserError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Platform:
+    """One platform gpuresolve covers; ``str()`` is its name, what files and outputs spell, and
+    order is the name's. There is one value per platform (``BY_NAME``, ``Platform.parse``), so
+    equality and hash are identity's: a fleet's memo hashes its targets ~250,000 times."""
+
     name: str  # gpuresolve's name: "linux-x86_64"
     platform_system: str  # PEP 508 marker values ...
     sys_platform: str
@@ -25,6 +31,31 @@ class Platform:
     conda_archspec: str  # conda's __archspec virtual package: "1 x86_64"
     docker: str | None  # an image's platform: "linux/amd64" (None: no Linux container)
     kubernetes: tuple[str, str] | None  # node labels kubernetes.io/os, kubernetes.io/arch
+
+    @classmethod
+    def parse(cls, name: str, what: str = "platform") -> "Platform":
+        """The covered platform ``name`` names ("linux-x86_64"); a UserError otherwise."""
+        found = BY_NAME.get(name.strip().lower()) if isinstance(name, str) else None
+        if found is None:
+            shown = name[:40] if isinstance(name, str) else type(name).__name__
+            raise UserError(f"{what} {shown!r}: one of {', '.join(PLATFORMS)}")
+        return found
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __lt__(self, other: "Platform") -> bool:
+        return self.name < other.name
+
+    @property
+    def os(self) -> str:
+        """ "linux", "windows" or "macos": the name's first part."""
+        return self.name.split("-", 1)[0]
+
+    @property
+    def arch(self) -> str:
+        """ "x86_64", "aarch64" or "arm64": the name's second part."""
+        return self.name.split("-", 1)[1]
 
     @property
     def marker(self) -> str:
@@ -93,9 +124,9 @@ def covered(system: str, machine: str) -> str | None:
     return name if name in BY_NAME else None
 
 
-def by_kubernetes(os: str, arch: str) -> str | None:
-    """A node's kubernetes.io/os and kubernetes.io/arch labels -> platform name (or None)."""
-    return next((p.name for p in _ALL if p.kubernetes == (os, arch)), None)
+def by_kubernetes(os: str, arch: str) -> Platform | None:
+    """A node's kubernetes.io/os and kubernetes.io/arch labels -> its platform (or None)."""
+    return next((p for p in _ALL if p.kubernetes == (os, arch)), None)
 
 
 def of_wheel_tag(tag: str) -> str | None:
@@ -125,28 +156,27 @@ def _glibc_minor(glibc: str | None) -> int:
     return int(minor)
 
 
-def pip_platforms(platform: str, glibc: str | None = None) -> list[str]:
+def pip_platforms(platform: Platform, glibc: str | None = None) -> list[str]:
     """pip ``--platform`` tags a wheel for the platform may carry, most specific first."""
-    if platform.startswith("linux"):
-        arch = platform.split("-", 1)[1]
+    if platform.os == "linux":
+        arch = platform.arch
         tags = [f"manylinux_2_{m}_{arch}" for m in range(_glibc_minor(glibc), 16, -1)]
         return [*tags, f"manylinux2014_{arch}"]  # pip adds manylinux2010 / manylinux1 itself
-    if platform.startswith("windows"):
+    if platform.os == "windows":
         return ["win_amd64"]
-    if platform.startswith("macos"):
+    if platform.os == "macos":
         return [f"macosx_{DEFAULT_MACOS.split('.')[0]}_0_arm64"]  # pip adds the older macOS
     raise UserError(f"no pip platform tags for {platform}")
 
 
-def uv_platform(platform: str, glibc: str | None = None) -> str:
+def uv_platform(platform: Platform, glibc: str | None = None) -> str:
     """uv's ``--python-platform``: the marker environment and wheel tags in one."""
-    if platform.startswith("linux"):
-        arch = platform.split("-", 1)[1]
+    if platform.os == "linux":
         # uv names manylinux_2_17 ... manylinux_2_40; an older or newer glibc takes the bound.
-        return f"{arch}-manylinux_2_{min(max(_glibc_minor(glibc), 17), 40)}"
-    if platform == "windows-x86_64":
+        return f"{platform.arch}-manylinux_2_{min(max(_glibc_minor(glibc), 17), 40)}"
+    if platform.name == "windows-x86_64":
         return "x86_64-pc-windows-msvc"
-    if platform == MACOS:
+    if platform.name == MACOS:
         return "aarch64-apple-darwin"
     raise UserError(f"no uv platform for {platform}")
 
@@ -167,16 +197,16 @@ def python_option(value: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, order=True)
-class PythonVersion:
-    """A CPython minor version; ``free_threaded`` is the separate "t" ABI (PEP 703)."""
+class PythonVersion(NamedTuple):
+    """A CPython minor version; ``free_threaded`` is the separate "t" ABI (PEP 703). A tuple:
+    ordered by version, hashed in C (a fleet's memo hashes its targets ~250,000 times)."""
 
     major: int
     minor: int
     free_threaded: bool = False
 
     @classmethod
-    def parse(cls, text: str) -> PythonVersion:
+    def parse(cls, text: str) -> "PythonVersion":
         """ "3.12" or "3.13t" (a patch level is ignored: "3.12.4"); ValueError otherwise."""
         free = text.endswith("t")
         parts = (text[:-1] if free else text).split(".")
@@ -212,10 +242,11 @@ def is_free_threaded(text: str) -> bool:
     return PythonVersion.parse(text).free_threaded
 
 
-def marker_env(platform: str, python: str) -> dict[str, str]:
-    """Marker values of a CPython ``python`` ("3.12", "3.13t") on ``platform``."""
-    p = BY_NAME[platform]
-    py = plain_python(python)
+def marker_env(platform: Platform | str, python: PythonVersion | str) -> dict[str, str]:
+    """Marker values of a CPython ``python`` ("3.12", "3.13t") on ``platform`` (typed values,
+    or the database's names)."""
+    p = platform if isinstance(platform, Platform) else BY_NAME[platform]
+    py = python.plain if isinstance(python, PythonVersion) else plain_python(python)
     return {
         "implementation_name": "cpython",
         "implementation_version": f"{py}.0",

@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from resolver.core.errors import UserError
-from resolver.core.versions import CC, cuda_key, driver_key
+from resolver.core.versions import CC, Driver, cuda_key, driver_key
 from resolver.db import gpunames
 from resolver.db.evidence import Provenance
 
@@ -319,12 +319,12 @@ class Catalog:
         """A --gpu value: "8.6", "sm_86" or a model name -> (CC, model name or None)."""
         return gpunames.resolve_gpu(self, spec)
 
-    def driver_branch(self, driver: str, driver_os: str) -> Branch:
+    def driver_branch(self, driver: Driver | str, driver_os: str) -> Branch:
         """The release branch of a driver version: on Linux its major number; on Windows the
         table of numbers per branch, else bounds (a Windows number is at or above its branch's
         name, and numbers grow with the branch). NVML's nvmlSystemGetDriverBranch is no branch
         of this kind: it names the build branch ("r582_49" for Linux 580.159.04)."""
-        key = driver_key(driver)
+        key = driver.key if isinstance(driver, Driver) else driver_key(driver)
         if driver_os != "windows":
             return Branch(key[0], key[0], "linux")
         lo = 0
@@ -353,9 +353,9 @@ class Catalog:
             return floor_v
         return own if driver_key(own) < driver_key(floor_v) else floor_v
 
-    def driver_max_cuda(self, driver: str, driver_os: str) -> str | None:
+    def driver_max_cuda(self, driver: Driver | str, driver_os: str) -> str | None:
         """Highest CUDA whose toolkit minimum driver this driver meets (what nvidia-smi shows)."""
-        have = driver_key(driver)
+        have = driver.key if isinstance(driver, Driver) else driver_key(driver)
         best: str | None = None
         for version, tk in self.toolkits.items():
             need = tk.min_driver.get(driver_os)

@@ -18,6 +18,7 @@ from resolver.io.bounded import LOCK_LIMIT, read_text
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
     from resolver.core.documents.decision import InstallFailedJson
+    from resolver.core.platforms import PythonVersion
     from resolver.install.env import EnvInfo, Tools
     from resolver.install.plan import Plan
     from resolver.solve import Candidate
@@ -176,7 +177,7 @@ def decision_plan(
     tools: Tools,
     installer: str,
     pytorch_index: str | None,
-    python: str,
+    python: PythonVersion,
 ) -> tuple[Plan, str | None]:
     """The plan that installs the selected build with the installer chosen for ``env``, and the
     constraints file pinning torch that its extension packages install against (None without
@@ -192,7 +193,9 @@ def decision_plan(
     return plan, staged
 
 
-def _constraints(catalog: Catalog, sel: Candidate, python: str) -> tuple[list[str], str | None]:
+def _constraints(
+    catalog: Catalog, sel: Candidate, python: PythonVersion
+) -> tuple[list[str], str | None]:
     """The extension packages' requirement lines, and a constraints file pinning torch (in a
     folder of its own, removed when the command ends unless --dry-run prints it)."""
     import tempfile

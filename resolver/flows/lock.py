@@ -14,7 +14,7 @@ from resolver.core.errors import UserError, escaped, plain_text, shown
 from resolver.core.hostprofile import HostProfile
 from resolver.flows.output import OutputFolder, owned_names
 from resolver.host.pipconfig import PipIndex
-from resolver.solve import Decision, Request, Target
+from resolver.solve import Decision, Request, Target, solve
 from resolver.writers import lockfiles, manifest
 
 __all__ = [
@@ -56,9 +56,10 @@ def resolve_single(
     profile: HostProfile | None,
 ) -> Single:
     """The builds for ``machine`` (its glibc: given, else the probed host's on its platform)."""
-    if glibc is None and profile is not None and profile.platform == machine.platform:
+    if glibc is None and profile is not None and profile.platform == str(machine.platform):
         glibc = profile.glibc
-    lock_input = lockfiles.prepare(catalog, machine, wanted, options, glibc and glibc.strip())
+    decision = solve(catalog, machine, wanted)
+    lock_input = lockfiles.prepare(catalog, decision, options, glibc and glibc.strip())
     unmet = lock_input.unmet(options)
     if unmet is None:
         options = lockfiles.with_extensions(catalog, lock_input, options)

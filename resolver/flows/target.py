@@ -10,12 +10,13 @@ from dataclasses import replace
 
 from resolver.catalog import Catalog
 from resolver.core.hostprofile import HostProfile
+from resolver.core.platforms import Platform, PythonVersion
 from resolver.host.interpreter import python_version
 from resolver.host.records import load_profile
 from resolver.solve import Target
-from resolver.solve.inputs import describe_target, is_described, target_from_profile
+from resolver.solve.target import describe_target, is_described, target_from_profile
 
-__all__ = ["resolve_target", "what_if"]
+__all__ = ["resolve_target", "what_if", "with_python"]
 
 
 def resolve_target(
@@ -24,7 +25,7 @@ def resolve_target(
     driver: str | None,
     gpus: Sequence[str],
     no_gpu: bool,
-    python: str | None,
+    python: str | PythonVersion | None,
     platform: str | None,
     host_file: str | None = None,
 ) -> tuple[Target, HostProfile | None]:
@@ -33,7 +34,7 @@ def resolve_target(
 
     profile: HostProfile | None = None
     here = host_platform.probe()
-    if python is not None:  # an interpreter path is run here, once: the solver gets a version
+    if isinstance(python, str):  # an interpreter path is run here, once: the solver gets a version
         python = python_version(python)
     if host_file:
         profile = load_profile(host_file)
@@ -43,8 +44,11 @@ def resolve_target(
     ):
         from resolver.host import wsl
 
-        on_wsl = here.platform.startswith("linux") and wsl.probe().version is not None
-        base = Target(here.platform, here.python, driver_os="windows" if on_wsl else "linux")
+        plat = Platform.parse(here.platform, "this machine's platform")
+        on_wsl = plat.os == "linux" and wsl.probe().version is not None
+        base = Target(
+            plat, PythonVersion.parse(here.python), driver_os="windows" if on_wsl else "linux"
+        )
     else:
         from resolver.host import detect
 
@@ -68,6 +72,11 @@ def resolve_target(
             target = replace(target, driver=base.driver, driver_os=base.driver_os)
         target = replace(target, nvidia=target.nvidia or base.nvidia)
     return target, profile
+
+
+def with_python(target: Target, python: str) -> Target:
+    """``target`` with another --python: a version, or an interpreter run once for its own."""
+    return replace(target, python=PythonVersion.parse(python_version(python)))
 
 
 def _cc_of(catalog: Catalog, name: str) -> str | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog, Release, Variant
 from resolver.core.errors import UserError
-from resolver.core.platforms import BY_NAME, is_free_threaded
+from resolver.core.platforms import BY_NAME, Platform, PythonVersion, is_free_threaded
 from resolver.core.versions import cc_sm, cuda_key, driver_key
 from resolver.images.facts import Fact, ImageFacts, weakest
 from resolver.images.reference import ImageRef
@@ -227,15 +227,17 @@ def _official_evidence(judge: Judge, rel: Release, var: Variant) -> list[Evidenc
 def _platform_reason(judge: Judge, platform: str, what: str) -> str | None:
     """Why a Linux host of another architecture cannot run the image at all, or None."""
     host = judge.target.platform
-    if host.startswith("linux-") and host != platform:
+    if host.os == "linux" and host.name != platform:
         docker = BY_NAME[platform].docker if platform in BY_NAME else None
         return f"{what} is {docker or platform} only; this host is {host}"
     return None
 
 
 def _image_target(judge: Judge, python: str) -> Target:
-    """The target as the image sees it: a Linux container on the host's driver and GPUs."""
-    return replace(judge.target, platform=judge.facts.official.platform, python=python)
+    """The target as the image sees it: a Linux container on the host's driver and GPUs (the
+    database's platform and Python, typed here)."""
+    platform = Platform.parse(judge.facts.official.platform)
+    return replace(judge.target, platform=platform, python=PythonVersion.parse(python))
 
 
 def _solver_python(rel: Release, platform: str, image_python: str | None) -> str:
@@ -264,11 +266,11 @@ def _judge_build(judge: Judge, rel: Release, var: Variant) -> Candidate:
 def _verdict(report: Report, judge: Judge, cand: Candidate) -> None:
     report.runs = cand.ok
     host = judge.target.platform
-    if host.startswith("windows"):
+    if host.os == "windows":
         report.notes.append(
             "a Windows host runs Linux containers through WSL2: the Windows driver's floors apply"
         )
-    elif host.startswith("macos"):
+    elif host.os == "macos":
         report.notes.append("a macOS host gives containers no NVIDIA GPU")
     report.reasons = [r.text for r in cand.reasons]
     report.notes.extend(cand.coverage)
@@ -433,10 +435,9 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
         None,
         None,
     )
-    python = rel.python.value or judge.target.python
-    report = Report(
-        str(ref), contents, None, replace(judge.target, platform=ngc.platform, python=python)
-    )
+    python = PythonVersion.parse(rel.python.value) if rel.python.value else judge.target.python
+    seen = replace(judge.target, platform=Platform.parse(ngc.platform), python=python)
+    report = Report(str(ref), contents, None, seen)
     for name, f in (
         ("torch", rel.torch),
         ("cuda", rel.cuda),
@@ -462,7 +463,7 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
         )
         if need is None:
             reasons.append(f"the minimum {target.driver_os} driver for CUDA {cuda} is unknown")
-        elif target.driver and driver_key(target.driver) < driver_key(need):
+        elif target.driver and target.driver.key < driver_key(need):
             fc, why_not = _forward_compat(judge, cuda, need, why)
             if fc is None:
                 reasons.append(f"needs driver >= {need} ({why}); this host has {target.driver}")

@@ -42,7 +42,7 @@ def recorded_target(lock_file: str) -> Target | None:
 
 def describe(target: Target) -> str:
     """ "linux-x86_64, Python 3.12, driver 570.124.06, GPUs 8.0 x8" (what a user compares)."""
-    parts = [target.platform, f"Python {target.python}"]
+    parts = [str(target.platform), f"Python {target.python}"]
     if target.driver:
         parts.append(f"driver {target.driver}")
     if target.gpus:
@@ -64,7 +64,7 @@ def hold(lock_file: str, platform: str, python: str, host: HostProfile | None) -
     if target is None:
         return Held(None)
     here = f"{platform}, Python {python}"
-    if target.platform != platform or target.python != python:
+    if str(target.platform) != platform or str(target.python) != python:
         raise UserError(
             f"{lock_file} was locked for {target.platform}, Python {target.python}; this "
             f"environment is {here}: lock for this environment (gpuresolve lock --python "
@@ -88,7 +88,7 @@ def _gpu_warnings(lock_file: str, target: Target, host: HostProfile | None) -> l
     # A team's lock records the union of its machines (their GPUs, the lowest driver): a host
     # is outside it only with an older driver or a GPU none of them has.
     out: list[str] = []
-    if target.driver and host.driver and Driver.parse(host.driver) < Driver.parse(target.driver):
+    if target.driver and host.driver and Driver.parse(host.driver) < target.driver:
         out.append(f"{said}; this host's driver is older: {host.driver}")
     if target.gpus:
         want = {cc_str(g.cc) for g in target.gpus}

@@ -12,18 +12,12 @@ from dataclasses import replace
 from resolver.catalog import ArchList, Catalog, CondaForge, Release, Variant
 from resolver.core.errors import UserError
 from resolver.core.platforms import (
-    BY_NAME,
     DEFAULT_GLIBC,
     DEFAULT_LINUX,
     DEFAULT_MACOS,
     PythonVersion,
 )
 from resolver.solve import Candidate, Decision, Request, Target, solve
-
-
-def subdir(platform: str) -> str:
-    """gpuresolve's platform name -> conda's subdir: "linux-x86_64" -> "linux-64"."""
-    return BY_NAME[platform].conda_subdir
 
 
 def _vkey(version: str) -> tuple[int, ...]:
@@ -104,11 +98,10 @@ def conda_forge_pins(cf: CondaForge, cand: Candidate) -> tuple[str, ...]:
     return tuple(specs)
 
 
-def python_specs(python: str) -> list[str]:
+def python_specs(python: PythonVersion) -> list[str]:
     """conda specs for the target's Python: "3.13t" is python 3.13 plus the free-threaded ABI."""
-    py = PythonVersion.parse(python)
-    if py.free_threaded:
-        return [f"python={py.plain}", "python-freethreading"]
+    if python.free_threaded:
+        return [f"python={python.plain}", "python-freethreading"]
     return [f"python={python}"]
 
 
@@ -122,17 +115,17 @@ def virtual_packages(
     """
     plat = target.platform
     out: dict[str, str] = {}
-    if plat.startswith("linux"):
+    if plat.os == "linux":
         out["__unix"] = "0"
         out["__linux"] = DEFAULT_LINUX
         out["__glibc"] = glibc or DEFAULT_GLIBC
-    elif plat.startswith("windows"):
+    elif plat.os == "windows":
         out["__win"] = "0"
-    elif plat.startswith("macos"):
+    elif plat.os == "macos":
         out["__unix"] = "0"
         out["__osx"] = DEFAULT_MACOS
-    out["__archspec"] = BY_NAME[plat].conda_archspec
-    if (target.nvidia or target.gpus) and not plat.startswith("macos"):
+    out["__archspec"] = plat.conda_archspec
+    if (target.nvidia or target.gpus) and plat.os != "macos":
         have = catalog.driver_max_cuda(target.driver, target.driver_os) if target.driver else None
         if have or cuda:
             out["__cuda"] = have or cuda or ""

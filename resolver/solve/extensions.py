@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from resolver.catalog import ArchList, Catalog, Release, Variant
+from resolver.core.platforms import Platform, PythonVersion
 from resolver.core.versions import CC, cc_sm, cuda_key
 from resolver.db.models import ExtBuild, ExtRelease
 
@@ -43,8 +44,8 @@ class ExtChoice(NamedTuple):
 class Place(NamedTuple):
     """The target facts an extension is judged on (the solver's Target, without importing it)."""
 
-    platform: str
-    python: str
+    platform: Platform
+    python: PythonVersion
     gpus: tuple[tuple[CC, str], ...]  # (CC, label)
 
 
@@ -116,12 +117,12 @@ def _misfit(
     each GPU when it fits."""
     from packaging.specifiers import SpecifierSet
 
-    if place.platform not in build.platforms:
+    if place.platform.name not in build.platforms:
         have = ", ".join(sorted(build.platforms))
         return 1, f"has no {place.platform} wheel (only {have})", []
     if build.torch and not SpecifierSet(build.torch).contains(rel.version, prereleases=True):
         return _TORCH, f"requires torch{build.torch}, not {rel.version}", []
-    if build.python and not SpecifierSet(build.python).contains(place.python.rstrip("t"), True):
+    if build.python and not SpecifierSet(build.python).contains(place.python.plain, True):
         return 3, f"requires Python {build.python}, not {place.python}", []
     cuda_why = _cuda_misfit(place, var, build)
     if cuda_why:
@@ -130,7 +131,7 @@ def _misfit(
         torch_abi = rel.key[:2] >= tuple(int(p) for p in catalog.cxx11_since.split("."))
         if torch_abi != build.cxx11_abi:
             return 5, f"build for the {'C++11' if build.cxx11_abi else 'old'} ABI", []
-    arch = build.platforms[place.platform]
+    arch = build.platforms[place.platform.name]
     if not (build.device_code and build.gate) or var.kind != "cuda":
         return FITS, None, []
     if arch is None:
@@ -150,7 +151,7 @@ def _cuda_misfit(place: Place, var: Variant, build: ExtBuild) -> str | None:
     if var.kind != "cuda" or var.cuda is None:
         return "needs a CUDA torch build" if build.device_code else None
     if build.cuda_match == "default":
-        if place.platform not in var.pypi:
+        if place.platform.name not in var.pypi:
             return f"is built against torch's default-index build, not {var.name}"
         return None
     assert build.cuda is not None
@@ -170,24 +171,27 @@ def _arch_text(arch: ArchList) -> str:
     return f"its libraries have SASS {sass}; PTX {ptx}"
 
 
-def requirement(catalog: Catalog, choice: ExtChoice, torch: Release, python: str | None) -> str:
+def requirement(
+    catalog: Catalog, choice: ExtChoice, torch: Release, python: PythonVersion | None
+) -> str:
     """What pip installs for a choice: ``name==version`` from the default index, or the wheel's
     URL where the project publishes it in its own release downloads (flash-attn)."""
     pkg = catalog.extensions.get(choice.package)
     build = choice.build
     if build.index != "release-downloads" or pkg is None or not pkg.download or not python:
         return f"{choice.package}=={choice.version}"
-    tag = "cp" + python.rstrip("t").replace(".", "") + ("t" if python.endswith("t") else "")
     return pkg.download.format(
         version=choice.version,
         cuda_major=cuda_key(build.cuda)[0] if build.cuda else "",
         torch_minor=".".join(torch.version.split(".")[:2]),
         abi="TRUE" if build.cxx11_abi else "FALSE",
-        python_tag=tag,
+        python_tag=python.abi,
     )
 
 
-def requirement_line(catalog: Catalog, choice: ExtChoice, torch: Release, python: str) -> str:
+def requirement_line(
+    catalog: Catalog, choice: ExtChoice, torch: Release, python: PythonVersion
+) -> str:
     """A PEP 508 line for lock files: ``name==version`` or ``name @ URL``."""
     req = requirement(catalog, choice, torch, python)
     return req if "==" in req else f"{choice.package} @ {req}"

@@ -61,9 +61,10 @@ def _gpu(t: Target) -> bool:
 def slots(targets: Sequence[Target]) -> dict[int, Slot]:
     """Each target's set (by position): its platform, apart for GPU-less members where the
     platform also has GPU members."""
-    gpu_platforms = {t.platform for t in targets if _gpu(t)}
+    gpu_platforms = {t.platform.name for t in targets if _gpu(t)}
     return {
-        i: (t.platform, not _gpu(t) and t.platform in gpu_platforms) for i, t in enumerate(targets)
+        i: (t.platform.name, not _gpu(t) and t.platform.name in gpu_platforms)
+        for i, t in enumerate(targets)
     }
 
 
@@ -107,7 +108,8 @@ def solve_fleet(
         reverse=True,
     )
     names = {
-        plat: tuple(t.name or t.platform for t, _ in group) for plat, group in by_platform.items()
+        plat: tuple(t.name or t.platform.name for t, _ in group)
+        for plat, group in by_platform.items()
     }
     if not ranked:
         return FleetDecision(
@@ -303,7 +305,7 @@ def split_groups(
                 _build_set(decision),
             )
         builds = known[1]
-        slot = (rep.platform, not _gpu(rep))
+        slot = (rep.platform.name, not _gpu(rep))
         seen = (slot, frozenset(builds))
         for at in range(joined.get(seen, 0), len(groups)):
             reps, common = groups[at]

@@ -143,8 +143,8 @@ def build_hints(
     by_python = [c for c in newer if _blocked_only_by(c, {"python"})]
     if by_python:
         newest = max(by_python, key=lambda c: c.release.key)
-        pys = newest.release.python.get(target.platform, ())
-        if pys and all(PythonVersion.parse(target.python) < PythonVersion.parse(p) for p in pys):
+        pys = newest.release.python.get(target.platform.name, ())
+        if pys and all(target.python < PythonVersion.parse(p) for p in pys):
             hints.append(
                 f"torch {newest.release.version} needs Python {pys[0]}+ "
                 f"(this target has {target.python})"
@@ -234,7 +234,7 @@ def _last_branch_hints(catalog: Catalog, target: Target) -> list[str]:
     assert target.driver is not None
     branch = catalog.driver_branch(target.driver, target.driver_os)
     out: list[str] = []
-    for gpu, arch, win in gpu_windows(catalog, target):
+    for gpu, arch, win in gpu_windows(catalog, target.gpus):
         if win.last is not None and branch.exact == win.last:
             out.append(
                 f"R{win.last} is the last driver branch for {gpu.label} ({arch.name}): do not "

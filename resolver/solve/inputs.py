@@ -1,21 +1,17 @@
-"""Turn what the user typed (or what detection found) into the solver's Target and Request.
+"""Turn what the user asked for (--torch, --with, --cuda, a policy) into the solver's Request.
 
 Every bad value becomes a UserError with one line that says what was wrong and what is accepted.
+The machine is made a Target in ``target.py``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from resolver.catalog import Catalog
 from resolver.core.errors import UserError, shown
-from resolver.core.hostprofile import STATE_OK, HostProfile
-from resolver.core.platforms import MACOS, PLATFORMS, python_option
-from resolver.core.versions import CC, Driver, parse_cc
-from resolver.solve import COMPANIONS, Policy, Request, Target, TargetGpu
+from resolver.solve import COMPANIONS, Policy, Request
 from resolver.solve.extensions import EXTENSIONS
 
 if TYPE_CHECKING:
@@ -24,12 +20,6 @@ if TYPE_CHECKING:
 _REQ_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*$")
 _VARIANT_RE = re.compile(r"^(cpu|cu[0-9]{3})$")
 _LONG_NUMBER = re.compile(r"[0-9]{13}")
-
-
-def normalize_driver(value: str) -> str:
-    """A driver version as NVIDIA prints it (Windows' Device Manager form translated): the one
-    grammar of `Driver`, a UserError otherwise."""
-    return str(Driver.parse(value))
 
 
 def _specifier(text: str, what: str) -> tuple[SpecifierSet, str | None]:
@@ -114,96 +104,4 @@ def build_request(
         policy=policy,
         allow_unconfirmed=allow_unconfirmed,
         evidence=evidence,
-    )
-
-
-def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None = None) -> Target:
-    """A detected (or recorded) host as the solver sees it."""
-    gpus: list[TargetGpu] = []
-    unknown: list[str] = []
-    for gpu in profile.gpus:
-        cc = gpu.cc
-        if cc is None:  # an old driver's nvidia-smi has no compute_cap: look the model up
-            model = catalog.gpu_by_name(gpu.name) if gpu.name else None
-            if model is None and gpu.pci_device_id:
-                model = catalog.gpu_by_pci_id(gpu.pci_device_id)
-            cc = f"{model.cc[0]}.{model.cc[1]}" if model else None
-        if cc is None:  # a GPU newer than the database: still an NVIDIA GPU, coverage unknown
-            unknown.append(gpu.name or f"GPU {gpu.index}")
-            continue
-        try:
-            gpus.append(TargetGpu(parse_cc(cc), gpu.name))
-        except UserError:
-            raise UserError(f"GPU {gpu.index}: not a compute capability: {cc!r}") from None
-    return Target(
-        platform=profile.platform,
-        python=profile.python,
-        driver=profile.driver,
-        driver_os=profile.driver_os,
-        gpus=tuple(gpus),
-        nvidia=profile.state in (STATE_OK, "driver-mismatch") or bool(gpus or unknown),
-        name=name,
-        unknown_gpus=tuple(unknown),
-    )
-
-
-def is_described(
-    *, driver: str | None, gpus: Sequence[str], no_gpu: bool, platform: str | None, host: str
-) -> bool:
-    """Whether the options describe a machine (then this one's GPUs and driver are not probed)."""
-    other_platform = platform is not None and platform.strip().lower() != host
-    return bool(gpus) or driver is not None or no_gpu or other_platform
-
-
-def describe_target(
-    catalog: Catalog,
-    *,
-    base: Target,
-    driver: str | None,
-    gpus: Sequence[str],
-    no_gpu: bool,
-    python: str | None,
-    platform: str | None,
-    known_gpus: Mapping[str, tuple[CC, str | None]] | None = None,
-) -> Target:
-    """The target: ``base`` (detected host, or a bare one) with the facts the options give.
-
-    ``known_gpus``: GPU names already looked up (a fleet names a few models thousands of times).
-
-    Any of --driver/--gpu/--no-gpu, or another platform, describe the GPU side completely: a
-    driver not given is not checked, GPUs not given are not checked, and a machine described with
-    neither --gpu nor --driver has no NVIDIA GPU (so `--platform windows-x86_64` alone gets CPU).
-    """
-    if no_gpu and (gpus or driver):
-        raise UserError("--no-gpu cannot be combined with --gpu or --driver")
-    plat = base.platform
-    if platform is not None:
-        plat = platform.strip().lower()
-        if plat not in PLATFORMS:
-            raise UserError(f"--platform {platform!r}: one of {', '.join(PLATFORMS)}")
-    known = known_gpus or {}
-    resolved = tuple(TargetGpu(*(known.get(g) or catalog.resolve_gpu(g))) for g in gpus)
-    if driver is not None:
-        driver = normalize_driver(driver)
-    if plat == MACOS and (resolved or driver):
-        raise UserError("macOS has no NVIDIA CUDA builds: drop --gpu/--driver for macos-arm64")
-    py = python_option(python) if python else base.python
-    if py is None:  # an interpreter path is read by the caller (host/interpreter.py) first
-        raise UserError(
-            f"--python {shown(python or '')}: expected a version like 3.12 or an interpreter path"
-        )
-    if not is_described(
-        driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=base.platform
-    ):
-        return replace(base, python=py)
-    # The same platform keeps the base's driver OS: WSL2 (Linux) runs on a Windows driver.
-    same = plat == base.platform
-    return Target(
-        platform=plat,
-        python=py,
-        driver=driver,
-        driver_os="windows" if plat.startswith("windows") else base.driver_os if same else "linux",
-        gpus=resolved,
-        nvidia=bool(resolved) or driver is not None,
-        name=base.name,
     )

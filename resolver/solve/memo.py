@@ -73,12 +73,13 @@ class FleetSolver:
                 target = _copy(target, gpus=tuple(TargetGpu(g.cc) for g in gpus))
         if target.driver is None:
             return ("exact", target)
-        read = self._drivers.get((target.driver, target.driver_os))  # by its text: never merged
+        text = target.driver.text  # by its text: two spellings are never merged
+        read = self._drivers.get((text, target.driver_os))
         if read is None:
-            have = driver_key(target.driver)
+            have = target.driver.key
             met = tuple(have >= floor for floor in self.floors(target.driver_os))
             branch = self.catalog.driver_branch(target.driver, target.driver_os)
-            read = self._drivers[(target.driver, target.driver_os)] = (met, branch)
+            read = self._drivers[(text, target.driver_os)] = (met, branch)
         met, branch = read
         windows = []
         named = False  # a fact names the driver: a Windows number the branch table places
@@ -90,7 +91,7 @@ class FleetSolver:
                 windows.append((verdict, branch.exact == win.last))
                 if branch.record is not None and (verdict != 0 or win.cut is not None):
                     named = True
-        driver = target.driver if named else ""
+        driver = target.driver if named else None
         return ("driver", _copy(target, driver=driver, name=None), met, tuple(windows))
 
     def __call__(self, target: Target) -> Decision:

@@ -15,7 +15,8 @@ from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.hostprofile import HostProfile
-from resolver.core.versions import CC, cc_sm, driver_key
+from resolver.core.platforms import Platform, PythonVersion
+from resolver.core.versions import CC, AsWritten, Driver, cc_sm
 from resolver.solve import Target, TargetGpu
 
 
@@ -26,12 +27,12 @@ class ShapeGpu:
     count: int | None = None  # physical GPUs of this model; None: not published (MIG "single")
 
 
-@dataclass(frozen=True)
-class Shape:
-    """One kind of machine: everything but its name."""
+@dataclass(frozen=True, eq=False)
+class Shape(AsWritten):
+    """One kind of machine: everything but its name (drivers as written: ``AsWritten``)."""
 
-    platform: str
-    driver: str | None = None
+    platform: Platform
+    driver: Driver | None = None
     driver_os: str = "linux"
     gpus: tuple[ShapeGpu, ...] = ()
     nvidia: bool = False
@@ -39,7 +40,7 @@ class Shape:
     mig: str | None = None  # "1g.5gb", "mixed: 1g.5gb x4, 2g.10gb x2", "invalid"
     sharing: str | None = None  # "time-slicing x4", "mps x2"
 
-    def target(self, python: str, name: str) -> Target:
+    def target(self, python: PythonVersion, name: str) -> Target:
         """The fleet target standing for every machine of this shape."""
         return Target(
             platform=self.platform,
@@ -65,7 +66,7 @@ class Shape:
             parts.append("mig-" + self.mig.split()[0].rstrip(":"))
         if self.sharing:
             parts.append("mps" if self.sharing.startswith("mps") else "shared")
-        parts.append(self.driver or "driver-unknown")
+        parts.append(str(self.driver or "driver-unknown"))
         return _SLUG_BAD.sub("-", "-".join(parts).lower()).strip("-.")
 
 
@@ -142,7 +143,7 @@ def group(
 
 def _shape_order(s: Shape) -> tuple[object, ...]:
     return (
-        driver_key(s.driver) if s.driver else (),
+        s.driver.key if s.driver else (),
         tuple((g.name, g.cc, g.count or 0) for g in s.gpus),
         s.mig or "",
         s.sharing or "",
@@ -188,7 +189,7 @@ def profile_shapes(
 ) -> list[tuple[str, Shape]]:
     """Recorded hosts (a folder of `detect --json` files: ``host.records.load_folder``) as
     (name, shape)."""
-    from resolver.solve.inputs import target_from_profile
+    from resolver.solve.target import target_from_profile
 
     out = []
     for stem, profile in records:

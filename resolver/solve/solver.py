@@ -17,12 +17,13 @@ Rules (see docs/explanation/decisions.md, "How gpuresolve decides"):
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Release, Variant
 from resolver.core.platforms import BY_NAME
-from resolver.core.versions import CC, cc_sm, cc_str, cuda_key, driver_key
+from resolver.core.versions import CC, Driver, cc_sm, cc_str, cuda_key, driver_key
 from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, rank, trusted
 from resolver.solve.extensions import ExtChoice, Place, choose
 from resolver.solve.target import Policy as Policy
@@ -117,7 +118,8 @@ class _Machine:
 
     def __init__(self, catalog: Catalog, target: Target) -> None:
         self.catalog, self.target = catalog, target
-        self.have = driver_key(target.driver) if target.driver is not None else None
+        self.have = target.driver.key if target.driver is not None else None
+        self.python = str(target.python)  # as the database lists a release's Pythons
         self._windows: tuple[list[tuple[Reason, Fact]], list[Fact]] | None = None
         self._coverage: dict[tuple[int, CC], str | None] = {}
 
@@ -146,7 +148,7 @@ def decide(catalog: Catalog, target: Target, request: Request) -> Decision:
         _evaluate(catalog, target, request, rel, var, cuda_wanted, machine)
         for rel in catalog.releases
         for var in rel.variants
-        if target.platform in var.platforms and var.kind in ("cpu", "cuda")
+        if target.platform.name in var.platforms and var.kind in ("cpu", "cuda")
     ]
     ok = sorted(
         (c for c in evaluated if c.ok),
@@ -184,7 +186,7 @@ def decide(catalog: Catalog, target: Target, request: Request) -> Decision:
                 )
                 for r in catalog.releases
                 for v in r.variants
-                if v.kind == "cpu" and target.platform in v.platforms
+                if v.kind == "cpu" and target.platform.name in v.platforms
             )
             if c.ok
         ]
@@ -220,8 +222,8 @@ def _evaluate(
     warnings: list[str] = []
     if request.torch is not None and not _allows(request.torch, rel.version):
         reasons.append(Reason("spec", f"torch {rel.version} does not match {request.torch}"))
-    pythons = rel.python.get(target.platform, ())
-    if target.python not in pythons:
+    pythons = rel.python.get(target.platform.name, ())
+    if machine.python not in pythons:
         span = f"{pythons[0]}–{pythons[-1]}" if pythons else "none"
         reasons.append(
             Reason(
@@ -236,7 +238,7 @@ def _evaluate(
     elif request.variant and var.name != request.variant:
         reasons.append(Reason("variant", f"{var.name} build; {request.variant} was asked for"))
 
-    packages = [("torch", _local(rel.version, var, target.platform))]
+    packages = [("torch", _local(rel.version, var, target.platform.name))]
     for name, spec in request.companions:
         paired = rel.companion(name)
         if paired is None:
@@ -249,7 +251,9 @@ def _evaluate(
             )
         else:
             untagged = name in rel.companion_untagged
-            packages.append((name, paired if untagged else _local(paired, var, target.platform)))
+            packages.append(
+                (name, paired if untagged else _local(paired, var, target.platform.name))
+            )
             cprov = rel.companion_prov.get(name)
             if cprov is not None and not cprov.confirmed:
                 warnings.append(
@@ -280,7 +284,7 @@ def _evaluate(
     elif not (cuda_wanted or request.cuda or request.variant or request.cuda_on_gpu_less):
         reasons.append(Reason("nogpu", "CUDA build: this target has no NVIDIA GPU"))
     else:
-        arch = var.platforms.get(target.platform)
+        arch = var.platforms.get(target.platform.name)
         if target.gpus and arch is None:
             reasons.append(
                 Reason("unknown", f"which GPUs {var.name} supports on {target.platform} is unknown")
@@ -292,7 +296,7 @@ def _evaluate(
                     "sass",
                     arch.prov.grade,
                     arch.prov.source,
-                    f"SASS {sass_text} for {target.platform}",
+                    f"SASS {sass_text} for {target.platform.name}",
                 )
             )
             for gpu in target.gpus:
@@ -337,7 +341,7 @@ def _evaluate(
     return Candidate(
         release=rel,
         variant=var,
-        platform=target.platform,
+        platform=target.platform.name,
         reasons=tuple(reasons),
         min_driver=min_driver,
         min_driver_why=why,
@@ -354,7 +358,7 @@ def _evaluate(
     )
 
 
-def driver_reason(min_driver: str, why: str | None, driver: str) -> Reason:
+def driver_reason(min_driver: str, why: str | None, driver: Driver) -> Reason:
     return Reason("driver", f"needs driver >= {min_driver} ({why}); this host has {driver}")
 
 
@@ -366,7 +370,7 @@ def _build_facts(rel: Release, var: Variant, target: Target, request: Request) -
         Fact("build", var.prov.grade, var.prov.source, f"its {var.name} build exists"),
     ]
     py = rel.python_prov or rel.prov
-    facts.append(Fact("python", py.grade, py.source, f"Python tags on {target.platform}"))
+    facts.append(Fact("python", py.grade, py.source, f"Python tags on {target.platform.name}"))
     # Companions, cuDNN and NCCL describe the build (the wheel pins them): shown, never deciding.
     for name, _spec in request.companions:
         cprov = rel.companion_prov.get(name, rel.prov)
@@ -456,12 +460,12 @@ def window_reasons(catalog: Catalog, target: Target) -> list[tuple[Reason, Fact]
 
 
 def gpu_windows(
-    catalog: Catalog, target: Target
+    catalog: Catalog, gpus: Sequence[TargetGpu]
 ) -> list[tuple[TargetGpu, Architecture, DriverWindow]]:
-    """Each architecture of the target's GPUs that has a driver window, once, with a GPU of it."""
+    """Each architecture of ``gpus`` that has a driver window, once, with a GPU of it."""
     out: list[tuple[TargetGpu, Architecture, DriverWindow]] = []
     seen: set[str] = set()
-    for gpu in target.gpus:
+    for gpu in gpus:
         arch = catalog.architectures.get(gpu.cc)
         if arch is None or arch.drivers is None or arch.name in seen:
             continue
@@ -481,7 +485,7 @@ def window_facts(catalog: Catalog, target: Target) -> list[Fact]:
         return []
     branch = catalog.driver_branch(target.driver, target.driver_os)
     out: list[Fact] = []
-    for _gpu, arch, win in gpu_windows(catalog, target):
+    for _gpu, arch, win in gpu_windows(catalog, target.gpus):
         if win.cut is None and win.first is None:
             continue
         out.append(

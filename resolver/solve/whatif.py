@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from resolver.core.versions import cuda_key, driver_key
+from resolver.core.versions import Driver, cuda_key, driver_key
 from resolver.solve import Candidate, Decision, Target
 from resolver.solve.fleet import FleetDecision, slots
 from resolver.solve.shapes import abbreviate
@@ -21,7 +21,7 @@ from resolver.solve.shapes import abbreviate
 class Upgrade:
     member: str
     machines: int
-    driver: str | None
+    driver: Driver | None
     needed: str
 
 
@@ -104,7 +104,7 @@ def _unlock(
             why: tuple[int, tuple[int, ...], str] | None = None
             for t, mine in members:
                 c = mine.get(variant)
-                name = t.name or t.platform
+                name = t.name or t.platform.name
                 if c is None:
                     text = f"{name}: no torch {version} {variant} build for {platform}"
                     why = why or (9, cuda, text)

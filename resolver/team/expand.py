@@ -13,6 +13,7 @@ from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.core.platforms import PythonVersion
 from resolver.core.versions import Driver
 from resolver.host.records import load_folder
 from resolver.solve.shapes import FleetMember, ShapeGroup, group, profile_shapes
@@ -38,7 +39,7 @@ def expand_entry(
     entry: dict[str, Any],
     key: str,
     catalog: Catalog,
-    python: str,
+    python: PythonVersion,
     progress: ProgressBars | None = None,
 ) -> list[FleetMember]:
     """The fleet members of one entry; every problem is one UserError naming the spec and key."""
@@ -121,7 +122,7 @@ def _slurm(
         if not isinstance(driver, str):
             raise fail("driver", f"expected a quoted driver version ('550.54.15'), got {driver!r}")
         try:
-            driver = str(Driver.parse(driver))
+            driver = Driver.parse(driver)
         except UserError as exc:
             raise fail("driver", str(exc)) from None
     if not path.is_file():

@@ -30,7 +30,7 @@ from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, unsafe_char
-from resolver.core.platforms import by_kubernetes
+from resolver.core.platforms import Platform, by_kubernetes
 from resolver.core.versions import Driver
 from resolver.io.bounded import open_regular
 from resolver.solve.shapes import Shape, ShapeGpu
@@ -387,7 +387,7 @@ class _Reader:
             raise self.fail(node, key, f"unexpected value {value!r}")
         return value
 
-    def _platform(self, node: str, labels: dict[str, Any], status: Any) -> str:
+    def _platform(self, node: str, labels: dict[str, Any], status: Any) -> Platform:
         info = status.get("nodeInfo") if isinstance(status, dict) else None
         info = info if isinstance(info, dict) else {}
         arch_key = next((k for k in ARCH if k in labels), None)
@@ -415,7 +415,9 @@ class _Reader:
             )
         return platform
 
-    def _shape(self, node: str, labels: dict[str, Any], platform: str, notes: list[str]) -> Shape:
+    def _shape(
+        self, node: str, labels: dict[str, Any], platform: Platform, notes: list[str]
+    ) -> Shape:
         present = self._label(node, labels, PRESENT)
         if present not in (None, "true", "false"):
             raise self.fail(node, PRESENT, f"expected true or false, got {present!r}")
@@ -481,7 +483,7 @@ class _Reader:
         return Shape(
             platform=platform,
             driver=driver,
-            driver_os="windows" if platform.startswith("windows") else "linux",
+            driver_os="windows" if platform.os == "windows" else "linux",
             gpus=(ShapeGpu(model or f"sm_{cc[0]}{cc[1]}", cc, count),),
             nvidia=True,
             mig=mig,
@@ -532,7 +534,7 @@ class _Reader:
             self._models[model] = (hit.name, hit.cc) if hit else (None, None)
         return self._models[model]
 
-    def _driver(self, node: str, labels: dict[str, Any]) -> str | None:
+    def _driver(self, node: str, labels: dict[str, Any]) -> Driver | None:
         """The node's driver, in `Driver`'s one grammar (what `lock --check` reads back)."""
         full = self._label(node, labels, DRIVER_FULL)
         if full is not None:
@@ -548,8 +550,8 @@ class _Reader:
             return self._parsed(node, major_key, f"{major}.{minor}" + (f".{rev}" if rev else ""))
         return None
 
-    def _parsed(self, node: str, label: str, text: str) -> str:
+    def _parsed(self, node: str, label: str, text: str) -> Driver:
         try:
-            return str(Driver.parse(text))
+            return Driver.parse(text)
         except UserError:
             raise self.fail(node, label, f"not a driver version: {text!r}") from None

@@ -22,7 +22,6 @@ from packaging.specifiers import SpecifierSet
 
 from resolver.catalog import Catalog
 from resolver.core.collector import collector_paused
-from resolver.core.versions import driver_key
 from resolver.solve import Decision, Target, TargetGpu, solve
 from resolver.solve.fleet import (
     FleetDecision,
@@ -60,9 +59,9 @@ def platform_target(spec: EnvSpec, choice: PlatformChoice, members: list[Target]
         for g in t.gpus:
             gpus.setdefault(g, None)
     drivers = [t.driver for t in mine if t.driver]
-    lowest = min(drivers, key=driver_key) if drivers else None
+    lowest = min(drivers) if drivers else None  # numeric; the first of equal ones
     return Target(
-        platform=choice.platform,
+        platform=mine[0].platform,  # the set's members share its platform
         python=spec.python,
         driver=lowest,
         driver_os=next((t.driver_os for t in mine if t.driver), mine[0].driver_os),
@@ -285,7 +284,7 @@ def lock_team(
     record = {
         "database": catalog.updated,
         **inputs,
-        "python": spec.python,
+        "python": str(spec.python),
         "targets": targets_record(spec),
     }
     files["report.md"] = recorded.stamp("report.md", "\n".join(report), record)

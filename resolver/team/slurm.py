@@ -26,6 +26,7 @@ from pathlib import Path
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, escaped
+from resolver.core.platforms import BY_NAME, Platform
 from resolver.core.versions import Driver
 from resolver.io.bounded import read_text
 from resolver.solve.shapes import Shape, ShapeGpu, ShapeGroup
@@ -38,7 +39,11 @@ _GRES = re.compile(r"^gpu(?::([A-Za-z0-9._-]{1,64}))?:([0-9]{1,4})(?:\(.*\))?$")
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 _DRIVER_FEATURE = re.compile(r"^driver-([0-9.]{1,14})$")  # the version: `Driver`'s grammar
 _NOT = "not a driver version (expected e.g. driver-550.54.15)"
-ARCH = {"x86_64": "linux-x86_64", "aarch64": "linux-aarch64", "arm64": "linux-aarch64"}
+ARCH = {
+    "x86_64": BY_NAME["linux-x86_64"],
+    "aarch64": BY_NAME["linux-aarch64"],
+    "arm64": BY_NAME["linux-aarch64"],
+}
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ def parse_line(line: str, where: str) -> dict[str, str]:
     return fields
 
 
-def read_nodes(path: Path, catalog: Catalog, shown: str, driver: str | None) -> list[ShapeGroup]:
+def read_nodes(path: Path, catalog: Catalog, shown: str, driver: Driver | None) -> list[ShapeGroup]:
     """The node groups of a `scontrol show node --oneliner` file."""
     text = read_text(path, limit=MAX_NODE_FILE, what="`scontrol show node --oneliner` output")
     groups: dict[tuple[str, str, tuple[str, ...]], list[tuple[str, Shape, SlurmNode]]] = {}
@@ -143,10 +148,10 @@ def _gres(value: str, where: str) -> tuple[tuple[str | None, int], ...]:
 
 def _shape(
     catalog: Catalog,
-    platform: str,
+    platform: Platform,
     gres: Sequence[tuple[str | None, int]],
     features: Sequence[str],
-    driver: str | None,
+    driver: Driver | None,
     where: str,
     node: str,
 ) -> Shape:
@@ -156,7 +161,7 @@ def _shape(
     node_driver = driver
     if found:
         try:
-            node_driver = str(Driver.parse(found[0]))
+            node_driver = Driver.parse(found[0])
         except UserError:
             raise UserError(f"{where}: node {node}: feature driver-{found[0]}: {_NOT}") from None
     if node_driver is None:

@@ -54,10 +54,9 @@ from typing import TYPE_CHECKING, Any
 from resolver.catalog import Catalog
 from resolver.core.collector import collector_paused
 from resolver.core.errors import UserError, unsafe_char
-from resolver.core.platforms import DEFAULT_PLATFORM, PLATFORMS
-from resolver.core.versions import CC
+from resolver.core.platforms import BY_NAME, DEFAULT_PLATFORM, PLATFORMS, PythonVersion
 from resolver.io.bounded import SPEC_LIMIT, SPEC_MAX_NODES, load_yaml, read_text
-from resolver.solve import Request, Target
+from resolver.solve import Request, Target, TargetGpu
 from resolver.solve.shapes import FleetMember
 
 if TYPE_CHECKING:
@@ -92,7 +91,7 @@ class EnvSpec:
     path: Path
     name: str
     description: str
-    python: str
+    python: PythonVersion
     request: Request
     torch_spec: str | None
     companions: tuple[str, ...]
@@ -158,7 +157,8 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     ``progress`` (the CLI's bars on a terminal) is told of a large node list's reading."""
     from resolver.host.interpreter import python_version
     from resolver.host.records import load_profile
-    from resolver.solve.inputs import build_request, describe_target, target_from_profile
+    from resolver.solve.inputs import build_request
+    from resolver.solve.target import describe_target, target_from_profile
     from resolver.team.expand import expand_entry, is_many
 
     spec_path = Path(path)
@@ -173,7 +173,9 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     if not SAFE_NAME.match(name):  # `lock` writes environments/<name>/: never outside it
         raise s.fail("name", f"{name!r}: use letters, digits, '.', '_' and '-' (a folder name)")
     try:
-        python = python_version(s.string(top["python"], "python", version=True))
+        python = PythonVersion.parse(
+            python_version(s.string(top["python"], "python", version=True))
+        )
     except UserError as exc:
         raise s.fail("python", str(exc)) from None
     packages = s.mapping(top.get("packages") or {}, "packages", PACKAGE_KEYS)
@@ -229,7 +231,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
         raise s.fail("targets", "expected a non-empty list")
     members: list[FleetMember] = []
     names: set[str] = set()
-    known_gpus: dict[str, tuple[CC, str | None]] = {}
+    known_gpus: dict[str, TargetGpu] = {}  # a fleet names a few models thousands of times
     for i, raw in enumerate(raw_targets):
         key = f"targets[{i}]"
         t = s.mapping(raw, key, TARGET_KEYS)
@@ -279,24 +281,25 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
         if no_gpu and (gpus or driver):
             raise s.fail(f"{key}.no_gpu", "cannot be combined with gpus or driver")
         no_gpu = no_gpu or not (gpus or driver)
-        base = Target(platform=platform, python=python, name=tname)
+        base = Target(platform=BY_NAME[platform], python=python, name=tname)
+        resolved = []
         for j, g in enumerate(gpus):
-            if g in known_gpus:  # a fleet names a few models thousands of times
-                continue
-            try:
-                known_gpus[g] = catalog.resolve_gpu(g)
-            except UserError as exc:
-                raise s.fail(f"{key}.gpus[{j}]", str(exc)) from None
+            gpu = known_gpus.get(g)
+            if gpu is None:  # each name is looked up once
+                try:
+                    gpu = known_gpus[g] = TargetGpu(*catalog.resolve_gpu(g))
+                except UserError as exc:
+                    raise s.fail(f"{key}.gpus[{j}]", str(exc)) from None
+            resolved.append(gpu)
         try:
             target = describe_target(
                 catalog,
                 base=base,
                 driver=driver,
-                gpus=gpus,
+                gpus=resolved,
                 no_gpu=no_gpu and not (gpus or driver),
                 python=None,
                 platform=platform,
-                known_gpus=known_gpus,
             )
         except UserError as exc:
             raise s.fail(key, str(exc)) from None

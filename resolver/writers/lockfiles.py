@@ -14,7 +14,8 @@ from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
-from resolver.solve import Decision, Request, Target, solve
+from resolver.core.platforms import PythonVersion
+from resolver.solve import Decision, Target
 from resolver.solve.conda import solve_conda_forge, virtual_packages
 from resolver.solve.extensions import requirement_line
 from resolver.standalone.startup import CHECK_NAME, PROBE_NAME
@@ -177,17 +178,13 @@ def uses_default_index(catalog: Catalog, decision: Decision, options: LockOption
 
 
 def prepare(
-    catalog: Catalog,
-    target: Target,
-    request: Request,
-    options: LockOptions,
-    glibc: str | None = None,
+    catalog: Catalog, decision: Decision, options: LockOptions, glibc: str | None = None
 ) -> LockInput:
-    """Solve what ``options``' files need for ``target`` (pure: no I/O)."""
-    decision = solve(catalog, target, request)
+    """The builds ``options``' files need: the solver's ``decision`` and, for a conda-forge
+    environment, conda-forge's for the same target and request (pure: no I/O)."""
     conda_decision = None
     if options.needs_conda and options.conda_source == "conda-forge":
-        conda_decision = solve_conda_forge(catalog, target, request, glibc)
+        conda_decision = solve_conda_forge(catalog, decision.target, decision.request, glibc)
     return LockInput(decision, conda_decision, glibc)
 
 
@@ -401,7 +398,7 @@ def render_uv_project(
         sets.append(
             PlatformSet(decision.target.platform, tuple(cand.packages), cand.variant.name, url)
         )
-    python = decisions[0].target.python if decisions else "3.12"
+    python = decisions[0].target.python if decisions else PythonVersion(3, 12)
     return render_pyproject(
         existing,
         sets,

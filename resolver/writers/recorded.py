@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import UserError
-from resolver.core.platforms import PLATFORMS, PYTHON_RE
+from resolver.core.platforms import PYTHON_RE, Platform, PythonVersion
 from resolver.core.versions import Driver, parse_cc
 from resolver.solve import Target, TargetGpu
 
@@ -148,9 +148,9 @@ def _managed(text: str) -> list[str] | None:
 def target_record(target: Target, glibc: str | None) -> dict[str, Any]:
     """The target as the lock saw it (no label: the same machine under another name locks alike)."""
     return {
-        "platform": target.platform,
-        "python": target.python,
-        "driver": target.driver,
+        "platform": str(target.platform),
+        "python": str(target.python),
+        "driver": None if target.driver is None else str(target.driver),
         "driver_os": target.driver_os,
         "gpus": [  # a run of the same GPU is one entry with its count (6,000 GPUs fit a line)
             {
@@ -177,10 +177,13 @@ def target_from_record(record: Mapping[str, Any], where: str) -> tuple[Target, s
             name = _text(g["name"]) if g.get("name") else None
             gpus.extend([TargetGpu(parse_cc(_text(g["cc"])), name)] * count)
         # the grammar `lock --driver` accepted: every value written reads back
-        driver = str(Driver.parse(_text(record["driver"]))) if record.get("driver") else None
+        driver = Driver.parse(_text(record["driver"])) if record.get("driver") else None
+        python = _text(record["python"])
+        if not PYTHON_RE.match(python):
+            raise ValueError(python)
         target = Target(
-            platform=_text(record["platform"]),
-            python=_text(record["python"]),
+            platform=Platform.parse(_text(record["platform"])),
+            python=PythonVersion.parse(python),
             driver=driver,
             driver_os=_text(record.get("driver_os") or "linux"),
             gpus=tuple(gpus),
@@ -190,8 +193,6 @@ def target_from_record(record: Mapping[str, Any], where: str) -> tuple[Target, s
         if target.driver_os not in _DRIVER_OS:
             raise ValueError(target.driver_os)
         glibc = record.get("glibc")
-        if target.platform not in PLATFORMS or not PYTHON_RE.match(target.python):
-            raise ValueError(target.platform)
         if glibc is not None and not _GLIBC.match(str(glibc)):
             raise ValueError(glibc)
     except (KeyError, TypeError, ValueError, AttributeError, UserError):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver.core.errors import UserError
-from resolver.core.platforms import DEFAULT_MACOS, plain_python, uv_platform
+from resolver.core.platforms import DEFAULT_MACOS, uv_platform
 from resolver.io import subprocs
 from resolver.io.childenv import uv_environment
 from resolver.solve import Target
@@ -71,7 +71,7 @@ def uv_command(
     """`uv pip compile` for the target's marker environment and tags (never this machine's)."""
     cmd = [uv, "pip", "compile", str(requirements), "--quiet", "--no-progress", "--no-config"]
     cmd += ["--python-platform", uv_platform(target.platform, glibc)]
-    cmd += ["--python-version", plain_python(target.python), "--no-python-downloads"]
+    cmd += ["--python-version", target.python.plain, "--no-python-downloads"]
     cmd += ["--generate-hashes", "--only-binary", ":all:", "--no-header", "--format", output_format]
     # Each package from the first index that has it (uv lists --extra-index-url, the PyTorch
     # index, before --index-url): a package on both is never taken from the other one because
@@ -119,7 +119,7 @@ def _indexes(index_lines: Sequence[str]) -> str:
 
 def _run(cmd: list[str], target: Target, index_lines: Sequence[str] = ()) -> str:
     env = uv_environment(os.environ)  # built, never inherited: no UV_* setting steers the lock
-    if target.platform.startswith("macos"):  # the macOS the wheel tags are judged for
+    if target.platform.os == "macos":  # the macOS the wheel tags are judged for
         env["MACOSX_DEPLOYMENT_TARGET"] = DEFAULT_MACOS
     try:
         proc = subprocs.run(cmd, timeout=PIP_TIMEOUT_S, env=env)

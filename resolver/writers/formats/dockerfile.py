@@ -14,7 +14,7 @@ from __future__ import annotations
 from resolver import __version__
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
-from resolver.core.platforms import is_free_threaded
+from resolver.core.platforms import Platform
 from resolver.images.facts import ImageFacts
 from resolver.solve import Decision
 from resolver.standalone.startup import CHECK_NAME, PROBE_NAME, SKIP_ENV
@@ -32,7 +32,7 @@ def base_image(facts: ImageFacts | None, decision: Decision) -> tuple[str, str]:
     target = decision.target
     if sel is None:
         raise ValueError("no build selected: nothing to lock")
-    if not target.platform.startswith("linux-"):
+    if target.platform.os != "linux":
         raise UserError(
             f"--format dockerfile needs a Linux target (containers run Linux); this one is "
             f"{target.platform}: add --platform linux-x86_64"
@@ -42,9 +42,9 @@ def base_image(facts: ImageFacts | None, decision: Decision) -> tuple[str, str]:
         era = off.era(sel.release.version)
         if (
             era is not None
-            and target.platform == off.platform
+            and target.platform.name == off.platform
             and era.install.value == "wheel"
-            and era.python.value == target.python
+            and era.python.value == str(target.python)
         ):
             image = official_tag(facts, sel.release, sel.variant, "runtime")
             base = f" on {era.base.value}" if era.base is not None and era.base.value else ""
@@ -52,7 +52,7 @@ def base_image(facts: ImageFacts | None, decision: Decision) -> tuple[str, str]:
                 f"the official image of torch {sel.release.version} {sel.variant.name} "
                 f"(Python {target.python}{base}): the pins below are already installed in it"
             )
-    if is_free_threaded(target.python):
+    if target.python.free_threaded:
         raise UserError(
             f"no slim base image for free-threaded Python {target.python}: lock for a "
             "regular Python (--python 3.X)"
@@ -63,10 +63,10 @@ def base_image(facts: ImageFacts | None, decision: Decision) -> tuple[str, str]:
     return f"python:{target.python}-slim", why
 
 
-def build_command(platform: str) -> str:
+def build_command(platform: Platform) -> str:
     """How to build the image for the target: an arm64 target (GH200, Grace-Blackwell) from
     any builder needs buildx and the platform named."""
-    if platform == "linux-aarch64":
+    if platform.name == "linux-aarch64":
         return "docker buildx build --platform linux/arm64 -t my-image --load ."
     return "docker build -t my-image ."
 

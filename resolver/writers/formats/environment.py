@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from resolver.catalog import Catalog
 from resolver.solve import Decision
-from resolver.solve.conda import conda_forge_pins, python_specs, subdir
+from resolver.solve.conda import conda_forge_pins, python_specs
 from resolver.writers.formats.header import header_lines
 from resolver.writers.formats.requirements import index_lines, pins
 
@@ -71,7 +71,7 @@ def conda_env(
         return CondaEnv(
             name=name or f"torch-{cand.variant.name}",
             channels=(chan, "nodefaults"),
-            platform=subdir(target.platform),
+            platform=target.platform.conda_subdir,
             specs=(*py, "pip"),
             pip=(*pins(cand), *extra_requirements),
             pip_index=tuple(
@@ -86,7 +86,7 @@ def conda_env(
     return CondaEnv(
         name=name or f"torch-{cf.build_prefix(cand.variant.cuda)}",
         channels=(chan, "nodefaults"),
-        platform=subdir(target.platform),
+        platform=target.platform.conda_subdir,
         specs=(*py, *conda_forge_pins(cf, cand), *(("pip",) if extra_requirements else ())),
         pip=tuple(extra_requirements),  # from the default index
         pip_index=(f"--index-url {default_index}",) if default_index and extra_requirements else (),

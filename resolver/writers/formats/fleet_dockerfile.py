@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from resolver import __version__
 from resolver.core.errors import UserError
-from resolver.core.platforms import is_free_threaded
+from resolver.core.platforms import PythonVersion
 from resolver.standalone.startup import CHECK_NAME, PROBE_NAME
 
 CHECK_DIR = "/opt/gpuresolve"
@@ -24,10 +24,14 @@ DOCKER_ARCH = {"linux-x86_64": "amd64", "linux-aarch64": "arm64"}
 
 
 def render_fleet_dockerfile(
-    name: str, python: str, locks: Sequence[tuple[str, str]], image: str, database: str | None
+    name: str,
+    python: PythonVersion,
+    locks: Sequence[tuple[str, str]],
+    image: str,
+    database: str | None,
 ) -> str:
     """``locks``: (platform, requirements.txt path relative to the Dockerfile), one per platform."""
-    if is_free_threaded(python):
+    if python.free_threaded:
         raise UserError(f"{name}: no slim base image for free-threaded Python {python}")
     archs = []
     for platform, _ in locks:

@@ -12,33 +12,37 @@ from typing import Any
 from urllib.parse import unquote
 
 from resolver.core.errors import UserError
-from resolver.core.platforms import BY_NAME, plain_python
+from resolver.core.platforms import Platform, PythonVersion
 from resolver.writers.closure.pip_resolve import ResolvedDist
 
 NAME = "pylock.toml"
 
 
-def environment_marker(platform: str, python: str) -> str:
+def environment_marker(platform: Platform, python: PythonVersion) -> str:
     """The marker of one target: its platform and its Python minor version."""
-    return f"{BY_NAME[platform].marker} and python_version == '{plain_python(python)}'"
+    return f"{platform.marker} and python_version == '{python.plain}'"
 
 
 def document(
-    platform: str, python: str, closure: Sequence[ResolvedDist], created_by: str = "gpuresolve"
+    platform: Platform,
+    python: PythonVersion,
+    closure: Sequence[ResolvedDist],
+    created_by: str = "gpuresolve",
 ) -> dict[str, Any]:
     """The PEP 751 document (plain data) for one target's resolved closure."""
     packages = [_package(dist) for dist in closure]
     return {
         "lock-version": "1.0",
         "environments": [environment_marker(platform, python)],
-        "requires-python": f"=={python.rstrip('t')}.*",
+        "requires-python": f"=={python.plain}.*",
         "created-by": created_by,
         "packages": packages,
     }
 
 
 def fleet_document(
-    closures: Sequence[tuple[str, str, Sequence[ResolvedDist]]], created_by: str = "gpuresolve"
+    closures: Sequence[tuple[Platform, PythonVersion, Sequence[ResolvedDist]]],
+    created_by: str = "gpuresolve",
 ) -> dict[str, Any]:
     """One PEP 751 document for several platforms: each package carries the marker of the
     platforms whose closure holds it (a wheel shared by all, such as a pure-Python one, once)."""
@@ -48,7 +52,7 @@ def fleet_document(
         for dist in closure:
             key = (dist.name, dist.version, dist.url)
             dists.setdefault(key, dist)
-            markers.setdefault(key, []).append(BY_NAME[platform].marker)
+            markers.setdefault(key, []).append(platform.marker)
     everywhere = len(closures)
     packages: list[dict[str, Any]] = []
     for key in sorted(dists):
@@ -57,7 +61,7 @@ def fleet_document(
         if len(found) < everywhere:
             package["marker"] = " or ".join(f"({m})" for m in found) if len(found) > 1 else found[0]
         packages.append(package)
-    pythons = sorted({plain_python(python) for _, python, _ in closures})
+    pythons = sorted({python.plain for _, python, _ in closures})
     return {
         "lock-version": "1.0",
         "environments": [environment_marker(p, py) for p, py, _ in closures],

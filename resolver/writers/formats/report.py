@@ -99,7 +99,7 @@ def render_report(
         "|---|---|---|---|---|",
     ]
     for i, (t, d) in enumerate(fleet.members):
-        name = t.name or t.platform
+        name = t.name or t.platform.name
         picked = chosen.get(slot_of[i])
         if picked is not None:
             mine = _match(d, picked.candidate)

@@ -27,7 +27,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from resolver.core.errors import UserError
-from resolver.core.platforms import BY_NAME
+from resolver.core.platforms import Platform, PythonVersion
 
 NAME = "pyproject.toml"
 MANAGED = ("torch", "torchvision", "torchaudio")
@@ -40,14 +40,14 @@ _PROJECT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 class PlatformSet:
     """One platform's pins, and the PyTorch index they come from (None: the default index)."""
 
-    platform: str
+    platform: Platform
     pins: tuple[tuple[str, str], ...]  # (name, version) as the index has it
     variant: str
     index_url: str | None
 
 
-def _marker(platform: str, several: bool) -> str | None:
-    return BY_NAME[platform].marker if several else None
+def _marker(platform: Platform, several: bool) -> str | None:
+    return platform.marker if several else None
 
 
 def _managed_name(item: str) -> str | None:
@@ -58,7 +58,7 @@ def _managed_name(item: str) -> str | None:
     return name if name in MANAGED else None
 
 
-def _new_document(name: str, python: str) -> Any:
+def _new_document(name: str, python: PythonVersion) -> Any:
     import tomlkit
 
     doc = tomlkit.document()
@@ -67,7 +67,7 @@ def _new_document(name: str, python: str) -> Any:
     project = tomlkit.table()
     project.add("name", _PROJECT_NAME.sub("-", name).strip("-._") or "environment")
     project.add("version", "0.1.0")
-    project.add("requires-python", f">={python.rstrip('t')}")
+    project.add("requires-python", f">={python.plain}")
     deps = tomlkit.array()
     deps.multiline(True)
     project.add("dependencies", deps)
@@ -80,7 +80,7 @@ def render_pyproject(
     sets: Sequence[PlatformSet],
     *,
     name: str,
-    python: str,
+    python: PythonVersion,
     extra_requirements: Sequence[str] = (),
 ) -> str:
     """The pyproject.toml text: ``existing`` with the managed entries added or replaced.

@@ -22,7 +22,7 @@ def explain(target: Target, packages: Mapping[str, str], glibc: str | None) -> l
         notes.append(f"__cuda {cuda}: the highest CUDA driver {target.driver} supports")
     elif cuda:
         notes.append(f"__cuda {cuda}: no driver given, the CUDA of the build chosen")
-    elif not target.platform.startswith("macos"):
+    elif target.platform.os != "macos":
         notes.append("no __cuda: the target has no NVIDIA GPU")
     if "__glibc" in packages and glibc is None:
         notes.append(f"__glibc {DEFAULT_GLIBC}: assumed (conda-lock's default), --glibc sets it")
