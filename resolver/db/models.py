@@ -217,8 +217,7 @@ class ExtBuild:
     prov: Provenance
 
 
-@dataclass(frozen=True)
-class ExtRelease:
+class ExtRelease(NamedTuple):
     package: str
     version: str
     date: str
@@ -226,8 +225,9 @@ class ExtRelease:
     builds: tuple[ExtBuild, ...]
     prov: Provenance
 
-    @cached_property
+    @property
     def key(self) -> tuple[Any, ...]:
+        """Newest first by PEP 440 (a NamedTuple caches nothing: only --with asks)."""
         from packaging.version import Version
 
         return (Version(self.version),)
