@@ -16,7 +16,7 @@ from resolver.core.errors import DataError
 from resolver.core.platforms import PLATFORMS, of_wheel_tag
 from resolver.core.versions import CC, cc_str, parse_cc
 from resolver.db.evidence import Contradiction, Provenance
-from resolver.db.models import ArchList, Catalog, Pinned, Release
+from resolver.db.models import ArchList, Catalog, Pinned, Variant
 
 FILE = "observations.yaml"
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -40,18 +40,25 @@ def apply_observations(catalog: Catalog, doc: Any, *, lenient: bool = False) -> 
     if not isinstance(doc, dict) or not isinstance(doc.get("observations"), list):
         raise DataError(f"{FILE}: expected 'observations:' with a list of wheels")
     sources = dict(catalog.sources)
-    releases = list(catalog.releases)
+    at: dict[str, int] = {}
+    for n, r in enumerate(catalog.releases):
+        at.setdefault(r.version, n)  # the first release of that version, as ever
+    # Each release's builds as the observations leave them; the release is rebuilt once, after.
+    variants: dict[int, list[Variant]] = {}
     for i, entry in enumerate(doc["observations"]):
         where = f"{FILE} observations[{i}]"
         try:
             if not isinstance(entry, dict):
                 raise DataError(f"{where}: expected a mapping")
             obs = _parse(entry, where)
-            idx = next((n for n, r in enumerate(releases) if r.version == obs["torch"]), None)
+            idx = at.get(obs["torch"])
             if idx is None:
                 raise DataError(f"{where}: torch {obs['torch']} is not in the database")
             key = source_key(obs["sha256"])
-            applied = _apply(releases[idx], obs, key, where)
+            rel = catalog.releases[idx]
+            builds = variants.get(idx) or list(rel.variants)
+            _apply(rel.version, builds, obs, key, where)
+            variants[idx] = builds
         except DataError:
             if lenient:  # checked entry by entry; the catalog is built once, after them all
                 continue
@@ -61,7 +68,9 @@ def apply_observations(catalog: Catalog, doc: Any, *, lenient: bool = False) -> 
             + (f" by {obs['tool']}" if obs.get("tool") else ""),
             "kind": "observed",
         }
-        releases[idx] = applied
+    releases = list(catalog.releases)
+    for idx, builds in variants.items():
+        releases[idx] = replace(releases[idx], variants=tuple(builds))
     return replace(catalog, sources=sources, releases=tuple(releases))
 
 
@@ -101,26 +110,27 @@ def _parse(entry: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def _apply(rel: Release, obs: dict[str, Any], key: str, where: str) -> Release:
+def _apply(version: str, builds: list[Variant], obs: dict[str, Any], key: str, where: str) -> None:
+    """Lay one observation over torch ``version``'s ``builds`` (in place; checked first)."""
     plat = obs["platform"]
     name = obs["variant"]
     if name is None:  # an untagged wheel: the build the Python Package Index carries there
-        name = next((v.name for v in rel.variants if plat in v.pypi), None)
-    var = next((v for v in rel.variants if v.name == name), None)
-    if var is None:
-        raise DataError(f"{where}: torch {rel.version} has no {name} build in the database")
+        name = next((v.name for v in builds if plat in v.pypi), None)
+    at = next((n for n, v in enumerate(builds) if v.name == name), None)
+    if at is None:
+        raise DataError(f"{where}: torch {version} has no {name} build in the database")
+    var = builds[at]
     seen = Provenance((key,), "observed", None, "observed")
     curated = var.platforms.get(plat)
     platforms = dict(var.platforms)
     if "sass" in obs or "ptx" in obs:
         platforms[plat] = _arch(curated, obs, seen, key)
-    new = var._replace(
+    builds[at] = var._replace(
         platforms=platforms,
         prov=_lost(seen, None, None, var.prov),
         cudnn=_pinned(var.cudnn, obs.get("cudnn"), seen),
         nccl=_pinned(var.nccl, obs.get("nccl"), seen),
     )
-    return replace(rel, variants=tuple(new if v is var else v for v in rel.variants))
 
 
 def _arch(curated: ArchList | None, obs: dict[str, Any], seen: Provenance, key: str) -> ArchList:
