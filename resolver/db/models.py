@@ -7,15 +7,24 @@ No ``from __future__ import annotations`` here: typing.NamedTuple compiles every
 annotation into a ForwardRef, ~60 compiles (~1.5 ms) on every start; evaluated ones cost nothing.
 """
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from resolver.core.errors import UserError
 from resolver.core.versions import CC, Driver, cuda_key, driver_key
 from resolver.db import gpunames
 from resolver.db.evidence import Provenance
+
+_NOTHING: Mapping[str, Any] = MappingProxyType({})  # a read-only empty default
+
+
+@functools.lru_cache(maxsize=1024)
+def release_key(version: str) -> tuple[int, ...]:
+    """ "2.10.1" -> (2, 10, 1): how releases sort (each version worked out once)."""
+    return tuple(int(p) for p in version.split("."))
 
 
 class DriverWindow(NamedTuple):
@@ -129,8 +138,7 @@ class Variant(NamedTuple):
         return "rocm" if self.name.startswith("rocm") else "xpu"
 
 
-@dataclass(frozen=True)
-class Release:
+class Release(NamedTuple):
     version: str
     minor: str
     date: str | None
@@ -139,20 +147,18 @@ class Release:
     torchaudio: str | None
     variants: tuple[Variant, ...]
     prov: Provenance
-    companion_prov: Mapping[str, Provenance] = field(
-        default_factory=dict
-    )  # where not the release's
+    companion_prov: Mapping[str, Provenance] = _NOTHING  # where not the release's
     companion_untagged: frozenset[str] = frozenset()  # py3-none wheels: no +cuXYZ tag
     python_prov: Provenance | None = None  # the Python tags' own sources (None: the release's)
     # companion versions made for this release but yanked on the Package Index (never paired)
-    yanked: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    yanked: Mapping[str, tuple[str, ...]] = _NOTHING
     # the mirror `db update --pytorch-index` read it from (None: the database's own index, or
-    # curated): offered only with that --pytorch-index (`Catalog.for_index`)
-    index: str | None = None
+    # curated): offered only with that --pytorch-index (`Catalog.for_index`); the file's `index:`
+    mirror: str | None = None
 
-    @cached_property
+    @property
     def key(self) -> tuple[int, ...]:
-        return tuple(int(p) for p in self.version.split("."))
+        return release_key(self.version)
 
     def companion(self, name: str) -> str | None:
         if name == "torchvision":
@@ -284,7 +290,7 @@ class Catalog:
         can install: every curated one or one the default index lists, and the mirror's own.
         A release only a mirror lists is never offered to someone who does not use it."""
         want = mirror.rstrip("/") if mirror else None
-        keep = tuple(r for r in self.releases if r.index is None or r.index == want)
+        keep = tuple(r for r in self.releases if r.mirror is None or r.mirror == want)
         return self if len(keep) == len(self.releases) else replace(self, releases=keep)
 
     def release(self, version: str) -> Release | None:

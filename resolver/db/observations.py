@@ -70,7 +70,7 @@ def apply_observations(catalog: Catalog, doc: Any, *, lenient: bool = False) -> 
         }
     releases = list(catalog.releases)
     for idx, builds in variants.items():
-        releases[idx] = replace(releases[idx], variants=tuple(builds))
+        releases[idx] = releases[idx]._replace(variants=tuple(builds))
     return replace(catalog, sources=sources, releases=tuple(releases))
 
 

@@ -534,7 +534,7 @@ def _series(r: _Reader) -> Iterable[Release]:
             companion_prov=comp_prov,
             companion_untagged=untagged,
             yanked=_yanked(rr),
-            index=_index(rr),
+            mirror=_index(rr),
         )
 
 
