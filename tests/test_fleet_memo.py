@@ -83,6 +83,18 @@ def test_an_extension_names_each_gpu_so_machines_are_kinds_by_gpu_name(shipped: 
         assert solver(t) == solve(shipped, replace(t, name=None), request), t
 
 
+def _spec(path: Path, head: list[str], shipped: Catalog, count: int, seed: int) -> Path:
+    """A team spec of ``count`` distinct machines (``distinct_fleet``) under ``head``."""
+    lines = [*head, "targets:"]
+    for t in distinct_fleet(shipped, count, seed=seed):
+        gpus = ", ".join(repr(g.name) for g in t.gpus)
+        lines.append(
+            f'  - {{name: {t.name}, platform: {t.platform}, driver: "{t.driver}", gpus: [{gpus}]}}'
+        )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 def test_reading_and_locking_a_fleet_makes_no_reference_cycles(
     shipped: Catalog, tmp_path: Path
 ) -> None:
@@ -92,14 +104,7 @@ def test_reading_and_locking_a_fleet_makes_no_reference_cycles(
     from resolver.team.spec import load_spec
     from resolver.writers import lockfiles
 
-    lines = ["name: cycles", 'python: "3.12"', "targets:"]
-    for t in distinct_fleet(shipped, 40, seed=3):
-        gpus = ", ".join(repr(g.name) for g in t.gpus)
-        lines.append(
-            f'  - {{name: {t.name}, platform: {t.platform}, driver: "{t.driver}", gpus: [{gpus}]}}'
-        )
-    path = tmp_path / "cycles.yaml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = _spec(tmp_path / "cycles.yaml", ["name: cycles", 'python: "3.12"'], shipped, 40, 3)
     options = lockfiles.LockOptions(top_level=True)
     gc.collect()
     gc.disable()
@@ -151,14 +156,8 @@ def test_a_team_lock_writes_the_bytes_solving_each_machine_alone_writes(
     from resolver.team.spec import load_spec
     from resolver.writers import lockfiles
 
-    lines = ["name: alone", 'python: "3.12"', 'packages: {torch: ">=2.4"}', "targets:"]
-    for t in distinct_fleet(shipped, 150, seed=11):
-        gpus = ", ".join(repr(g.name) for g in t.gpus)
-        lines.append(
-            f'  - {{name: {t.name}, platform: {t.platform}, driver: "{t.driver}", gpus: [{gpus}]}}'
-        )
-    path = tmp_path / "alone.yaml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    head = ["name: alone", 'python: "3.12"', 'packages: {torch: ">=2.4"}']
+    path = _spec(tmp_path / "alone.yaml", head, shipped, 150, 11)
     spec = load_spec(path, shipped)
     options = lockfiles.LockOptions(formats=frozenset(formats), top_level=True)
     shared = lock_team(shipped, spec, options, existing=lambda rel: None)
