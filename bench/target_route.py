@@ -23,9 +23,12 @@ Three kinds of call are not counted, because the machine does not pass through a
 (All three were counted until 2026-11-26.)
 The route starts at `commands/lock.py`, as issue 29 defines it: calls before the command's
 first stay (``cli.main`` parsing argv) are not counted (they were until 2026-11-26, and added
-one module, ``resolver.cli``). It ends at the writers: the first stay in ``resolver.writers``
-is the last one counted. What the writers then do with the decision (render each file, its
-header spelling the target) is listed after the figures, as the writers' own work, not counted.
+one module, ``resolver.cli``). It ends at the writers: after the first stay in
+``resolver.writers``, what the writers do with the decision in their own layer (render each
+file, its header spelling the target through ``render``) is listed after the figures, not
+counted; a stay there in a lower layer is still counted (the writers handing the machine back to
+the decision layer, as a team's report does for its what-ifs, or as the writers did when they
+solved inside ``lockfiles.prepare``): ending the count at the writers hides no work moved there.
 Usage: python3 bench/target_route.py [--team]   (--team: a team spec instead of one machine)
 """
 
@@ -124,8 +127,11 @@ def main() -> None:
         finally:
             sys.setprofile(None)
     end = next((i for i, m in enumerate(route) if m.startswith("resolver.writers")), len(route))
-    beyond = list(zip(route[end + 1 :], first[end + 1 :], strict=True))
-    route, first = route[: end + 1], first[: end + 1]
+    writers = layer_of("resolver.writers")
+    kept = [i <= end or layer_of(m) < writers for i, m in enumerate(route)]
+    beyond = [(m, f) for m, f, k in zip(route, first, kept, strict=True) if not k]
+    route = [m for m, k in zip(route, kept, strict=True) if k]
+    first = [f for f, k in zip(first, kept, strict=True) if k]
     rooms: list[str] = []
     climbs = returns = 0
     for i, module in enumerate(route):
