@@ -1,7 +1,10 @@
 """The modules a machine passes through in `gpuresolve lock`, from the command to the writers.
 
-Runs `gpuresolve lock` for a described machine (requirements.txt into a temporary folder) in this
-process under a profiler hook that notes every function of gpuresolve called with the machine
+Runs `gpuresolve lock --top-level` for a described machine (requirements.txt into a temporary
+folder; a team spec with `lock: top-level`) in this process, offline and deterministic: the
+closure (uv against an index) is not computed, so the bench needs no network and gives the
+same route on every run (the closure is the writers' own work, after the route's end, either
+way). A profiler hook notes every function of gpuresolve called with the machine
 among its arguments, in whatever form it has there (the command's target options, a host
 profile, the `Target`, a `Decision` or lock input holding it, or one of the facts the command
 line gave, still as text: the driver, a GPU name), and prints the modules in the
@@ -18,6 +21,14 @@ Three kinds of call are not counted, because the machine does not pass through a
 - the database's own text while it loads (``catalog._load_dir``): its GPU table spells
   "NVIDIA GeForce RTX 3090" too, and indexing that name is not the command line's value.
 (All three were counted until 2026-11-26.)
+The route starts at `commands/lock.py`, as issue 29 defines it: calls before the command's
+first stay (``cli.main`` parsing argv) are not counted (they were until 2026-11-26, and added
+one module, ``resolver.cli``). It ends at the writers: after the first stay in
+``resolver.writers``, what the writers do with the decision in their own layer (render each
+file, its header spelling the target through ``render``) is listed after the figures, not
+counted; a stay there in a lower layer is still counted (the writers handing the machine back to
+the decision layer, as a team's report does for its what-ifs, or as the writers did when they
+solved inside ``lockfiles.prepare``): ending the count at the writers hides no work moved there.
 Usage: python3 bench/target_route.py [--team]   (--team: a team spec instead of one machine)
 """
 
@@ -57,6 +68,7 @@ def _carries(value: object, texts: bool = True) -> bool:
 
 SPEC = """name: route
 python: "3.12"
+lock: top-level
 targets:
   - {name: a, driver: "570.124.06", gpus: ["NVIDIA GeForce RTX 3090"]}
   - {name: b, driver: "580.95.05", gpus: ["NVIDIA H100"]}
@@ -77,6 +89,7 @@ def main() -> None:
     from resolver import cli
 
     route: list[str] = []
+    started = [False]  # the route starts at commands/lock.py (issue 29)
     first: list[str] = []  # each stay's first function
     loading = [0]  # depth of the database's loading
 
@@ -87,6 +100,9 @@ def main() -> None:
             loading[0] += {"call": 1, "return": -1}.get(event, 0)
             return
         if event != "call" or not module.startswith("resolver."):
+            return
+        started[0] = started[0] or module == "resolver.commands.lock"
+        if not started[0]:
             return
         if code.co_filename == "<string>" or code.co_name in OWN_PROTOCOL:
             return
@@ -102,7 +118,7 @@ def main() -> None:
             spec.write_text(SPEC, encoding="utf-8")
             argv = ["lock", str(spec), "-o", str(Path(tmp) / "out")]
         else:
-            argv = ["lock", *ARGS, "-o", tmp]
+            argv = ["lock", "--top-level", *ARGS, "-o", tmp]
         sys.setprofile(hook)
         try:
             cli.main(argv)
@@ -110,6 +126,12 @@ def main() -> None:
             pass
         finally:
             sys.setprofile(None)
+    end = next((i for i, m in enumerate(route) if m.startswith("resolver.writers")), len(route))
+    writers = layer_of("resolver.writers")
+    kept = [i <= end or layer_of(m) < writers for i, m in enumerate(route)]
+    beyond = [(m, f) for m, f, k in zip(route, first, kept, strict=True) if not k]
+    route = [m for m, k in zip(route, kept, strict=True) if k]
+    first = [f for f, k in zip(first, kept, strict=True) if k]
     rooms: list[str] = []
     climbs = returns = 0
     for i, module in enumerate(route):
@@ -126,6 +148,10 @@ def main() -> None:
         f"{len(route)} stays in {len(rooms)} modules, {climbs} climbs back up, "
         f"{returns} returns to a module already left (goal: at most 6 modules)"
     )
+    if beyond:
+        print("then, in the writers' own work (not counted):")
+        for module, function in beyond:
+            print(f"  layer {layer_of(module)}  {module}  ({function})")
 
 
 if __name__ == "__main__":

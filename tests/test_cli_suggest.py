@@ -271,3 +271,30 @@ def test_a_newer_cuda_build_of_the_chosen_release_is_named_as_such(
         and h.endswith("so its cu126 build is the answer")
         for h in data["hints"]
     )
+
+
+@pytest.mark.parametrize(
+    ("machine", "named"),
+    [
+        (["--no-gpu"], "--no-gpu"),
+        (["--platform", "macos-arm64"], "--platform macos-arm64"),
+        (["--platform", "macos-arm64", "--no-gpu"], "--platform macos-arm64"),  # the platform
+    ],
+)
+@pytest.mark.parametrize("command", ["suggest", "lock"])
+def test_a_cuda_request_for_a_machine_described_without_cuda(
+    synth_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    machine: list[str],
+    named: str,
+    command: str,
+) -> None:
+    """The request is refused naming the one option that rules CUDA out (before any probe)."""
+    out_dir = ["-o", str(synth_dir / "out")] if command == "lock" else []
+    code, _, err = run(capsys, command, *machine, "--cuda", "12.4", *out_dir)
+    assert code == 2
+    assert err.strip() == (
+        f"gpuresolve: error: {named} describes a machine without CUDA, but the request asks "
+        "for --cuda 12.4: drop one of them"
+    )
+    assert not (synth_dir / "out").exists()

@@ -16,13 +16,11 @@ import click
 
 from resolver.commands.params import SAFE_TEXT, SafePath, check_url
 from resolver.core.errors import UserError
-from resolver.core.platforms import MACOS
+from resolver.flows.target import TargetOptions
 
 if TYPE_CHECKING:
-    from resolver.catalog import Catalog
     from resolver.core.hostprofile import HostProfile
-    from resolver.core.platforms import PythonVersion
-    from resolver.solve import Request, Target
+    from resolver.solve import Request
 
 __all__ = [
     "PYTORCH_INDEX_ENV",
@@ -30,52 +28,19 @@ __all__ = [
     "TargetOptions",
     "request_options",
     "target_options",
+    "warn_lost",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
 PYTORCH_INDEX_ENV = "GPURESOLVE_PYTORCH_INDEX"
 
 
-@dataclass(frozen=True)
-class TargetOptions:
-    """--driver/--gpu/--no-gpu/--python/--platform/--host as given."""
+def warn_lost(profile: HostProfile | None) -> None:
+    """The warning for GPUs the probe saw go missing (the target flow never prints)."""
+    if profile is not None and profile.lost_gpus:
+        from resolver.host.detection import lost_note
 
-    driver: str | None
-    gpus: tuple[str, ...]
-    no_gpu: bool
-    python: str | None
-    platform: str | None
-    host_file: str | None
-
-    def given(self) -> list[str]:
-        """The flags the user gave, for commands where they do not belong."""
-        flags = ("--driver", "--gpu", "--no-gpu", "--python", "--platform", "--host")
-        values = (self.driver, self.gpus, self.no_gpu, self.python, self.platform, self.host_file)
-        return [flag for flag, value in zip(flags, values, strict=True) if value]
-
-    def resolve(
-        self, catalog: Catalog, python: str | PythonVersion | None = None
-    ) -> tuple[Target, HostProfile | None]:
-        """The target: described by these options, or this machine probed (``python`` overrides)."""
-        from resolver.flows.target import resolve_target, what_if
-
-        target, profile = resolve_target(
-            catalog,
-            driver=self.driver,
-            gpus=self.gpus,
-            no_gpu=self.no_gpu,
-            python=python or self.python,
-            platform=self.platform,
-            host_file=self.host_file,
-        )
-        if profile is not None and self.host_file:
-            given = (self.driver, self.gpus, self.no_gpu, self.python, self.platform)
-            profile.messages.extend(what_if(profile, self.host_file, *given))
-        if profile is not None and profile.lost_gpus:
-            from resolver.host.detection import lost_note
-
-            click.echo(f"gpuresolve: warning: {lost_note(profile)}", err=True)
-        return target, profile
+        click.echo(f"gpuresolve: warning: {lost_note(profile)}", err=True)
 
 
 @dataclass(frozen=True)
@@ -97,9 +62,15 @@ class RequestOptions:
             f for f, v in zip(flags, (self.torch_spec, self.with_, self.cuda), strict=True) if v
         ]
 
-    def request(self, target: TargetOptions | None = None) -> Request:
-        """The request; with ``target``, options that contradict the described machine are
-        an error (a CUDA build asked for a machine described without an NVIDIA GPU)."""
+    def choices_given(self) -> list[str]:
+        """The choice flags given other than their defaults (a lock's install takes none)."""
+        used = ["--driver-policy"] if self.driver_policy != "compat" else []
+        used += ["--allow-unconfirmed"] if self.allow_unconfirmed else []
+        return used + (["--evidence"] if self.evidence != "documented" else [])
+
+    def request(self, no_cuda: str | None = None) -> Request:
+        """The request; with ``no_cuda`` (the option that describes a machine without CUDA:
+        `TargetOptions.without_cuda`), a CUDA build asked for is an error."""
         from resolver.solve.inputs import build_request
 
         request = build_request(
@@ -110,16 +81,12 @@ class RequestOptions:
             allow_unconfirmed=self.allow_unconfirmed,
             evidence=self.evidence,
         )
-        if target is not None and request.variant not in (None, "cpu"):
-            no_cuda = "--no-gpu" if target.no_gpu else None
-            if (target.platform or "").strip().lower() == MACOS:
-                no_cuda = f"--platform {MACOS}"
-            if no_cuda:
-                asked = f"--cuda {self.cuda}" if self.cuda else f"a {request.variant} build"
-                raise UserError(
-                    f"{no_cuda} describes a machine without CUDA, but the request asks for "
-                    f"{asked}: drop one of them"
-                )
+        if no_cuda is not None and request.variant not in (None, "cpu"):
+            asked = f"--cuda {self.cuda}" if self.cuda else f"a {request.variant} build"
+            raise UserError(
+                f"{no_cuda} describes a machine without CUDA, but the request asks for "
+                f"{asked}: drop one of them"
+            )
         return request
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from resolver.commands.common import TargetOptions, target_options
+from resolver.commands.common import TargetOptions, target_options, warn_lost
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
 from resolver.commands.ui import note
@@ -60,6 +60,7 @@ def image(
     if target.python:
         note("--python is ignored: an image brings its own Python")
     machine, profile = target.resolve(catalog)
+    warn_lost(profile)
     judge = Judge(
         catalog,
         facts,

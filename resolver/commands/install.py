@@ -15,6 +15,7 @@ from resolver.commands.common import (
     TargetOptions,
     request_options,
     target_options,
+    warn_lost,
 )
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
@@ -101,9 +102,7 @@ def install(
     try:
         if lock_file:
             used = [f for f in (*target.given(), *request.given()) if f != "--python"]
-            used += ["--driver-policy"] if request.driver_policy != "compat" else []
-            used += ["--allow-unconfirmed"] if request.allow_unconfirmed else []
-            used += ["--evidence"] if request.evidence != "documented" else []
+            used += request.choices_given()
             if used:
                 raise UserError(f"--lock installs the lock as written: drop {', '.join(used)}")
             note, warnings = flow.hold_target(lock_file, here, env.version, ignore_target)
@@ -189,10 +188,10 @@ def _decision_plan(
     from resolver import render
     from resolver.solve import solve
 
-    pytorch_index = request_opts.pytorch_index
-    catalog = catalog_mod.load().for_index(pytorch_index)  # a mirror's releases too
-    request = request_opts.request(target_opts)
+    catalog = catalog_mod.load().for_index(pytorch_index := request_opts.pytorch_index)
+    request = request_opts.request(target_opts.without_cuda())
     target, profile = target_opts.resolve(catalog, python=env.version)
+    warn_lost(profile)
     if str(target.platform) != here:
         raise UserError(
             f"install puts packages on this machine ({here}); the target is {target.platform}"

@@ -15,6 +15,7 @@ from resolver.commands.common import (
     TargetOptions,
     request_options,
     target_options,
+    warn_lost,
 )
 from resolver.commands.config import no_config, standard_options
 from resolver.commands.confirm_flag import CONFIRM_OPTION
@@ -191,7 +192,7 @@ def lock(
         evidence = "any" if request.allow_unconfirmed else request.evidence
         lock_team(catalog, spec, options, output, split, check, evidence, as_json, (index, verbose))
     refuse_team_flags(split)  # --split, --image: a team's (a cluster's) options
-    wanted = request.request(target)
+    wanted = request.request(target.without_cuda())
     if effective is not None and effective.target is not None:
         machine, profile = effective.target, None
         if lock_inputs.given(ctx, "python") and target.python:
@@ -203,12 +204,8 @@ def lock(
         if effective is not None and not target.python:
             recorded_python = effective.python
         machine, profile = target.resolve(catalog, python=recorded_python)
-        if (
-            not target.python
-            and not target.host_file
-            and recorded_python is None
-            and (target.given())
-        ):
+        warn_lost(profile)
+        if not (target.python or target.host_file) and recorded_python is None and target.given():
             click.echo(
                 f"gpuresolve: no --python given: the lock assumes Python {machine.python} "
                 "(this interpreter's) and records it; pass --python to choose",

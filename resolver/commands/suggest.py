@@ -12,6 +12,7 @@ from resolver.commands.common import (
     TargetOptions,
     request_options,
     target_options,
+    warn_lost,
 )
 from resolver.commands.config import standard_options
 from resolver.commands.confirm_flag import CONFIRM_OPTION
@@ -55,8 +56,9 @@ def suggest(
 
     catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
     debug(f"database {catalog.updated} from {catalog.origin}")
-    wanted = request.request(target)
+    wanted = request.request(target.without_cuda())
     machine, profile = target.resolve(catalog)
+    warn_lost(profile)
     decision = solve(catalog, machine, wanted)
     pytorch_index = request.pytorch_index
     confirmation = None

@@ -6,17 +6,61 @@ here, so the decision layer gets a finished `Target`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from resolver.catalog import Catalog
 from resolver.core.hostprofile import HostProfile
-from resolver.core.platforms import Platform, PythonVersion
+from resolver.core.platforms import MACOS, Platform, PythonVersion
 from resolver.host.interpreter import python_version
 from resolver.host.records import load_profile
 from resolver.solve import Target
 from resolver.solve.target import describe_target, is_described, target_from_profile
 
-__all__ = ["resolve_target", "what_if", "with_python"]
+__all__ = ["TargetOptions", "resolve_target", "what_if", "with_python"]
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """--driver/--gpu/--no-gpu/--python/--platform/--host as given: the machine a command is
+    asked about, still text, until `resolve` makes it a `Target` (here, in the target flow)."""
+
+    driver: str | None
+    gpus: tuple[str, ...]
+    no_gpu: bool
+    python: str | None
+    platform: str | None
+    host_file: str | None
+
+    def given(self) -> list[str]:
+        """The flags the user gave, for commands where they do not belong."""
+        flags = ("--driver", "--gpu", "--no-gpu", "--python", "--platform", "--host")
+        values = (self.driver, self.gpus, self.no_gpu, self.python, self.platform, self.host_file)
+        return [flag for flag, value in zip(flags, values, strict=True) if value]
+
+    def without_cuda(self) -> str | None:
+        """The option that describes a machine without CUDA (a CUDA request contradicts it)."""
+        if (self.platform or "").strip().lower() == MACOS:
+            return f"--platform {MACOS}"
+        return "--no-gpu" if self.no_gpu else None
+
+    def resolve(
+        self, catalog: Catalog, python: str | PythonVersion | None = None
+    ) -> tuple[Target, HostProfile | None]:
+        """The target: described by these options, or this machine probed (``python``
+        overrides); a --host file's profile notes which of its facts the options replaced."""
+        target, profile = resolve_target(
+            catalog,
+            driver=self.driver,
+            gpus=self.gpus,
+            no_gpu=self.no_gpu,
+            python=python or self.python,
+            platform=self.platform,
+            host_file=self.host_file,
+        )
+        if profile is not None and self.host_file:
+            given = (self.driver, self.gpus, self.no_gpu, self.python, self.platform)
+            profile.messages.extend(what_if(profile, self.host_file, *given))
+        return target, profile
 
 
 def resolve_target(

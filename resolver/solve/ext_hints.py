@@ -7,16 +7,18 @@ from collections.abc import Sequence
 
 from resolver.catalog import Catalog
 from resolver.solve.extensions import FITS, Place, choose
-from resolver.solve.solver import Candidate, Request, Target, kernel_coverage
+from resolver.solve.solver import Candidate, Request, kernel_coverage
 
 
 def extension_hints(
     catalog: Catalog,
-    target: Target,
+    place: Place,
     request: Request,
     selection: Candidate | None,
     rejected: Sequence[Candidate],
 ) -> list[str]:
+    """Judged on the ``place`` (platform, Python, GPUs), as the extensions are: the driver and
+    the rest of the machine play no part, so they are not passed."""
     if not request.extensions:
         return []
     floor = selection.release.key if selection else ()
@@ -42,11 +44,11 @@ def extension_hints(
         )
     if selection is not None:
         return hints
-    return hints + _why_no_set(catalog, target, request, rejected)
+    return hints + _why_no_set(catalog, place, request, rejected)
 
 
 def _why_no_set(
-    catalog: Catalog, target: Target, request: Request, rejected: Sequence[Candidate]
+    catalog: Catalog, place: Place, request: Request, rejected: Sequence[Candidate]
 ) -> list[str]:
     """Per package, the torch releases it fits alone among the builds that run here. A package
     that fits none: the reason of the torch build it came closest with (no kernels for a GPU,
@@ -56,7 +58,6 @@ def _why_no_set(
     if not runs:
         return []
     cuda = [c for c in rejected if c.variant.kind == "cuda"]
-    place = Place(target.platform, target.python, tuple((g.cc, g.label) for g in target.gpus))
     fits: dict[str, list[str]] = {}
     out: list[str] = []
     for name, spec in request.extensions:

@@ -17,6 +17,7 @@ from resolver.core.platforms import PythonVersion
 from resolver.core.versions import cuda_key
 from resolver.db.evidence import trusted
 from resolver.solve.ext_hints import extension_hints
+from resolver.solve.extensions import Place
 from resolver.solve.solver import (
     REQUEST_KINDS,
     Candidate,
@@ -217,7 +218,8 @@ def build_hints(
             f"{', '.join(g.label for g in tegra)} is a Tegra (Jetson) GPU: desktop and server "
             "builds do not run on it; use NVIDIA's PyTorch wheels for its JetPack release"
         )
-    hints.extend(extension_hints(catalog, target, request, selection, rejected))
+    place = Place(target.platform, target.python, tuple((g.cc, g.label) for g in target.gpus))
+    hints.extend(extension_hints(catalog, place, request, selection, rejected))
     return tuple(hints)
 
 

@@ -159,8 +159,10 @@ def describe_target(
     host = base.platform
     described = is_described(driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=host)
     plat = base.platform if platform is None else Platform.parse(platform, "--platform")
+    from resolver.db.gpunames import resolve_gpu  # the GPU table's own lookup, not the facade's
+
     resolved = tuple(
-        g if isinstance(g, TargetGpu) else TargetGpu(*catalog.resolve_gpu(g)) for g in gpus
+        g if isinstance(g, TargetGpu) else TargetGpu(*resolve_gpu(catalog, g)) for g in gpus
     )
     drv = None if driver is None else Driver.parse(driver)
     if plat.name == MACOS and (resolved or drv):

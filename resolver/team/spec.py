@@ -155,6 +155,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     """Read and validate a spec; every problem is one UserError naming file and key.
 
     ``progress`` (the CLI's bars on a terminal) is told of a large node list's reading."""
+    from resolver.db.gpunames import resolve_gpu  # the GPU table's own lookup
     from resolver.host.interpreter import python_version
     from resolver.host.records import load_profile
     from resolver.solve.inputs import build_request
@@ -287,7 +288,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
             gpu = known_gpus.get(g)
             if gpu is None:  # each name is looked up once
                 try:
-                    gpu = known_gpus[g] = TargetGpu(*catalog.resolve_gpu(g))
+                    gpu = known_gpus[g] = TargetGpu(*resolve_gpu(catalog, g))
                 except UserError as exc:
                     raise s.fail(f"{key}.gpus[{j}]", str(exc)) from None
             resolved.append(gpu)

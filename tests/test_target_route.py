@@ -1,0 +1,51 @@
+"""The machine's route through `gpuresolve lock` (issue 29), as bench/target_route.py counts it:
+the modules the command's machine passes through, from commands/lock.py to the writers. This
+holds the figures ARCHITECTURE.md states, so a change that spreads the machine over more
+modules again (a helper handed the whole `Target`, a facade that only delegates) fails here."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# Stays the route gave up (issue 29): the options held in the command layer, the GPU name
+# going through the catalog's facade, the extension hints handed the whole machine.
+LEFT = {"resolver.commands.common", "resolver.db.models", "resolver.solve.ext_hints"}
+
+
+def _route(tmp_path: Path, *args: str) -> tuple[list[str], int]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env["TMPDIR"] = str(tmp_path)  # the bench's lock writes into a temporary folder
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "target_route.py"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    counted = proc.stdout.split("(goal:", 1)[0]
+    modules = re.findall(r"^  layer \d+  (\S+)  ", counted, re.MULTILINE)
+    found = re.search(r"(\d+) stays in (\d+) modules", proc.stdout)
+    assert found is not None, proc.stdout
+    assert int(found[1]) == len(modules)
+    return modules, int(found[2])
+
+
+@pytest.mark.parametrize(("args", "most"), [((), 9), (("--team",), 13)], ids=["one", "team"])
+def test_the_route_from_the_command_to_the_writers(
+    tmp_path: Path, args: tuple[str, ...], most: int
+) -> None:
+    modules, rooms = _route(tmp_path, *args)
+    assert rooms == len(set(modules)) <= most, modules
+    assert modules[0] == "resolver.commands.lock"  # the route starts at the command
+    assert "resolver.writers.lockfiles" in modules  # ... and reaches the writers
+    assert not LEFT & set(modules), modules
