@@ -28,6 +28,7 @@ UNNEEDED = {
     "tempfile",
     "resolver.db.extensions",
     "resolver.db.yamlfile",
+    "resolver.core.hostprofile",  # only a probed or recorded host is one
 }
 CHILD = """
 import json, sys

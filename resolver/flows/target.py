@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
-from resolver.core.hostprofile import HostProfile
 from resolver.core.platforms import MACOS, Platform, PythonVersion
 from resolver.host.interpreter import python_version
-from resolver.host.records import load_profile
 from resolver.solve import Target
 from resolver.solve.target import describe_target, is_described, target_from_profile
+
+if TYPE_CHECKING:  # a probed or recorded host only: a described one is not built from one
+    from resolver.core.hostprofile import HostProfile
 
 __all__ = ["TargetOptions", "resolve_target", "what_if", "with_python"]
 
@@ -81,6 +83,8 @@ def resolve_target(
     if isinstance(python, str):  # an interpreter path is run here, once: the solver gets a version
         python = python_version(python)
     if host_file:
+        from resolver.host.records import load_profile  # with the host profile's records
+
         profile = load_profile(host_file)
         base = target_from_profile(catalog, profile)
     elif is_described(

@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from resolver.core.errors import UserError, shown
-from resolver.core.hostprofile import STATE_OK, HostProfile
 from resolver.core.platforms import MACOS, Platform, PythonVersion, python_option
 from resolver.core.versions import CC, AsWritten, Driver, cc_sm, parse_cc
 
@@ -21,6 +20,7 @@ if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given 
     from packaging.specifiers import SpecifierSet
 
     from resolver.catalog import Catalog
+    from resolver.core.hostprofile import HostProfile  # a detected host only: not on every start
 
 __all__ = [
     "Policy",
@@ -87,6 +87,8 @@ class Request:
 
 def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None = None) -> Target:
     """A detected (or recorded) host as the solver sees it."""
+    from resolver.core import hostprofile
+
     gpus: list[TargetGpu] = []
     unknown: list[str] = []
     for gpu in profile.gpus:
@@ -109,7 +111,7 @@ def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None
         driver=None if profile.driver is None else Driver.parse(profile.driver),
         driver_os=profile.driver_os,
         gpus=tuple(gpus),
-        nvidia=profile.state in (STATE_OK, "driver-mismatch") or bool(gpus or unknown),
+        nvidia=profile.state in (hostprofile.STATE_OK, "driver-mismatch") or bool(gpus or unknown),
         name=name,
         unknown_gpus=tuple(unknown),
     )
