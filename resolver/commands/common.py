@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
@@ -43,8 +42,7 @@ def warn_lost(profile: HostProfile | None) -> None:
         click.echo(f"gpuresolve: warning: {lost_note(profile)}", err=True)
 
 
-@dataclass(frozen=True)
-class RequestOptions:
+class RequestOptions(NamedTuple):
     """--torch/--with/--cuda/--driver-policy/--allow-unconfirmed/--pytorch-index as given."""
 
     torch_spec: str | None
@@ -91,7 +89,7 @@ class RequestOptions:
 
 
 def _bundle(func: F, key: str, cls: type[Any], options: list[Callable[[Any], Any]]) -> F:
-    names = [f.name for f in fields(cls)]
+    names = list(cls._fields)
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import click
@@ -53,7 +53,7 @@ def _plain(value: Any) -> Any:
 
 def request_record(request: RequestOptions, built: object) -> dict[str, Any]:
     """The request as given; ``evidence`` (the documented-only default when absent) included."""
-    out = {f.name: _plain(getattr(request, f.name)) for f in fields(request)}
+    out = {name: _plain(getattr(request, name)) for name in request._fields}
     out.setdefault("evidence", getattr(request, "evidence", getattr(built, "evidence", None)))
     if out["evidence"] is None:
         out["evidence"] = "documented"
@@ -108,17 +108,17 @@ def apply_record(
     overrides: list[str] = []
     rec_request = record.get("request") if isinstance(record.get("request"), dict) else {}
     values: dict[str, Any] = {}
-    for f in fields(request):
-        known = isinstance(rec_request, dict) and f.name in rec_request
-        value = _tuple(rec_request[f.name]) if known and isinstance(rec_request, dict) else None
-        if given(ctx, f.name):
-            if not known or value != getattr(request, f.name):
-                overrides.append(_flag(f.name))
+    for name in request._fields:
+        known = isinstance(rec_request, dict) and name in rec_request
+        value = _tuple(rec_request[name]) if known and isinstance(rec_request, dict) else None
+        if given(ctx, name):
+            if not known or value != getattr(request, name):
+                overrides.append(_flag(name))
         elif known:
-            values[f.name] = as_option(ctx, where, f.name, value)
+            values[name] = as_option(ctx, where, name, value)
     try:
-        request = replace(request, **values)
-    except TypeError:
+        request = request._replace(**values)
+    except (TypeError, ValueError):
         raise UserError(
             f"{where}: the recorded request is damaged; rerun `gpuresolve lock`"
         ) from None

@@ -6,8 +6,8 @@ here, so the decision layer gets a finished `Target`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, NamedTuple
 
 from resolver.catalog import Catalog
 from resolver.core.platforms import MACOS, Platform, PythonVersion
@@ -21,8 +21,7 @@ if TYPE_CHECKING:  # a probed or recorded host only: a described one is not buil
 __all__ = ["TargetOptions", "resolve_target", "what_if", "with_python"]
 
 
-@dataclass(frozen=True)
-class TargetOptions:
+class TargetOptions(NamedTuple):
     """--driver/--gpu/--no-gpu/--python/--platform/--host as given: the machine a command is
     asked about, still text, until `resolve` makes it a `Target` (here, in the target flow)."""
 
