@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +54,13 @@ def assert_schema(name: str, document: Any) -> None:
     validator = jsonschema.Draft202012Validator(schemas.load(name))
     problems = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
     assert not problems, [f"{list(p.absolute_path)}: {p.message[:300]}" for p in problems[:5]]
+
+
+def run_child(
+    argv: Sequence[str], env: Mapping[str, str], cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """A child Python (or any program) run as the start-up and route tests run one: text out,
+    in ``cwd``, two minutes at most, its status left to the caller."""
+    return subprocess.run(
+        list(argv), capture_output=True, text=True, env=dict(env), cwd=cwd, timeout=120, check=False
+    )

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_support import run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 # Never needed to answer for torch alone: YAML (the cache answers), HTTP, packaging (only for a
@@ -48,15 +48,7 @@ def test_suggest_imports_only_what_the_answer_needs(tmp_path: Path, fmt: list[st
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
     env.pop("GPURESOLVE_DATA_DIR", None)
     for _ in range(2):  # the second run is the warm one: the catalog cache answers
-        proc = subprocess.run(
-            [sys.executable, "-c", CHILD, json.dumps(args)],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=tmp_path,
-            timeout=120,
-            check=False,
-        )
+        proc = run_child([sys.executable, "-c", CHILD, json.dumps(args)], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     modules = set(json.loads(proc.stderr.rsplit("MODULES ", 1)[1]))
     assert "resolver.solve.solver" in modules  # it did answer

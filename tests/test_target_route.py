@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_support import run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 # Stays the route gave up (issue 29): the options held in the command layer, the GPU name
@@ -22,14 +22,8 @@ LEFT = {"resolver.commands.common", "resolver.db.models", "resolver.solve.ext_hi
 def _route(tmp_path: Path, *args: str) -> tuple[list[str], int]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
     env["TMPDIR"] = str(tmp_path)  # the bench's lock writes into a temporary folder
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "target_route.py"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
+    proc = run_child(
+        [sys.executable, str(ROOT / "bench" / "target_route.py"), *args], env, tmp_path
     )
     assert proc.returncode == 0, proc.stderr
     counted = proc.stdout.split("(goal:", 1)[0]
