@@ -386,6 +386,33 @@ def test_twice_listed_node(shipped: Catalog, tmp_path: Path) -> None:
         read_node_list(write_list(tmp_path / "n.json", [h100, h100]), shipped)
 
 
+def test_nodes_of_one_kind_keep_their_own_placement(shipped: Catalog, tmp_path: Path) -> None:
+    """Placements are cached per kind of node: a node differing only in what a Job needs (its
+    GPU count, a taint, a control-plane label, even a null one) still gets its own, the one it
+    gets when read alone."""
+    base = by_name(nodes(), "h100-01")
+    variants = [copy.deepcopy(base) for _ in range(6)]  # the last one as the first
+    variants[1]["status"]["allocatable"]["nvidia.com/gpu"] = "4"
+    variants[2]["spec"]["taints"] = [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    labels(variants[3])["node-role.kubernetes.io/control-plane"] = ""
+    labels(variants[4])["node-role.kubernetes.io/control-plane"] = None  # type: ignore[assignment]
+    for n, node in enumerate(variants):
+        node["metadata"]["name"] = f"node-{n}"
+    together = read_node_list(write_list(tmp_path / "all.json", variants), shipped)
+    for node in variants:
+        name = node["metadata"]["name"]
+        alone = read_node_list(write_list(tmp_path / f"{name}.json", [node]), shipped)
+        assert together.placement[name] == alone.placement[name]
+    gpus = [together.placement[f"node-{n}"].allocatable for n in range(2)]
+    assert gpus == [(("nvidia.com/gpu", "8"),), (("nvidia.com/gpu", "4"),)]
+    assert [together.placement[f"node-{n}"].control_plane for n in (0, 3, 4, 5)] == [
+        False,
+        True,
+        True,
+        False,
+    ]
+
+
 def test_size_cap_and_encoding(shipped: Catalog, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cap on node lists"):
         read_node_list(FIXTURE, shipped, max_bytes=50_000)
