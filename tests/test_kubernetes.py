@@ -413,6 +413,20 @@ def test_nodes_of_one_kind_keep_their_own_placement(shipped: Catalog, tmp_path: 
     ]
 
 
+def test_a_null_label_is_not_an_absent_one(shipped: Catalog, tmp_path: Path) -> None:
+    """A node whose arch label is null is refused, even after one of its kind without the
+    label (read from status.nodeInfo): the kinds worked out once tell the two apart."""
+    first = by_name(nodes(), "h100-01")
+    for key in ("kubernetes.io/arch", "beta.kubernetes.io/arch"):
+        del labels(first)[key]
+    second = copy.deepcopy(first)
+    second["metadata"]["name"] = "h100-null-arch"
+    labels(second)["kubernetes.io/arch"] = None  # type: ignore[assignment]
+    assert one(shipped, tmp_path, first).platform.arch == "x86_64"
+    with pytest.raises(UserError, match=r"node h100-null-arch: kubernetes\.io/arch: missing"):
+        read_node_list(write_list(tmp_path / "n.json", [first, second]), shipped)
+
+
 def test_size_cap_and_encoding(shipped: Catalog, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cap on node lists"):
         read_node_list(FIXTURE, shipped, max_bytes=50_000)
