@@ -28,6 +28,8 @@ _MAX_SKIP_BYTES = 64 << 20  # a value longer than this is left to the decoder
 # a node's conditions, searched back from its images and emptied, saved no time).
 _SKIP_KEY = re.compile(rb'"images"\s{0,16}:\s{0,16}\[')
 _EMPTY = re.compile(rb"\[\s*\]")
+_WS = re.compile(r"[ \t\r\n]*")
+_COMMA = re.compile(r"[ \t\r\n]*,")
 _OBJECTS_END = re.compile(rb"\}\s*\]")  # where an array of objects closes
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')  # deleted by translate
 _MAX_DEPTH = 4  # deeper arrays are left to the decoder
@@ -202,10 +204,8 @@ class JsonStream:
 
     def _ws(self) -> None:
         while True:
-            n = len(self.text)
-            while self.pos < n and self.text[self.pos] in " \t\r\n":
-                self.pos += 1
-            if self.pos < n or not self._more():
+            self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.text) or not self._more():
                 return
 
     def _peek(self) -> str:
@@ -268,10 +268,14 @@ class JsonStream:
         if self._peek() == "]":
             self.pos += 1
             return
+        decode = self._decoder.raw_decode
         while True:
-            self._await_item()
-            yield self.value()
-            if self._expect(",]", "',' or ']'") == "]":
+            self._await_item()  # which looks past the whitespace before the item
+            yield self._parse(decode)
+            comma = _COMMA.match(self.text, self.pos)  # the usual case, within the window
+            if comma is not None:
+                self.pos = comma.end()
+            elif self._expect(",]", "',' or ']'") == "]":
                 return
 
     def _await_item(self) -> None:
