@@ -427,6 +427,37 @@ def test_a_null_label_is_not_an_absent_one(shipped: Catalog, tmp_path: Path) -> 
         read_node_list(write_list(tmp_path / "n.json", [first, second]), shipped)
 
 
+@pytest.mark.parametrize("compact", [False, True])
+def test_many_nodes_read_as_each_alone(
+    compact: bool, shipped: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A list of many nodes of few kinds (as bench/cluster_lock.py writes it, in either layout,
+    with images) reads each node as its kind reads alone: the kinds worked out once, the
+    window moved many times, change nothing."""
+    kinds = nodes()["items"]
+    alone = {}
+    for node in kinds:
+        one_list = read_node_list(write_list(tmp_path / "one.json", [node]), shipped)
+        name = node["metadata"]["name"]
+        alone[name] = (one_list.machines[0][1], one_list.notes.get(name), one_list.placement[name])
+    items = []
+    for n in range(600):
+        node = copy.deepcopy(kinds[n % len(kinds)])
+        node["metadata"]["name"] = f"{node['metadata']['name']}-{n:04d}"
+        items.append(node)
+    doc = {"apiVersion": "v1", "items": items, "kind": "List"}
+    path = tmp_path / "many.json"
+    path.write_text(
+        json.dumps(doc, separators=(",", ":")) if compact else json.dumps(doc, indent=4)
+    )
+    monkeypatch.setattr(jsonstream, "CHUNK_BYTES", 5000)  # a node is several reads
+    read = read_node_list(path, shipped)
+    assert read.total == len(items) == len(read.machines)
+    for name, shape in read.machines:
+        kind = name.rsplit("-", 1)[0]
+        assert (shape, read.notes.get(name), read.placement[name]) == alone[kind]
+
+
 def test_size_cap_and_encoding(shipped: Catalog, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cap on node lists"):
         read_node_list(FIXTURE, shipped, max_bytes=50_000)
