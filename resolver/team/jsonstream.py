@@ -12,6 +12,7 @@ only what it needs.
 from __future__ import annotations
 
 import bisect
+import codecs
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -190,6 +191,7 @@ class JsonStream:
         if self.fh.seekable():  # count the lines up to it, a chunk at a time
             self.fh.seek(0)
             lines, column, done = 1, 1, 0
+            chars = codecs.getincrementaldecoder("utf-8")(errors="replace")  # across reads
             while done < raw:
                 chunk = self.fh.read(min(CHUNK_BYTES, raw - done))
                 if not chunk:
@@ -197,7 +199,9 @@ class JsonStream:
                 done += len(chunk)
                 lines += chunk.count(NEWLINE)
                 cut = chunk.rfind(NEWLINE)
-                text = chunk[cut + 1 :].decode("utf-8", errors="replace")
+                if cut >= 0:
+                    chars.reset()
+                text = chars.decode(chunk[cut + 1 :])
                 column = len(text) + 1 if cut >= 0 else column + len(text)
             where = f"line {lines} column {column}"
         return UserError(f"{self.name}: {where}: {msg}")
