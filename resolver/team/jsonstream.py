@@ -35,6 +35,7 @@ _OBJECTS_END = re.compile(rb"\}\s*\]")  # where an array of objects closes
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')  # deleted by translate
 _MAX_DEPTH = 4  # deeper arrays are left to the decoder
 _MAX_INDENT = 256  # an item indented deeper than this is read as another layout
+_AHEAD = 64 << 10  # an item starting nearer than this to the window's end: read on first
 
 
 def _plain(segment: bytes) -> bool:
@@ -292,6 +293,8 @@ class JsonStream:
         """
         if self._peek() != "{" or self.base + self.pos < self._closed_upto:
             return
+        if not self.eof and len(self.text) - self.pos < min(_AHEAD, CHUNK_BYTES):
+            self._more()  # near the edge: read on first (one-line JSON shows no item's end)
         # Only the last few bytes can be an indent: in one-line JSON (`kubectl get --raw`,
         # `jq -c`) there is no newline, and a search back through the whole window per item
         # made a compact node list quadratic.
