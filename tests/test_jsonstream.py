@@ -146,3 +146,23 @@ def test_columns_count_what_was_skipped_on_one_line() -> None:
     text = '{"items": [{"status": {"images": [{"names": ["abc"]}]}} {}]}'
     with pytest.raises(UserError, match=f"line 1 column {text.index(' {}') + 2}:"):
         stream(text)
+
+
+@pytest.mark.parametrize("chunk", [3, 64, 4096])
+@pytest.mark.parametrize("indent", [None, 2])
+def test_error_places_after_non_ascii_text_and_skipped_images(
+    chunk: int, indent: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window drops what was read at every read; the place an error names still counts the
+    file's bytes (multi-byte characters, emptied images) before it."""
+    monkeypatch.setattr(jsonstream, "CHUNK_BYTES", chunk)
+    node = {
+        "metadata": {"name": "n", "labels": {"team": "Lösung-数据-🚀"}},
+        "status": {"images": [{"names": ["régistry/ü"], "sizeBytes": 1}]},
+    }
+    text = json.dumps({"items": [node] * 5 + ["@BAD@"]}, ensure_ascii=False, indent=indent)
+    text = text.replace('"@BAD@"', "tru")
+    line = text.count("\n", 0, text.index("tru")) + 1
+    column = text.index("tru") - text.rfind("\n", 0, text.index("tru"))
+    with pytest.raises(UserError, match=f"x.json: line {line} column {column}: not JSON"):
+        stream(text)

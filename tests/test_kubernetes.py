@@ -386,6 +386,78 @@ def test_twice_listed_node(shipped: Catalog, tmp_path: Path) -> None:
         read_node_list(write_list(tmp_path / "n.json", [h100, h100]), shipped)
 
 
+def test_nodes_of_one_kind_keep_their_own_placement(shipped: Catalog, tmp_path: Path) -> None:
+    """Placements are cached per kind of node: a node differing only in what a Job needs (its
+    GPU count, a taint, a control-plane label, even a null one) still gets its own, the one it
+    gets when read alone."""
+    base = by_name(nodes(), "h100-01")
+    variants = [copy.deepcopy(base) for _ in range(6)]  # the last one as the first
+    variants[1]["status"]["allocatable"]["nvidia.com/gpu"] = "4"
+    variants[2]["spec"]["taints"] = [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    labels(variants[3])["node-role.kubernetes.io/control-plane"] = ""
+    labels(variants[4])["node-role.kubernetes.io/control-plane"] = None  # type: ignore[assignment]
+    for n, node in enumerate(variants):
+        node["metadata"]["name"] = f"node-{n}"
+    together = read_node_list(write_list(tmp_path / "all.json", variants), shipped)
+    for node in variants:
+        name = node["metadata"]["name"]
+        alone = read_node_list(write_list(tmp_path / f"{name}.json", [node]), shipped)
+        assert together.placement[name] == alone.placement[name]
+    gpus = [together.placement[f"node-{n}"].allocatable for n in range(2)]
+    assert gpus == [(("nvidia.com/gpu", "8"),), (("nvidia.com/gpu", "4"),)]
+    assert [together.placement[f"node-{n}"].control_plane for n in (0, 3, 4, 5)] == [
+        False,
+        True,
+        True,
+        False,
+    ]
+
+
+def test_a_null_label_is_not_an_absent_one(shipped: Catalog, tmp_path: Path) -> None:
+    """A node whose arch label is null is refused, even after one of its kind without the
+    label (read from status.nodeInfo): the kinds worked out once tell the two apart."""
+    first = by_name(nodes(), "h100-01")
+    for key in ("kubernetes.io/arch", "beta.kubernetes.io/arch"):
+        del labels(first)[key]
+    second = copy.deepcopy(first)
+    second["metadata"]["name"] = "h100-null-arch"
+    labels(second)["kubernetes.io/arch"] = None  # type: ignore[assignment]
+    assert one(shipped, tmp_path, first).platform.arch == "x86_64"
+    with pytest.raises(UserError, match=r"node h100-null-arch: kubernetes\.io/arch: missing"):
+        read_node_list(write_list(tmp_path / "n.json", [first, second]), shipped)
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_many_nodes_read_as_each_alone(
+    compact: bool, shipped: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A list of many nodes of few kinds (as bench/cluster_lock.py writes it, in either layout,
+    with images) reads each node as its kind reads alone: the kinds worked out once, the
+    window moved many times, change nothing."""
+    kinds = nodes()["items"]
+    alone = {}
+    for node in kinds:
+        one_list = read_node_list(write_list(tmp_path / "one.json", [node]), shipped)
+        name = node["metadata"]["name"]
+        alone[name] = (one_list.machines[0][1], one_list.notes.get(name), one_list.placement[name])
+    items = []
+    for n in range(600):
+        node = copy.deepcopy(kinds[n % len(kinds)])
+        node["metadata"]["name"] = f"{node['metadata']['name']}-{n:04d}"
+        items.append(node)
+    doc = {"apiVersion": "v1", "items": items, "kind": "List"}
+    path = tmp_path / "many.json"
+    path.write_text(
+        json.dumps(doc, separators=(",", ":")) if compact else json.dumps(doc, indent=4)
+    )
+    monkeypatch.setattr(jsonstream, "CHUNK_BYTES", 5000)  # a node is several reads
+    read = read_node_list(path, shipped)
+    assert read.total == len(items) == len(read.machines)
+    for name, shape in read.machines:
+        kind = name.rsplit("-", 1)[0]
+        assert (shape, read.notes.get(name), read.placement[name]) == alone[kind]
+
+
 def test_size_cap_and_encoding(shipped: Catalog, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cap on node lists"):
         read_node_list(FIXTURE, shipped, max_bytes=50_000)

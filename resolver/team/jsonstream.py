@@ -12,6 +12,7 @@ only what it needs.
 from __future__ import annotations
 
 import bisect
+import codecs
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -24,13 +25,17 @@ NEWLINE = b"\n"
 _TAIL = 64  # bytes held back, so that a key split between two reads is still recognised
 _MAX_SKIP_BYTES = 64 << 20  # a value longer than this is left to the decoder
 
-# Skipped unread: the one big value of a node (other values cost less to decode than to check).
+# Skipped unread: the one big value of a node (other values cost less to decode than to check:
+# a node's conditions, searched back from its images and emptied, saved no time).
 _SKIP_KEY = re.compile(rb'"images"\s{0,16}:\s{0,16}\[')
 _EMPTY = re.compile(rb"\[\s*\]")
+_WS = re.compile(r"[ \t\r\n]*")
+_COMMA = re.compile(r"[ \t\r\n]*,")
 _OBJECTS_END = re.compile(rb"\}\s*\]")  # where an array of objects closes
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')  # deleted by translate
 _MAX_DEPTH = 4  # deeper arrays are left to the decoder
 _MAX_INDENT = 256  # an item indented deeper than this is read as another layout
+_AHEAD = 64 << 10  # an item starting nearer than this to the window's end: read on first
 
 
 def _plain(segment: bytes) -> bool:
@@ -81,7 +86,10 @@ class JsonStream:
     # -- reading and filtering ---------------------------------------------------------------
 
     def _more(self, want: int = 0) -> bool:
-        """Read (at least ``want`` more bytes), filter, append; False once at the end."""
+        """Read (at least ``want`` more bytes), filter, append; False once at the end.
+
+        What was consumed is dropped first, so the window is copied once per read: it holds the
+        item in progress and what the read brings, never what came before."""
         if self.eof:
             return False
         chunk = self.fh.read(max(want, CHUNK_BYTES))
@@ -96,19 +104,22 @@ class JsonStream:
                     else f"{self.max_bytes}-byte"
                 )
                 raise UserError(f"{self.name}: larger than the {cap} cap on node lists")
-            self.pending += chunk
+            self.pending = self.pending + chunk if self.pending else chunk
         else:
             self.eof = True
-        if self.pos > CHUNK_BYTES:  # drop what was consumed, anchored at the new start
+        if self.pos:  # drop what was consumed, anchored at the new start
             at, raw = self.anchors[
                 bisect.bisect_right(self.anchors, (self.base + self.pos, 1 << 62)) - 1
             ]
-            raw += len(self.text[at - self.base : self.pos].encode("utf-8"))
+            at -= self.base
+            if self.text.isascii():  # one byte a character (a flag: no scan)
+                raw += self.pos - at
+            else:
+                raw += len(self.text[at : self.pos].encode("utf-8"))
             self.base += self.pos
-            self.text = self.text[self.pos :]
-            self.pos = 0
             self.anchors = [(self.base, raw), *(a for a in self.anchors if a[0] > self.base)]
-        self.text += self._filter()
+        kept, self.pos = self.text[self.pos :], 0
+        self.text = self._filter(kept)
         return True
 
     def _start(self, chunk: bytes) -> bytes:
@@ -123,12 +134,13 @@ class JsonStream:
             chunk = chunk[3:]
         return chunk
 
-    def _filter(self) -> str:
-        """Move pending bytes into the window, decoded, each value nobody reads emptied."""
+    def _filter(self, kept: str) -> str:
+        """``kept`` and the pending bytes, decoded, each value nobody reads emptied."""
         p = self.pending
+        view = memoryview(p)
         raw0 = self.read_bytes - len(p)  # the file offset of p[0]
-        offset = self.base + len(self.text)  # the filtered offset of what comes out next
-        out: list[str] = []
+        offset = self.base + len(kept)  # the filtered offset of what comes out next
+        out = [kept]
         start = search = 0
         keep = max(0, len(p) - _TAIL) if not self.eof else len(p)
         while True:
@@ -152,9 +164,8 @@ class JsonStream:
                 keep = k  # wait for the rest of the value
                 break
             if _plain(p[a:end]):
-                piece = p[start:a].decode("utf-8")
-                out.append(piece)
-                out.append("[]")
+                piece = str(view[start:a], "utf-8")
+                out += (piece, "[]")
                 offset += len(piece) + 2
                 self.anchors.append((offset, raw0 + end))
                 self.dropped_values += 1
@@ -164,7 +175,7 @@ class JsonStream:
         keep = max(keep, start)
         while start < keep < len(p) and p[keep] & 0xC0 == 0x80:  # not inside a UTF-8 character
             keep -= 1
-        out.append(p[start:keep].decode("utf-8"))
+        out.append(str(view[start:keep], "utf-8"))
         self.pending = p[keep:]
         if keep:
             self.prev = p[keep - 1 : keep]
@@ -181,6 +192,7 @@ class JsonStream:
         if self.fh.seekable():  # count the lines up to it, a chunk at a time
             self.fh.seek(0)
             lines, column, done = 1, 1, 0
+            chars = codecs.getincrementaldecoder("utf-8")(errors="replace")  # across reads
             while done < raw:
                 chunk = self.fh.read(min(CHUNK_BYTES, raw - done))
                 if not chunk:
@@ -188,17 +200,17 @@ class JsonStream:
                 done += len(chunk)
                 lines += chunk.count(NEWLINE)
                 cut = chunk.rfind(NEWLINE)
-                text = chunk[cut + 1 :].decode("utf-8", errors="replace")
+                if cut >= 0:
+                    chars.reset()
+                text = chars.decode(chunk[cut + 1 :])
                 column = len(text) + 1 if cut >= 0 else column + len(text)
             where = f"line {lines} column {column}"
         return UserError(f"{self.name}: {where}: {msg}")
 
     def _ws(self) -> None:
         while True:
-            n = len(self.text)
-            while self.pos < n and self.text[self.pos] in " \t\r\n":
-                self.pos += 1
-            if self.pos < n or not self._more():
+            self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.text) or not self._more():
                 return
 
     def _peek(self) -> str:
@@ -261,10 +273,14 @@ class JsonStream:
         if self._peek() == "]":
             self.pos += 1
             return
+        decode = self._decoder.raw_decode
         while True:
-            self._await_item()
-            yield self.value()
-            if self._expect(",]", "',' or ']'") == "]":
+            self._await_item()  # which looks past the whitespace before the item
+            yield self._parse(decode)
+            comma = _COMMA.match(self.text, self.pos)  # the usual case, within the window
+            if comma is not None:
+                self.pos = comma.end()
+            elif self._expect(",]", "',' or ']'") == "]":
                 return
 
     def _await_item(self) -> None:
@@ -277,6 +293,8 @@ class JsonStream:
         """
         if self._peek() != "{" or self.base + self.pos < self._closed_upto:
             return
+        if not self.eof and len(self.text) - self.pos < min(_AHEAD, CHUNK_BYTES):
+            self._more()  # near the edge: read on first (one-line JSON shows no item's end)
         # Only the last few bytes can be an indent: in one-line JSON (`kubectl get --raw`,
         # `jq -c`) there is no newline, and a search back through the whole window per item
         # made a compact node list quadratic.

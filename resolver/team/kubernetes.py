@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,8 @@ _TAINT_KEY = re.compile(  # a label key: an optional DNS-subdomain prefix, a nam
 )
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_MISSING = object()
+_ABSENT = repeat(_MISSING)  # labels.get's default: an absent label told apart from a null one
 
 
 CONTROL_PLANE = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
@@ -239,6 +242,7 @@ class _Reader:
         self.total = 0
         self.placement: dict[str, Placement] = {}
         self._placements: dict[Any, Placement] = {}
+        self._kinds: dict[tuple[Any, ...], tuple[Shape, tuple[str, ...], Placement]] = {}
         self._selection_keys = tuple(dict.fromkeys((*_READ, *selector, *CONTROL_PLANE)))
         self._models: dict[str, tuple[str | None, tuple[int, int] | None]] = {}
         self._shapes: dict[tuple[Any, ...], tuple[Shape, tuple[str, ...]]] = {}
@@ -247,22 +251,23 @@ class _Reader:
         return UserError(f"{self.shown}: node {node}: {label}: {msg}")
 
     def add(self, item: Any) -> None:
-        where = f"items[{self.total}]"
         self.total += 1
         if not isinstance(item, dict):
-            raise UserError(f"{self.shown}: {where}: expected a Node object")
+            raise UserError(f"{self.shown}: items[{self.total - 1}]: expected a Node object")
         kind = item.get("kind")
         if kind is not None and kind != "Node":
             raise UserError(
-                f"{self.shown}: {where} is a {kind!r}, not a Node: "
+                f"{self.shown}: items[{self.total - 1}] is a {kind!r}, not a Node: "
                 "write the list with `kubectl get nodes -o json`"
             )
         meta = item.get("metadata")
         if not isinstance(meta, dict):
-            raise UserError(f"{self.shown}: {where}: no metadata")
+            raise UserError(f"{self.shown}: items[{self.total - 1}]: no metadata")
         name = meta.get("name")
         if not isinstance(name, str) or not _NODE_NAME.fullmatch(name):
-            raise UserError(f"{self.shown}: {where}: metadata.name: not a node name: {name!r}")
+            raise UserError(
+                f"{self.shown}: items[{self.total - 1}]: metadata.name: not a node name: {name!r}"
+            )
         if name in self.names:
             raise UserError(f"{self.shown}: node {name} is listed twice")
         labels = meta.get("labels") or {}
@@ -272,52 +277,8 @@ class _Reader:
             if labels.get(key) != wanted:
                 return
         self.names.add(name)
-        # Nodes of one kind carry the same values in the labels read: work each kind out once.
         status = item.get("status")
-        facts: tuple[Any, ...] = tuple(map(labels.get, _READ))
-        if not (labels.get(ARCH[0]) and labels.get(OS[0])):
-            info = status.get("nodeInfo") if isinstance(status, dict) else None
-            if isinstance(info, dict):
-                facts = (*facts, info.get("architecture"), info.get("operatingSystem"))
-        # With MIG "mixed", the per-profile labels are not in the key: no reuse.
-        seen = None if labels.get(MIG_STRATEGY) == "mixed" else facts
-        known: tuple[Shape, tuple[str, ...]] | None = None
-        try:
-            known = self._shapes.get(seen) if seen is not None else None
-        except TypeError:  # a label holding a list: the checks below say so
-            seen = None
-        if known is None:
-            notes: list[str] = []
-            platform = self._platform(name, labels, status)
-            known = (self._shape(name, labels, platform, notes), tuple(notes))
-            if seen is not None:
-                self._shapes[seen] = known
-        self.machines.append((name, known[0]))
-        if known[1]:
-            self.notes[name] = known[1]
-        placement = self._placement(name, labels, item)
-        self.placement[name] = placement
-        if placement.control_plane:
-            self.notes[name] = (*self.notes.get(name, ()), CONTROL_PLANE_NOTE)
-
-    def _placement(self, node: str, labels: dict[str, Any], item: dict[str, Any]) -> Placement:
-        """Read once per kind of node: a cluster's thousands of nodes share a few placements
-        (one object each, interned), and only the few keys a Job selects on are looked at."""
-        keys = self._selection_keys
-        if labels.get(MIG_STRATEGY) == "mixed":
-            keys = keys + tuple(
-                k for k in labels if isinstance(k, str) and _MIG_COUNT_KEY.fullmatch(k)
-            )
-        read = tuple(sorted((k, labels[k]) for k in keys if isinstance(labels.get(k), str)))
-        status = item.get("status")
-        alloc = status.get("allocatable") if isinstance(status, dict) else None
-        resources = tuple(
-            sorted(
-                (k, v)
-                for k, v in (alloc.items() if isinstance(alloc, dict) else ())
-                if isinstance(k, str) and k.startswith("nvidia.com/")
-            )
-        )
+        status = status if isinstance(status, dict) else {}
         spec = item.get("spec")
         raw = spec.get("taints") if isinstance(spec, dict) else None
         taints: tuple[Any, ...] = ()
@@ -326,13 +287,93 @@ class _Reader:
                 (t.get("key"), t.get("effect")) if isinstance(t, dict) else (None, None)
                 for t in (raw if isinstance(raw, list) else [None])
             )
+        # Nodes of one kind carry the same values in what is read: each kind is worked out
+        # once, keyed by those raw values (a label's absence told apart from a null), the key
+        # built at C speed. With MIG "mixed", which labels are read varies by node: no reuse.
+        kind_key: tuple[Any, ...] | None = None
+        known: tuple[Shape, tuple[str, ...], Placement] | None = None
+        if labels.get(MIG_STRATEGY) != "mixed":
+            info = status.get("nodeInfo")
+            alloc = status.get("allocatable")
+            kind_key = (
+                tuple(map(labels.get, self._selection_keys, _ABSENT)),
+                (info.get("architecture"), info.get("operatingSystem"))
+                if isinstance(info, dict)
+                else info,
+                tuple(alloc.items()) if isinstance(alloc, dict) else alloc,
+                taints,
+            )
+            try:
+                known = self._kinds.get(kind_key)
+            except TypeError:  # a value holding a list: the checks below say what is wrong
+                kind_key = None
+        if known is None:
+            shape, notes = self._shape_of(name, labels, status)
+            placement = self._placement(name, labels, status, taints)
+            if placement.control_plane:
+                notes = (*notes, CONTROL_PLANE_NOTE)
+            known = (shape, notes, placement)
+            if kind_key is not None:
+                self._kinds[kind_key] = known
+        self.machines.append((name, known[0]))
+        if known[1]:
+            self.notes[name] = known[1]
+        self.placement[name] = known[2]
+
+    def _shape_of(
+        self, node: str, labels: dict[str, Any], status: dict[str, Any]
+    ) -> tuple[Shape, tuple[str, ...]]:
+        """The node's shape and notes, one object per distinct set of the labels read."""
+        facts: tuple[Any, ...] = tuple(map(labels.get, _READ, _ABSENT))
+        if not (labels.get(ARCH[0]) and labels.get(OS[0])):
+            info = status.get("nodeInfo")
+            if isinstance(info, dict):
+                facts = (*facts, info.get("architecture"), info.get("operatingSystem"))
+        seen = None if labels.get(MIG_STRATEGY) == "mixed" else facts
+        known: tuple[Shape, tuple[str, ...]] | None = None
         try:
-            key = (read, resources, taints)
+            known = self._shapes.get(seen) if seen is not None else None
+        except TypeError:  # a label holding a list: the checks below say so
+            seen = None
+        if known is None:
+            notes: list[str] = []
+            platform = self._platform(node, labels, status)
+            known = (self._shape(node, labels, platform, notes), tuple(notes))
+            if seen is not None:
+                self._shapes[seen] = known
+        return known
+
+    def _placement(
+        self,
+        node: str,
+        labels: dict[str, Any],
+        status: dict[str, Any],
+        taints: tuple[tuple[Any, Any], ...],
+    ) -> Placement:
+        """Only the few keys a Job selects on are looked at; a cluster's thousands of nodes
+        share a few placements (one object each, interned)."""
+        keys = self._selection_keys
+        if labels.get(MIG_STRATEGY) == "mixed":
+            keys = keys + tuple(
+                k for k in labels if isinstance(k, str) and _MIG_COUNT_KEY.fullmatch(k)
+            )
+        read = tuple(sorted((k, labels[k]) for k in keys if isinstance(labels.get(k), str)))
+        alloc = status.get("allocatable")
+        resources = tuple(
+            sorted(
+                (k, v)
+                for k, v in (alloc.items() if isinstance(alloc, dict) else ())
+                if isinstance(k, str) and k.startswith("nvidia.com/")
+            )
+        )
+        control_plane = any(k in labels for k in CONTROL_PLANE)
+        try:
+            key = (read, resources, taints, control_plane)
             known = self._placements.get(key)
         except TypeError:  # a value holding a list: checked (and refused) below
             key, known = None, None
         if known is None:
-            known = self._check_placement(node, read, resources, taints, labels)
+            known = self._check_placement(node, read, resources, taints, control_plane)
             if key is not None:
                 self._placements[key] = known
         return known
@@ -343,7 +384,7 @@ class _Reader:
         read: tuple[tuple[str, Any], ...],
         resources: tuple[tuple[str, Any], ...],
         taints: tuple[tuple[Any, Any], ...],
-        labels: dict[str, Any],
+        control_plane: bool,
     ) -> Placement:
         for key, value in read:  # a Job selects on them: they must be label values
             if not _LABEL_VALUE.fullmatch(value):
@@ -368,7 +409,7 @@ class _Reader:
             read,
             tuple(gpus),
             tuple(sorted(set(taints))),
-            any(k in labels for k in CONTROL_PLANE),
+            control_plane,
         )
 
     def _label(self, node: str, labels: dict[str, Any], key: str) -> str | None:
