@@ -10,7 +10,9 @@ profile, the `Target`, a `Decision` or lock input holding it, or one of the fact
 line gave, still as text: the driver, a GPU name), and prints the modules in the
 order it reaches them: the stays (runs of calls in one module), the distinct modules ("rooms"),
 the climbs back to a higher layer and the returns to a module already left. Issue 29's goal: at
-most 6 modules (it was 12 or more).
+most 6 modules (it was 12 or more). Beside the count, which of those modules get the typed
+machine itself (a `Target`, or the decision or lock input holding it): the rest see its options
+or its text where the edge parses it once (the count includes them).
 
 Three kinds of call are not counted, because the machine does not pass through a module in them:
 - code no module holds (``co_filename`` "<string>"): a dataclass's generated ``__init__`` only
@@ -48,6 +50,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 ARGS = ["--driver", "570.124.06", "--gpu", "NVIDIA GeForce RTX 3090", "--python", "3.12"]
 # The forms the machine takes on its way (by class name: the bench runs on older code too).
 CARRIERS = {"TargetOptions", "HostProfile", "Target", "Decision", "LockInput", "LockRequest"}
+# ... of which the typed machine itself: the `Target`, and the decision or lock input holding it.
+TYPED = {"Target", "Decision", "LockInput", "LockRequest"}
 # A value's own methods that dicts, sets and sorting call on it: not a stay in a module.
 OWN_PROTOCOL = {"__eq__", "__ne__", "__hash__", "__lt__", "__le__", "__gt__", "__ge__", "__repr__"}
 # ... and its facts on their own: the values the command line gave, as text.
@@ -89,6 +93,7 @@ def main() -> None:
     from resolver import cli
 
     route: list[str] = []
+    typed: set[str] = set()  # the modules some call of which gets the typed machine
     started = [False]  # the route starts at commands/lock.py (issue 29)
     first: list[str] = []  # each stay's first function
     loading = [0]  # depth of the database's loading
@@ -111,6 +116,8 @@ def main() -> None:
         if carried and (not route or route[-1] != module):
             route.append(module)
             first.append(getattr(code, "co_qualname", code.co_name))  # Python 3.11+
+        if carried and any(type(frame.f_locals.get(n)).__name__ in TYPED for n in names):
+            typed.add(module)
 
     with tempfile.TemporaryDirectory() as tmp:
         if opts.team:
@@ -147,6 +154,12 @@ def main() -> None:
     print(
         f"{len(route)} stays in {len(rooms)} modules, {climbs} climbs back up, "
         f"{returns} returns to a module already left (goal: at most 6 modules)"
+    )
+    seen = [m for m in rooms if m in typed]
+    print(
+        f"of them, {len(seen)} get the typed machine (a Target, or the decision or lock input "
+        f"holding it): {', '.join(m.removeprefix('resolver.') for m in seen)}; the others see "
+        "its options or its text at the edge"
     )
     if beyond:
         print("then, in the writers' own work (not counted):")
