@@ -64,12 +64,16 @@ def test_a_relative_xdg_directory_is_ignored(
     monkeypatch.delenv(location.CACHE_ENV, raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", "rel-data")
     monkeypatch.setenv("XDG_CACHE_HOME", "rel-cache")
+    monkeypatch.setenv("XDG_CONFIG_HOME", "rel-config")
+    monkeypatch.delenv("GPURESOLVE_CONFIG", raising=False)
     monkeypatch.chdir(cwd)
+    (cwd / "rel-config" / "gpuresolve").mkdir(parents=True)  # never read: the path is relative
+    (cwd / "rel-config" / "gpuresolve" / "config.toml").write_text("[[[ not toml\n")
     assert location.user_data_dir() == home / ".local" / "share" / "gpuresolve" / "data"
     assert location.cache_dir() == home / ".cache" / "gpuresolve"
     code, _, err = run_cli(capsys, "suggest", "--no-gpu", "--python", "3.12")
     assert code == 0, err
-    assert list(cwd.iterdir()) == []  # nothing under wherever gpuresolve ran
+    assert [p.name for p in cwd.iterdir()] == ["rel-config"]  # nothing else where it ran
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "abs"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "abs-cache"))
     assert location.user_data_dir() == tmp_path / "abs" / "gpuresolve" / "data"

@@ -43,7 +43,9 @@ def user_file() -> Path:
     elif sys.platform == "darwin":
         base = Path.home() / "Library" / "Application Support"
     else:
-        base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+        from resolver.db.location import xdg_dir  # the XDG rule the data and cache follow
+
+        base = xdg_dir("XDG_CONFIG_HOME", Path.home() / ".config")
     return base / "gpuresolve" / "config.toml"
 
 

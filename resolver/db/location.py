@@ -57,7 +57,7 @@ def shipped_data_dir() -> Path:
     return inside if (inside / "torch.yaml").is_file() else package.parent / "data"
 
 
-def _xdg(variable: str, default: Path) -> Path:
+def xdg_dir(variable: str, default: Path) -> Path:
     """An XDG base directory: "If an implementation encounters a relative path in any of these
     variables it should consider the path invalid and ignore it" (the XDG Base Directory
     specification), so a relative one (which would land in whatever folder gpuresolve runs
@@ -69,7 +69,7 @@ def _xdg(variable: str, default: Path) -> Path:
 def _local_base() -> Path:
     if os.name == "nt":
         return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    return _xdg("XDG_DATA_HOME", Path.home() / ".local" / "share")
+    return xdg_dir("XDG_DATA_HOME", Path.home() / ".local" / "share")
 
 
 def user_data_dir() -> Path:
@@ -85,7 +85,7 @@ def cache_dir() -> Path:
     if os.name == "nt":
         base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
         return base / "gpuresolve" / "cache"
-    return _xdg("XDG_CACHE_HOME", Path.home() / ".cache") / "gpuresolve"
+    return xdg_dir("XDG_CACHE_HOME", Path.home() / ".cache") / "gpuresolve"
 
 
 class Version(NamedTuple):
