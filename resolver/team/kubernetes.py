@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, unsafe_char
@@ -229,6 +229,23 @@ def _finish(
     return NodeList(reader.machines, reader.notes, reader.total, reader.placement)
 
 
+_T = TypeVar("_T")
+
+
+def _memo(cache: dict[Any, _T], key: Any, make: Callable[[], _T]) -> _T:
+    """``make()`` once per ``key`` (None: never kept). A key holding a list cannot be hashed:
+    then ``make()`` runs unkept, and its checks say what is wrong with the value."""
+    if key is None:
+        return make()
+    try:
+        known = cache.get(key)
+    except TypeError:
+        return make()
+    if known is None:
+        known = cache[key] = make()
+    return known
+
+
 class _Reader:
     """Turns each node into (name, shape) as the stream hands it over; keeps nothing else."""
 
@@ -291,7 +308,6 @@ class _Reader:
         # once, keyed by those raw values (a label's absence told apart from a null), the key
         # built at C speed. With MIG "mixed", which labels are read varies by node: no reuse.
         kind_key: tuple[Any, ...] | None = None
-        known: tuple[Shape, tuple[str, ...], Placement] | None = None
         if labels.get(MIG_STRATEGY) != "mixed":
             info = status.get("nodeInfo")
             alloc = status.get("allocatable")
@@ -303,18 +319,15 @@ class _Reader:
                 tuple(alloc.items()) if isinstance(alloc, dict) else alloc,
                 taints,
             )
-            try:
-                known = self._kinds.get(kind_key)
-            except TypeError:  # a value holding a list: the checks below say what is wrong
-                kind_key = None
-        if known is None:
+
+        def work_out() -> tuple[Shape, tuple[str, ...], Placement]:
             shape, notes = self._shape_of(name, labels, status)
             placement = self._placement(name, labels, status, taints)
             if placement.control_plane:
                 notes = (*notes, CONTROL_PLANE_NOTE)
-            known = (shape, notes, placement)
-            if kind_key is not None:
-                self._kinds[kind_key] = known
+            return (shape, notes, placement)
+
+        known = _memo(self._kinds, kind_key, work_out)
         self.machines.append((name, known[0]))
         if known[1]:
             self.notes[name] = known[1]
@@ -330,18 +343,13 @@ class _Reader:
             if isinstance(info, dict):
                 facts = (*facts, info.get("architecture"), info.get("operatingSystem"))
         seen = None if labels.get(MIG_STRATEGY) == "mixed" else facts
-        known: tuple[Shape, tuple[str, ...]] | None = None
-        try:
-            known = self._shapes.get(seen) if seen is not None else None
-        except TypeError:  # a label holding a list: the checks below say so
-            seen = None
-        if known is None:
+
+        def shape() -> tuple[Shape, tuple[str, ...]]:
             notes: list[str] = []
             platform = self._platform(node, labels, status)
-            known = (self._shape(node, labels, platform, notes), tuple(notes))
-            if seen is not None:
-                self._shapes[seen] = known
-        return known
+            return (self._shape(node, labels, platform, notes), tuple(notes))
+
+        return _memo(self._shapes, seen, shape)
 
     def _placement(
         self,
@@ -367,16 +375,11 @@ class _Reader:
             )
         )
         control_plane = any(k in labels for k in CONTROL_PLANE)
-        try:
-            key = (read, resources, taints, control_plane)
-            known = self._placements.get(key)
-        except TypeError:  # a value holding a list: checked (and refused) below
-            key, known = None, None
-        if known is None:
-            known = self._check_placement(node, read, resources, taints, control_plane)
-            if key is not None:
-                self._placements[key] = known
-        return known
+        return _memo(
+            self._placements,
+            (read, resources, taints, control_plane),
+            lambda: self._check_placement(node, read, resources, taints, control_plane),
+        )
 
     def _check_placement(
         self,
