@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from resolver.core.errors import DataError, UserError
+from resolver.core.errors import MALFORMED, DataError, UserError, malformed
 from resolver.db import cache as _cache
 from resolver.db import location as _location
 from resolver.db import snapshot as _snapshot
@@ -175,7 +175,7 @@ def _load_dir(directory: Path, overlay: Path | None = None) -> Catalog:
         if cached is not None and (overlay is None or doc is not None):
             try:
                 found = from_raw(cached, origin=str(directory), lenient=bounded)
-            except (KeyError, TypeError, ValueError, AttributeError, RecursionError, UserError):
+            except (*MALFORMED, UserError):
                 pass  # a foreign or stale cache: parse the YAML again, silently
             else:
                 return found if overlay is None else _overlay(found, overlay, doc)
@@ -190,12 +190,9 @@ def _load_dir(directory: Path, overlay: Path | None = None) -> Catalog:
                 raw[name] = _read_yaml(directory / name, bounded=bounded)
     try:
         catalog = from_raw(raw, origin=str(directory), lenient=bounded)
-    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+    except MALFORMED as exc:
         # from_raw names the record for what it checks; anything else is malformed all the same
-        detail = " ".join(str(exc).split())[:200]
-        raise DataError(
-            f"{directory}: malformed database ({type(exc).__name__}: {detail})"
-        ) from None
+        raise malformed(f"{directory}: malformed database", exc) from None
     doc = None
     if overlay is not None:
         try:

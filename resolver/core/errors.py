@@ -19,6 +19,18 @@ class DataError(UserError):
     """The compatibility database is malformed; the message names the file and the record."""
 
 
+# What code reading a parsed file raises where a value has the wrong shape (a list for a mapping,
+# a number for text, nesting past the recursion limit) beyond the checks that name the record.
+MALFORMED = (KeyError, TypeError, ValueError, AttributeError, RecursionError)
+
+
+def malformed(subject: str, exc: BaseException) -> DataError:
+    """``subject`` ("DIR: malformed database") with what tripped the reader (``MALFORMED``),
+    as one line."""
+    detail = " ".join(str(exc).split())[:200]
+    return DataError(f"{subject} ({type(exc).__name__}: {detail})")
+
+
 class IndexFormatError(UserError):
     """A page that is not a simple-repository page (garbage, an error page served as 200)."""
 

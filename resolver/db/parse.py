@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
-from resolver.core.errors import DataError, UserError
+from resolver.core.errors import MALFORMED, DataError, UserError, malformed
 from resolver.core.platforms import PLATFORMS
 from resolver.core.versions import CC, driver_key, parse_cc
 from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
@@ -270,12 +270,9 @@ class _LazyExtensions(Mapping[str, ExtPackage]):
                 self._parsed = parse_extensions(
                     self._top, lambda where, data: _Reader("extensions.yaml", where, data)
                 )[0]
-            except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+            except MALFORMED as exc:
                 # what the checks do not name is malformed all the same (as `catalog.load` says)
-                detail = " ".join(str(exc).split())[:200]
-                raise DataError(
-                    f"{self._origin}: malformed extensions.yaml ({type(exc).__name__}: {detail})"
-                ) from None
+                raise malformed(f"{self._origin}: malformed extensions.yaml", exc) from None
             finally:
                 _Reader.kinds, _Reader.memo = saved
         return self._parsed
