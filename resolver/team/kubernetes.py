@@ -233,8 +233,7 @@ _T = TypeVar("_T")
 
 
 def _memo(cache: dict[Any, _T], key: Any, make: Callable[[], _T]) -> _T:
-    """``make()`` once per ``key`` (None: never kept). A key holding a list cannot be hashed:
-    then ``make()`` runs unkept, and its checks say what is wrong with the value."""
+    """``make()`` once per ``key``; none kept for None or a key holding a list (make() says)."""
     if key is None:
         return make()
     try:
