@@ -1,4 +1,4 @@
-"""Truth v3 (issue 21): decide by the facts that decide; Windows driver numbers are not branches.
+"""Decide by the facts that decide: Windows driver numbers are not branches (issue 21 asked for it).
 
 Every answer runs on the shipped database through the CLI, the way a user types it; the comments
 name the evidence the expected answer rests on.
