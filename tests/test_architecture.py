@@ -285,11 +285,13 @@ def violations(
 # --- the package -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_package_keeps_the_contract() -> None:
     graph, lines, docs = import_graph_with_docs()
     assert violations(graph, lines, docs=docs) == []
 
 
+@pytest.mark.slow
 def test_the_decision_layer_is_pure() -> None:
     graph, _ = import_graph()
     assert impure_edges(graph) == []
@@ -333,6 +335,7 @@ def test_every_package_face_says_what_it_offers() -> None:
     assert missing == []
 
 
+@pytest.mark.slow
 def test_the_standalone_scripts_import_nothing_of_gpuresolve() -> None:
     graph, _ = import_graph()
     for mod in STANDALONE:

@@ -69,6 +69,7 @@ def _own_index(data: Path, srv: IndexServer) -> None:
     torch.write_text(text.replace(own, f'index_url: "{srv.url}/whl/{{variant}}"'), "utf-8")
 
 
+@pytest.mark.slow
 def test_update_adds_new_extension_releases(
     capsys: pytest.CaptureFixture[str], index: IndexServer, shipped_copy: Path
 ) -> None:
@@ -162,6 +163,7 @@ def test_a_mirror_s_variant_folders_are_not_recorded(
     assert tree_snapshot(shipped_copy) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("behaviour", "message"),
     [
@@ -258,6 +260,7 @@ def test_extension_facts_that_fail_the_check_are_left_out() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_an_update_with_only_extension_news_stamps_the_database(
     capsys: pytest.CaptureFixture[str], shipped_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

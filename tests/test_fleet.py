@@ -278,6 +278,7 @@ def test_gpus_of_one_compute_capability_share_one_solve(
     assert solver.runs == 2  # sm_86 once (three names), sm_87 (a Tegra GPU) once
 
 
+@pytest.mark.slow
 def test_split_groups_decide_as_grouping_by_hand_does(shipped: Catalog) -> None:
     """The linear grouping (set intersections over memoised kinds) decides as the fleet solver
     does when handed each group: every group has a common set, and no member could have joined

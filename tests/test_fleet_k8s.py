@@ -108,6 +108,7 @@ def test_one_manifest_per_gpu_group_beside_its_lock(locked: tuple[Path, dict[str
     assert "cp-01" not in expected and "cpu-01" not in expected
 
 
+@pytest.mark.slow
 def test_schema_accepts_every_manifest_strictly(locked: tuple[Path, dict[str, Any]]) -> None:
     kv = pytest.importorskip("kubernetes_validate")
     from kubernetes_validate import utils

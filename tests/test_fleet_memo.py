@@ -59,6 +59,7 @@ def distinct_fleet(catalog: Catalog, size: int, seed: int) -> list[Target]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "request_",
     [Request(), Request(policy="strict"), Request(evidence="observed")],
@@ -73,6 +74,7 @@ def test_each_machine_decides_as_it_does_alone(shipped: Catalog, request_: Reque
     assert solver.runs < len(targets) / 2  # kinds shared: GPU names and counts are restated
 
 
+@pytest.mark.slow
 def test_an_extension_names_each_gpu_so_machines_are_kinds_by_gpu_name(shipped: Catalog) -> None:
     from packaging.specifiers import SpecifierSet
 
@@ -144,6 +146,7 @@ def test_windows_driver_numbers_are_kinds_by_their_branch_not_their_major(
         assert solver(t) == solve(shipped, replace(t, name=None), Request()), t
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("formats", [("requirements",), ("requirements", "conda", "uv")])
 def test_a_team_lock_writes_the_bytes_solving_each_machine_alone_writes(
     shipped: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, formats: tuple[str, ...]

@@ -101,6 +101,7 @@ def test_lock_writes_an_sbatch_script_per_gpu_group(
     assert "results/$SLURMD_NODENAME.json" in text and "verify --json" in text
 
 
+@pytest.mark.slow
 def test_real_slurm_runs_verify_and_fleet_report_reads_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], child_env: Callable[..., dict[str, str]]
 ) -> None:

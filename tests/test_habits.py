@@ -164,6 +164,7 @@ def _steps(monkeypatch: pytest.MonkeyPatch, seconds: float, *env: str) -> str:
     return stream.getvalue()
 
 
+@pytest.mark.slow
 def test_progress_line_only_for_long_steps_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     shown = _steps(monkeypatch, 1.6)
     assert "\rresolving the closure… 1s" in shown and shown.endswith("\r\033[K")  # erased
@@ -176,6 +177,7 @@ def test_progress_line_only_for_long_steps_on_a_terminal(monkeypatch: pytest.Mon
     assert err.getvalue() == ""
 
 
+@pytest.mark.slow
 def test_quiet_stops_progress(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ui, "quiet", lambda: True)
     assert _steps(monkeypatch, 1.3) == ""

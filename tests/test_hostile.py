@@ -309,6 +309,7 @@ def test_there_are_enough_cases() -> None:
     assert len(CASES) >= 60
 
 
+@pytest.mark.slow
 def test_a_hanging_interpreter_times_out(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

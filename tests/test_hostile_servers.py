@@ -117,6 +117,7 @@ def trickled_headers(h: BaseHTTPRequestHandler, stop: threading.Event) -> None:
         stop.wait(0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("handle", [trickle, trickled_headers], ids=["body", "headers"])
 def test_a_trickling_answer_ends_at_the_deadline(handle: Handler) -> None:
     """One byte every 0.1 s never lets a socket read time out; the deadline still holds, for
@@ -145,6 +146,7 @@ def _wheel() -> bytes:
     return buf.getvalue()
 
 
+@pytest.mark.slow
 def test_a_trickling_range_answer_ends_at_the_deadline() -> None:
     """The range reader: the tail comes at once, the next span trickles."""
     blob = _wheel()
@@ -168,6 +170,7 @@ def test_a_trickling_range_answer_ends_at_the_deadline() -> None:
             assert time.monotonic() - begin < 4.0
 
 
+@pytest.mark.slow
 def test_db_inspect_wheel_keeps_its_timeout_against_a_trickling_server(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -194,6 +197,7 @@ def test_db_inspect_wheel_keeps_its_timeout_against_a_trickling_server(
     assert took < 8.0
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("dbupdate_hermetic")
 def test_db_update_keeps_its_timeout_against_a_trickling_server(
     capsys: pytest.CaptureFixture[str],

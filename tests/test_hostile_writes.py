@@ -181,6 +181,7 @@ def test_an_injected_line_with_a_valid_record_is_drift(
     assert code == 1 and "all current" not in stdout and f"-{EVIL}" in stdout
 
 
+@pytest.mark.slow
 def test_six_thousand_gpus_lock_then_check(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -271,6 +271,7 @@ def nvidia(dists: dict[str, str]) -> set[str]:
 # --- the tests -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("installer", "before"),
     [
@@ -303,6 +304,7 @@ def test_wrong_build_is_replaced_without_mixing_cuda_majors(
     assert "Successfully installed" in out or "Installed" in out
 
 
+@pytest.mark.slow
 def test_dry_run_prints_commands_a_user_can_paste(
     isolated: Path, index_url: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -538,6 +540,7 @@ def _pip_of_this_interpreter_into(python: str) -> str:
     return dist.version
 
 
+@pytest.mark.slow
 def test_pylock_is_installed_with_pip_where_pip_reads_it(
     isolated: Path, index_url: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -641,6 +644,7 @@ def test_real_torch_installs_offline_and_verifies(
     assert re.search(r"^result: (PASS|WARN)\b", proc.stdout, re.MULTILINE), proc.stdout[-2000:]
 
 
+@pytest.mark.slow
 def test_install_json_gives_the_plan_and_the_outcome(
     isolated: Path, index_url: str, capfd: pytest.CaptureFixture[str]
 ) -> None:

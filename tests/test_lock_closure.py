@@ -86,6 +86,7 @@ def _closure_of(roots: list[str], pins: dict[str, str]) -> set[str]:
     return seen
 
 
+@pytest.mark.slow
 def test_default_lock_pins_the_whole_closure_with_hashes(
     tmp_path: Path, index: ClosureIndex, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -110,6 +111,7 @@ def test_default_lock_pins_the_whole_closure_with_hashes(
     assert code == 0, err
 
 
+@pytest.mark.slow
 def test_no_hashes_pins_the_same_closure_without_them(
     tmp_path: Path, index: ClosureIndex, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -118,6 +120,7 @@ def test_no_hashes_pins_the_same_closure_without_them(
     assert _pins(text) == hashed and "--hash" not in text
 
 
+@pytest.mark.slow
 def test_extra_packages_are_pinned_not_passed_through(
     tmp_path: Path, index: ClosureIndex, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -151,6 +154,7 @@ def test_top_level_pins_only_what_was_asked_and_says_so(
     assert code == 2 and "--top-level --hashes" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_no_reachable_index_is_one_line_naming_it_and_top_level(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -185,6 +185,7 @@ def index(cat: Catalog, scrubbed_tools: Path) -> Iterator[IndexServer]:
         yield server
 
 
+@pytest.mark.slow
 @needs_rattler
 def test_pip_flavour_lock(cat: Catalog, channel: str, index: IndexServer, tmp_path: Path) -> None:
     """conda gives python and pip; the pip section is the closure pip resolved, with sha256."""
@@ -220,6 +221,7 @@ def _lock_for_conda_lock(
     return tmp_path / "out", mapping
 
 
+@pytest.mark.slow
 @needs_rattler
 @needs_conda_lock
 @pytest.mark.parametrize("source", ["conda-forge", "pip"])
@@ -286,6 +288,7 @@ def _conda_lock_hashes(out: Path, mapping: Path) -> dict[str, list[str]]:
         shutil.rmtree(repo.base_path, ignore_errors=True)  # conda-lock's own, removed at exit
 
 
+@pytest.mark.slow
 @needs_rattler
 @needs_conda_lock
 @pytest.mark.parametrize("source", ["conda-forge", "pip"])

@@ -119,6 +119,7 @@ def test_macos_lock_made_on_linux_leaves_out_linux_only_deps(
     assert not any("cuda-bindings" in p for p in index.paths())
 
 
+@pytest.mark.slow
 def test_aarch64_lock_made_on_x86_64_takes_aarch64_wheels(
     tmp_path: Path, index: IndexServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -390,6 +391,7 @@ def test_team_pylock_spans_platforms_with_markers(
 # --- reading back what the writer wrote (verify --lock, install --lock) --------------------------
 
 
+@pytest.mark.slow
 def test_pylock_for_a_linux_target_reads_back_as_the_requirements_pins(
     tmp_path: Path, index: IndexServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

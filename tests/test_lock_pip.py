@@ -110,6 +110,7 @@ def test_hashes_for_another_platform(cat: Catalog, index: IndexServer) -> None:
     assert not any("manylinux" in p for p in index.paths())
 
 
+@pytest.mark.slow
 def test_unreachable_index_is_one_clear_error(cat: Catalog) -> None:
     t = _target("linux-x86_64")
     options = LockOptions(pytorch_index=f"http://127.0.0.1:{closed_port()}/whl", hashes=True)
@@ -154,6 +155,7 @@ def _settings(tmp_path: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("platform", ["linux-x86_64", "macos-arm64"])
 def test_uv_settings_leave_the_lock_byte_identical(
     cat: Catalog,

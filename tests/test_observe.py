@@ -222,6 +222,7 @@ def test_read_wheels_budget_keeps_what_was_read(
     assert len(store.load(db / "observations.yaml").wheels) == 6
 
 
+@pytest.mark.slow
 def test_read_wheels_offline_is_exit_1_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], synth_raw: dict[str, Any]
 ) -> None:

@@ -303,6 +303,15 @@ def _children_of(pid: int) -> list[int]:
     return out
 
 
+def _argv(pid: int) -> list[bytes]:
+    """A process's argv, or none where it ended between being listed and being read."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc")
 def test_sigkill_during_installs_real_pip_ends_pip(tmp_path: Path) -> None:
     """`gpuresolve install` runs a real pip in a real virtualenv against an index that accepts
@@ -329,11 +338,7 @@ def test_sigkill_during_installs_real_pip_ends_pip(tmp_path: Path) -> None:
         deadline = time.monotonic() + 120
         while not pips:
             assert time.monotonic() < deadline and proc.poll() is None, "pip never started"
-            pips = [
-                p
-                for p in _children_of(proc.pid)
-                if b"pip" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[2:4]
-            ]
+            pips = [p for p in _children_of(proc.pid) if b"pip" in _argv(p)[2:4]]
             time.sleep(0.1)
         time.sleep(1.0)  # pip is waiting on the index
         assert _alive(pips[0])
@@ -377,6 +382,7 @@ def test_a_flooding_nvidia_smi_is_stopped_not_parsed(tmp_path: Path) -> None:
     assert time.monotonic() - start < 60
 
 
+@pytest.mark.slow
 def test_a_process_left_holding_the_pipes_ends_soon_after_its_parent(tmp_path: Path) -> None:
     """Seen: a fake interpreter that printed its result and exited, leaving `sleep 30 &` with
     its stdout, held verify 30 s (up to the probe's whole timeout). Once the child has exited,

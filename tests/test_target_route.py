@@ -34,6 +34,7 @@ def _route(tmp_path: Path, *args: str) -> tuple[list[str], int]:
     return modules, int(found[2])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "most"), [((), 9), (("--team",), 13)], ids=["one", "team"])
 def test_the_route_from_the_command_to_the_writers(
     tmp_path: Path, args: tuple[str, ...], most: int

@@ -129,6 +129,7 @@ def no_gpu() -> HostProfile:
     return HostProfile(platform="linux-x86_64", python="3.11", state=STATE_NO_DRIVER)
 
 
+@pytest.mark.slow
 def test_probe_reports_the_cpu_build(probe: dict[str, Any], torch_venv: Path) -> None:
     torch = probe["torch"]
     assert torch["imported"] is True
@@ -202,6 +203,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_gpu_host(), reason="this host has an NVIDIA GPU: the CPU build fails here")
 def test_cli_on_this_gpu_less_host(torch_venv: Path, tmp_path: Path) -> None:
     done = _cli("--python", str(torch_venv), "--json")
@@ -259,6 +261,7 @@ def test_pylock_pins_are_checked_like_the_other_formats(
     assert by_id["lock"].fix == f"reinstall from the lock: gpuresolve install --lock {other.path}"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_gpu_host(), reason="this host has an NVIDIA GPU: the CPU build fails here")
 def test_cli_checks_a_pylock(torch_venv: Path, tmp_path: Path) -> None:
     done = _cli("--python", str(torch_venv), "--lock", str(_pylock(tmp_path, "2.13.0+cpu", "cpu")))
@@ -266,6 +269,7 @@ def test_cli_checks_a_pylock(torch_venv: Path, tmp_path: Path) -> None:
     assert "PASS  lock" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_dockerfile_startup_check_passes_on_the_real_torch(
     torch_venv: Path,
     tmp_path: Path,

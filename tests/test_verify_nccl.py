@@ -143,6 +143,7 @@ def test_synthetic_wrong_sum_fails() -> None:
     assert (check.status, check.reason) == (FAIL, "rank 1: all_reduce result wrong")
 
 
+@pytest.mark.slow
 @posix_only
 def test_hang_is_a_fail_naming_rank_stage_and_timeout_and_every_child_ends(
     tmp_path: Path,

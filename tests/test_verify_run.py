@@ -80,6 +80,7 @@ def test_crash_through_the_cli_exits_1_without_a_traceback(tmp_path: Path) -> No
     assert report["probe_run"]["signal"] == "SIGSEGV"
 
 
+@pytest.mark.slow
 @posix_only
 def test_hang_is_killed_at_the_timeout(tmp_path: Path) -> None:
     # The child and a grandchild both hang: the whole process group must go.
@@ -92,6 +93,7 @@ def test_hang_is_killed_at_the_timeout(tmp_path: Path) -> None:
     assert run.elapsed_s < 60
 
 
+@pytest.mark.slow
 @posix_only
 def test_hang_through_the_cli(tmp_path: Path) -> None:
     python = fake_python(tmp_path, "sleep 300")
@@ -119,6 +121,7 @@ def test_unreadable_lock_exits_2(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 @posix_only
 def test_an_interpreter_that_cannot_run_the_probe_exits_2(tmp_path: Path) -> None:
     python = fake_python(tmp_path, "echo 'SyntaxError: invalid syntax' >&2\nexit 1")
@@ -190,6 +193,7 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return where
 
 
+@pytest.mark.slow
 def test_environment_without_torch(bare_venv: Path) -> None:
     run = run_probe(str(bare_venv / "bin" / "python"), timeout_s=60)
     assert run.failure is None, run.stderr_tail

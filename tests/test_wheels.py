@@ -279,6 +279,7 @@ def test_server_ignoring_ranges_with_a_wrong_sha_fails() -> None:
         inspect_wheel(server.url(W280), sha256="0" * 64)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["lie", "error"])
 def test_lying_or_failing_server_is_one_line_exit_2(
     capsys: pytest.CaptureFixture[str], mode: str
