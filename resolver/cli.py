@@ -239,6 +239,9 @@ def _error(message: str, code: int, as_json: bool) -> int:
 def _run(argv: list[str] | None) -> int | str | None:
     """Run the CLI; the exit code (``sys.exit``'s argument) it ends with."""
     as_json = _wants_json(argv)
+    refused = _unknown_completion()
+    if refused is not None:
+        return _error(f"error: {refused}", 2, as_json)
     try:
         with sigterm_raises() as terminated:  # SIGTERM unwinds like Ctrl-C: children die too
             try:
@@ -265,6 +268,29 @@ def _run(argv: list[str] | None) -> int | str | None:
     except Exception as exc:
         return _internal_error(exc, as_json)
     return 0
+
+
+COMPLETE_ENV = "_GPURESOLVE_COMPLETE"  # what the completion script sets: SHELL_source|complete
+
+
+def _unknown_completion() -> str | None:
+    """The line refusing a completion request for a shell (or an instruction) Click has none
+    for, which Click itself answers with exit 1 and nothing said; None when there is none."""
+    value = os.environ.get(COMPLETE_ENV)
+    if not value:
+        return None
+    from click.shell_completion import get_completion_class
+
+    shell, _, instruction = value.partition("_")
+    if get_completion_class(shell) is not None and instruction in ("source", "complete"):
+        return None
+    from resolver.core.errors import escaped, shown
+
+    return (
+        f"{COMPLETE_ENV}={escaped(shown(value, 40))}: no completion for that shell or "
+        "instruction (bash, zsh or fish, with _source or _complete; "
+        "`gpuresolve completion SHELL` prints the script)"
+    )
 
 
 class Terminated(KeyboardInterrupt):

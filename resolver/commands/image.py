@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from resolver.commands.common import TargetOptions, target_options, warn_lost
-from resolver.commands.config import standard_options
+from resolver.commands.config import source_of, standard_options
 from resolver.commands.emit import emit_json
 from resolver.commands.ui import note
 
@@ -57,9 +57,10 @@ def image(
     ref = ref_mod.parse(reference) if reference else None  # bad input fails before detection
     catalog = catalog_mod.load()
     facts = facts_mod.from_raw(*imagesdata.read(catalog.origin))
-    if target.python:
+    if target.python and source_of(click.get_current_context(), "python") == "--python":
         note("--python is ignored: an image brings its own Python")
-    machine, profile = target.resolve(catalog)
+    # never run (an interpreter path, from the command line or a file) what is ignored
+    machine, profile = target._replace(python=None).resolve(catalog)
     warn_lost(profile)
     judge = Judge(
         catalog,

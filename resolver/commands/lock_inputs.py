@@ -208,7 +208,12 @@ def say_index(found: PipIndex, *, verbose: bool, used: bool) -> None:
     from resolver.io.childenv import described
 
     if verbose:
-        where = f"{found.url} (from {escaped(found.source)})" if found.url else "the installer's"
+        where = (
+            f"{found.url} (from {escaped(found.source)})"
+            if found.url
+            else "the installer's own default index (none is set by --default-index, "
+            "GPURESOLVE_DEFAULT_INDEX or pip's configuration)"
+        )
         click.echo(f"gpuresolve: packages outside the PyTorch index: {where}", err=True)
         click.echo(f"gpuresolve: {described()}", err=True)
     if found.ignored and (used or verbose) and not quiet():

@@ -14,12 +14,12 @@ __all__ = ["SAFE_TEXT", "SafePath", "SafeText", "Seconds", "check_channel", "che
 
 
 def _source_name(ctx: click.Context, param: click.Parameter) -> str:
-    """How the user gave a value: the option's flag, or the environment variable it came from."""
-    if ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.ENVIRONMENT:
-        envvar = param.envvar if isinstance(param.envvar, str) else None
-        if envvar:
-            return envvar
-    return param.opts[0] if param.opts else str(param.name)
+    """How the user gave a value: the option's flag, the environment variable or the
+    configuration file (and key) it came from."""
+    from resolver.commands.config import source_of
+
+    where = source_of(ctx, param.name or "")
+    return where or (param.opts[0] if param.opts else str(param.name))
 
 
 def check_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
