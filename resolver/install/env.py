@@ -131,7 +131,7 @@ def inspect(python: str, timeout_s: float = 120.0) -> EnvInfo:
         raise UserError(f"{python} could not list its packages (exit {proc.returncode}): {last}")
     try:
         data = json.loads(line[len(_MARK) :])
-    except ValueError:
+    except (ValueError, RecursionError):  # the interpreter's words: nested past the stack
         raise UserError(f"{python} printed an unreadable package list") from None
     return EnvInfo.from_json(python, data)
 

@@ -109,14 +109,19 @@ def read_optional_text(path: str | Path, *, limit: int, what: str) -> str | None
 
 def load_json(path: str | Path, *, limit: int, what: str) -> Any:
     """A JSON document, bounded in size and nesting."""
-    text = read_text(path, limit=limit, what=what)
+    return parse_json(read_text(path, limit=limit, what=what), path, what=what)
+
+
+def parse_json(text: str, origin: str | Path, *, what: str) -> Any:
+    """JSON text read back (a file, a line a lock records), bounded in nesting: json's decoder
+    recurses, and ``[`` 200,000 times ended in RecursionError (exit 70)."""
     depth = json_depth(text)
     if depth > MAX_DEPTH:
-        raise UserError(f"{path}: nested {depth} levels deep (at most {MAX_DEPTH}): not {what}")
+        raise UserError(f"{origin}: nested {depth} levels deep (at most {MAX_DEPTH}): not {what}")
     try:
         return json.loads(text)
     except ValueError as exc:  # JSONDecodeError, and integers past Python's digit limit
-        raise UserError(f"{path}: not {what}: {_short(exc)}") from None
+        raise UserError(f"{origin}: not {what}: {_short(exc)}") from None
 
 
 def json_depth(text: str) -> int:

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from resolver.core.errors import UserError
 
 
@@ -36,13 +34,10 @@ class Curated:
 
 def read_torch_doc(directory: Path) -> dict[str, Any]:
     """The parsed torch.yaml of a database directory."""
+    from resolver.db.yamlfile import read_yaml  # bounded: size, nesting, aliases, FIFOs
+
     path = directory / "torch.yaml"
-    try:
-        # libyaml's loader where PyYAML has it: the pure-Python one took ~0.6 s of verify
-        loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise UserError(f"{path}: cannot read the database ({exc})") from None
+    doc = read_yaml(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("series"), list):
         raise UserError(f"{path}: not a gpuresolve torch.yaml")
     return doc

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from resolver.core.errors import UserError, escaped
-from resolver.io.bounded import load_yaml, read_text
+from resolver.io.bounded import SPEC_MAX_NODES, load_yaml, read_text
 from resolver.team.fleet_results import Result
 
 if TYPE_CHECKING:
@@ -36,7 +36,10 @@ REPORT_VERSION = 1
 SPEED_MARGIN = 0.15
 NCCL_MARGIN = 0.25
 PLAN_FILE = "fleet.yaml"  # written by a cluster lock beside report.md: which nodes should answer
-MAX_PLAN = 64 << 20
+MAX_PLAN = 64 << 20  # bytes
+# values after aliases are expanded: a plan names each node once (a spec's cap: 50,000-machine
+# fleets); the byte cap used as a node count let a 409-byte alias bomb walk 64 M values (~20 s)
+MAX_PLAN_NODES = SPEC_MAX_NODES
 _SAME_IN_GROUP = ("torch", "variant", "cuDNN", "NCCL")  # one lock: one build everywhere
 _CHECK_FOR = {"cuDNN": "cudnn", "NCCL": "nccl", "driver": "driver", "torch": "import"}
 
@@ -102,7 +105,8 @@ def read_plan(folder: Path) -> dict[str, str]:
             f"--expect {escaped(str(folder))}: no {PLAN_FILE} in it (a cluster lock, "
             "`targets: - kubernetes:` or `- slurm:`, writes it)"
         )
-    doc = load_yaml(read_text(path, limit=MAX_PLAN, what="a fleet plan"), path, max_nodes=MAX_PLAN)
+    text = read_text(path, limit=MAX_PLAN, what="a fleet plan")
+    doc = load_yaml(text, path, max_nodes=MAX_PLAN_NODES)
     groups = doc.get("groups") if isinstance(doc, dict) and doc.get("fleet") == 1 else None
     if not isinstance(groups, list):
         raise UserError(f"{escaped(str(path))}: not a gpuresolve fleet plan (fleet: 1, groups)")

@@ -53,8 +53,14 @@ from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import Catalog
 from resolver.core.collector import collector_paused
-from resolver.core.errors import UserError, unsafe_char
-from resolver.core.platforms import BY_NAME, DEFAULT_PLATFORM, PLATFORMS, PythonVersion
+from resolver.core.errors import UserError, shown, unsafe_char
+from resolver.core.platforms import (
+    BY_NAME,
+    DEFAULT_PLATFORM,
+    PLATFORMS,
+    PythonVersion,
+    python_option,
+)
 from resolver.io.bounded import SPEC_LIMIT, SPEC_MAX_NODES, load_yaml, read_text
 from resolver.solve import Request, Target, TargetGpu
 from resolver.solve.shapes import FleetMember
@@ -156,7 +162,6 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
 
     ``progress`` (the CLI's bars on a terminal) is told of a large node list's reading."""
     from resolver.db.gpunames import resolve_gpu  # the GPU table's own lookup
-    from resolver.host.interpreter import python_version
     from resolver.host.records import load_profile
     from resolver.solve.inputs import build_request
     from resolver.solve.target import describe_target, target_from_profile
@@ -173,12 +178,14 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     name = s.string(top["name"], "name")
     if not SAFE_NAME.match(name):  # `lock` writes environments/<name>/: never outside it
         raise s.fail("name", f"{name!r}: use letters, digits, '.', '_' and '-' (a folder name)")
-    try:
-        python = PythonVersion.parse(
-            python_version(s.string(top["python"], "python", version=True))
+    # a spec is committed with a repository: it names a version, never an interpreter to run
+    version = python_option(s.string(top["python"], "python", version=True))
+    if version is None:
+        raise s.fail(
+            "python",
+            f"{shown(top['python'])}: a Python version ('3.12', '3.13t'), never an interpreter",
         )
-    except UserError as exc:
-        raise s.fail("python", str(exc)) from None
+    python = PythonVersion.parse(version)
     packages = s.mapping(top.get("packages") or {}, "packages", PACKAGE_KEYS)
     torch_spec = s.string(packages["torch"], "packages.torch") if "torch" in packages else None
     companions = tuple(s.strings(packages.get("with") or [], "packages.with"))

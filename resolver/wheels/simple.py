@@ -124,8 +124,9 @@ def _html_link(page_url: str, attrs: dict[str, str | None]) -> Link:
 def _parse_json(body: bytes, url: str) -> list[Link]:
     try:
         doc = json.loads(body)
-    except ValueError as exc:
-        raise IndexFormatError(f"{url}: invalid JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # a server's words: nested past the stack
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise IndexFormatError(f"{url}: invalid JSON: {detail}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("meta"), dict):
         raise IndexFormatError(f"{url}: not a PEP 691 page (no 'meta')")
     if "projects" in doc:  # the root: project names

@@ -25,6 +25,7 @@ from typing import Any
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE, Platform, PythonVersion
 from resolver.core.versions import Driver, parse_cc
+from resolver.io.bounded import parse_json
 from resolver.solve import Target, TargetGpu
 
 KEY = "gpuresolve-inputs:"
@@ -85,8 +86,8 @@ def _split(name: str, text: str) -> tuple[str, dict[str, Any]] | None:
         if body.startswith(prefix) and body.endswith(end) and len(body) <= MAX_LINE:
             raw = body[len(prefix) : len(body) - len(end)] if end else body[len(prefix) :]
             try:
-                record = json.loads(raw)
-            except ValueError:
+                record = parse_json(raw, name, what="a record of inputs")
+            except UserError:  # not one of ours: as if there were none
                 return None
             if not isinstance(record, dict):
                 return None

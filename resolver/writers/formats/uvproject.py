@@ -324,8 +324,10 @@ def read_inputs(text: str) -> dict[str, Any] | None:
     raw = table.get("inputs") if isinstance(table, dict) else None
     if not isinstance(raw, str):
         return None
+    from resolver.io.bounded import parse_json
+
     try:
-        record = json.loads(str(raw))
-    except ValueError:
+        record = parse_json(str(raw), "pyproject.toml", what="a record of inputs")
+    except UserError:  # not one of ours: as if there were none
         return None
     return record if isinstance(record, dict) else None
