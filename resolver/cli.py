@@ -239,7 +239,7 @@ def _error(message: str, code: int, as_json: bool) -> int:
 def _run(argv: list[str] | None) -> int | str | None:
     """Run the CLI; the exit code (``sys.exit``'s argument) it ends with."""
     as_json = _wants_json(argv)
-    refused = _unknown_completion()
+    refused = _bad_completion()
     if refused is not None:
         return _error(f"error: {refused}", 2, as_json)
     try:
@@ -273,24 +273,34 @@ def _run(argv: list[str] | None) -> int | str | None:
 COMPLETE_ENV = "_GPURESOLVE_COMPLETE"  # what the completion script sets: SHELL_source|complete
 
 
-def _unknown_completion() -> str | None:
-    """The line refusing a completion request for a shell (or an instruction) Click has none
-    for, which Click itself answers with exit 1 and nothing said; None when there is none."""
+def _bad_completion() -> str | None:
+    """The line refusing a completion request Click cannot answer: a shell (or an instruction)
+    it has none for, which it answers with exit 1 and nothing said, or `_complete` without the
+    COMP_WORDS/COMP_CWORD the script sets beside it (a KeyError: exit 70); None when fine."""
     value = os.environ.get(COMPLETE_ENV)
     if not value:
         return None
     from click.shell_completion import get_completion_class
 
-    shell, _, instruction = value.partition("_")
-    if get_completion_class(shell) is not None and instruction in ("source", "complete"):
-        return None
     from resolver.core.errors import escaped, shown
 
-    return (
-        f"{COMPLETE_ENV}={escaped(shown(value, 40))}: no completion for that shell or "
-        "instruction (bash, zsh or fish, with _source or _complete; "
-        "`gpuresolve completion SHELL` prints the script)"
-    )
+    shell, _, instruction = value.partition("_")
+    if get_completion_class(shell) is None or instruction not in ("source", "complete"):
+        return (
+            f"{COMPLETE_ENV}={escaped(shown(value, 40))}: no completion for that shell or "
+            "instruction (bash, zsh or fish, with _source or _complete; "
+            "`gpuresolve completion SHELL` prints the script)"
+        )
+    cword = os.environ.get("COMP_CWORD")
+    number = cword is not None and cword.isascii() and cword.isdigit() and len(cword) <= 6
+    if instruction == "complete" and (
+        "COMP_WORDS" not in os.environ or not (number or (shell == "fish" and cword is not None))
+    ):  # fish's COMP_CWORD is the word being completed; the others' its index
+        return (
+            f"{COMPLETE_ENV}={escaped(shown(value, 40))}: COMP_WORDS and COMP_CWORD "
+            "(a number but for fish) are not set; the script `gpuresolve completion SHELL` prints sets them"
+        )
+    return None
 
 
 class Terminated(KeyboardInterrupt):
