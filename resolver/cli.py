@@ -298,7 +298,8 @@ def _bad_completion() -> str | None:
     ):  # fish's COMP_CWORD is the word being completed; the others' its index
         return (
             f"{COMPLETE_ENV}={escaped(shown(value, 40))}: COMP_WORDS and COMP_CWORD "
-            "(a number but for fish) are not set; the script `gpuresolve completion SHELL` prints sets them"
+            "(a number but for fish) are not set, as the script `gpuresolve completion SHELL` "
+            "prints sets them"
         )
     return None
 
