@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from resolver.core.errors import MALFORMED, DataError, UserError, malformed
+from resolver.core.errors import MALFORMED, DataError, UserError, escaped, malformed
 from resolver.db import cache as _cache
 from resolver.db import location as _location
 from resolver.db import snapshot as _snapshot
@@ -154,7 +154,7 @@ def _warn_ignored(directory: Path, reason: str) -> None:
         return
     _warned.add(str(directory))
     with contextlib.suppress(OSError, ValueError):  # stderr closed or full: still fall back
-        print(_location.ignored_warning(directory, reason), file=sys.stderr, flush=True)
+        print(escaped(_location.ignored_warning(directory, reason)), file=sys.stderr, flush=True)
 
 
 def _load_dir(directory: Path, overlay: Path | None = None) -> Catalog:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from resolver import __version__
-from resolver.core.errors import EXIT_INTERNAL, GpuresolveError, exit_code
+from resolver.core.errors import EXIT_INTERNAL, GpuresolveError, escaped, exit_code
 
 if TYPE_CHECKING:
     from resolver.core.documents.reports import ErrorDoc
@@ -95,7 +95,7 @@ def version_line() -> str:
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value and not ctx.resilient_parsing:
-        click.echo(version_line())
+        click.echo(escaped(version_line()))
         ctx.exit()
 
 
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(141)
     except OSError as exc:
         _silence_stdout()
-        click.echo(f"gpuresolve: error: {_os_error_text(exc)}", err=True)
+        click.echo(f"gpuresolve: error: {escaped(_os_error_text(exc))}", err=True)
         sys.exit(2)
     finally:
         _forget_caught_interrupt()
@@ -191,7 +191,7 @@ def entry() -> None:
     atexit._run_exitfuncs()
     if code is not None and not isinstance(code, int):  # sys.exit("text"): printed, status 1
         with suppress(OSError, ValueError, AttributeError):
-            print(code, file=sys.stderr)
+            print(escaped(code), file=sys.stderr)
         code = 1
     for stream in (sys.stdout, sys.stderr):
         with suppress(OSError, ValueError, AttributeError):
@@ -225,8 +225,10 @@ def _wants_json(argv: list[str] | None) -> bool:
 
 def _error(message: str, code: int, as_json: bool) -> int:
     """The error's one line on stderr; under --json also ``{"error": {"code", "message"}}`` on
-    stdout, so a pipeline reading stdout gets a JSON document whatever happened."""
-    click.echo(f"gpuresolve: {message}", err=True)
+    stdout, so a pipeline reading stdout gets a JSON document whatever happened. The line is
+    escaped by ``core.errors``' rule: a message quotes files, nodes and options (the JSON is
+    ASCII, its escapes JSON's)."""
+    click.echo(f"gpuresolve: {escaped(message)}", err=True)
     if as_json:
         import json
 

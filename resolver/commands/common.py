@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import click
 
 from resolver.commands.params import SAFE_TEXT, SafePath, check_url
+from resolver.commands.ui import echo
 from resolver.core.errors import UserError
 from resolver.flows.target import TargetOptions
 
@@ -39,7 +40,7 @@ def warn_lost(profile: HostProfile | None) -> None:
     if profile is not None and profile.lost_gpus:
         from resolver.host.detection import lost_note
 
-        click.echo(f"gpuresolve: warning: {lost_note(profile)}", err=True)
+        echo(f"gpuresolve: warning: {lost_note(profile)}", err=True)
 
 
 class RequestOptions(NamedTuple):

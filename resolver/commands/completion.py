@@ -14,6 +14,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from resolver.commands.config import standard_options
+from resolver.commands.ui import echo
 
 
 def _cc_text(cc: tuple[int, int]) -> str:
@@ -71,4 +72,4 @@ def completion(shell: str) -> None:
         raise RuntimeError(f"Click has no completion for {shell}")
     prog = root.info_name or "gpuresolve"
     script = cls(root.command, {}, prog, "_GPURESOLVE_COMPLETE").source()
-    click.echo(script)
+    echo(script)

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from resolver.commands.ui import echo
+
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
     from resolver.observe.confirm import Confirmation
@@ -54,7 +56,7 @@ def confirm_and_resolve(
         pypi_index=pip_default_index() if sel.pypi else None,
     )
     for line in outcome.lines:
-        click.echo(f"confirm: {line}", err=True)
+        echo(f"confirm: {line}", err=True)
     if outcome.status in ("confirmed", "contradicted"):
         catalog = catalog_mod.load().for_index(pytorch_index)
         decision = solve(catalog, target, request)

@@ -12,7 +12,7 @@ import click
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
 from resolver.commands.params import SafePath
-from resolver.commands.ui import note
+from resolver.commands.ui import echo, note
 
 if TYPE_CHECKING:
     from resolver.core.documents.reports import DbCheckDoc
@@ -62,12 +62,12 @@ def check(data_dir: str | None, as_json: bool) -> None:
         emit_json(doc)
         sys.exit(1 if problems else 0)
     for problem in problems:
-        click.echo(problem)
+        echo(problem)
     releases = len(cat.releases)
     if problems:
-        click.echo(f"{len(problems)} problem(s) in {cat.origin}", err=True)
+        echo(f"{len(problems)} problem(s) in {cat.origin}", err=True)
         sys.exit(1)
-    click.echo(
+    echo(
         f"ok: {cat.origin}: {releases} torch releases, {len(cat.toolkits)} CUDA toolkits, "
         f"{len(cat.gpus)} GPU models, {len(cat.sources)} sources"
     )
@@ -86,7 +86,7 @@ def show(data_dir: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(dbshow.show_json(cat))
     else:
-        click.echo(dbshow.show_text(cat))
+        echo(dbshow.show_text(cat))
 
 
 @db.command()
@@ -115,13 +115,13 @@ def reset(dry_run: bool, as_json: bool) -> None:
     else:
         verb = "would remove" if dry_run else "removed"
         for path in plan.remove:
-            click.echo(f"{verb} {path}")
+            echo(f"{verb} {path}")
         for path in plan.keep:
-            click.echo(f"kept {path} (not written by gpuresolve)")
+            echo(f"kept {path} (not written by gpuresolve)")
         if not plan.remove:
-            click.echo(f"nothing to remove (user database: {plan.data_dir})")
+            echo(f"nothing to remove (user database: {plan.data_dir})")
     for line in failed:
-        click.echo(f"gpuresolve: cannot remove {line}", err=True)
+        echo(f"gpuresolve: cannot remove {line}", err=True)
     forced = os.environ.get(location.DATA_ENV)
     if forced:
         note(f"{location.DATA_ENV}={forced} is still the database in use")

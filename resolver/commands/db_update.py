@@ -15,7 +15,7 @@ import click
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
 from resolver.commands.params import SafePath, Seconds, check_url
-from resolver.commands.ui import note, progress_allowed
+from resolver.commands.ui import echo, note, progress_allowed
 from resolver.dbupdate import DEFAULT_PYTORCH_INDEX, PYTORCH_INDEX_ENV
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def update(
             "--pypi-index): skipping which build it carries and the extension packages' "
             "releases there"
         )
-    click.echo(f"reading {pytorch_index.rstrip('/')}/ (database: {base})", err=True)
+    echo(f"reading {pytorch_index.rstrip('/')}/ (database: {base})", err=True)
     try:
         with Client(timeout=timeout) as fetcher:
             outcome = run_update(
@@ -143,7 +143,7 @@ def update(
                 dry_run=dry_run,
             )
     except (UpdateError, ReadError, IndexFormatError) as exc:
-        click.echo(f"gpuresolve: db update failed: {exc}; the database is unchanged", err=True)
+        echo(f"gpuresolve: db update failed: {exc}; the database is unchanged", err=True)
         if as_json:
             failed: DbUpdateFailed = {
                 "ok": False,
@@ -153,7 +153,7 @@ def update(
             }
             emit_json(failed)
         sys.exit(1)
-    click.echo(f"{outcome.requests} requests", err=True)
+    echo(f"{outcome.requests} requests", err=True)
     if as_json:
         done: DbUpdateDone = {
             "ok": True,
@@ -171,13 +171,13 @@ def update(
         emit_json(done)
         sys.exit(0)
     for line in outcome.summary.lines():
-        click.echo(line)
+        echo(line)
     if not outcome.summary.changed:
-        click.echo(f"the database is current ({base})")
+        echo(f"the database is current ({base})")
     elif dry_run:
-        click.echo(f"dry run: nothing written (would write {target})")
+        echo(f"dry run: nothing written (would write {target})")
     else:
-        click.echo(f"updated {target}")
+        echo(f"updated {target}")
         forced = os.environ.get(catalog_mod.DATA_ENV)
         if forced and not write_data:
             note(f"{catalog_mod.DATA_ENV}={forced} still overrides it")

@@ -12,7 +12,8 @@ import click
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
 from resolver.commands.params import SAFE_TEXT
-from resolver.commands.ui import MIB, byte_progress, progress_allowed, quiet
+from resolver.commands.ui import MIB, byte_progress, echo, progress_allowed, quiet
+from resolver.core.errors import escaped
 from resolver.flows.observe import (
     against_database,
     import_entries,
@@ -78,34 +79,34 @@ def inspect_wheel(
         data["contradicts"] = verdict
         emit_json(data)
         return
-    click.echo(report.file)
+    echo(report.file)
     git = f" (git {report.git_version[:12]})" if report.git_version else ""
-    click.echo(f"  version  {report.version}{git}")
-    click.echo(f"  CUDA     {report.cuda or 'none (a CPU build)'}")
+    echo(f"  version  {report.version}{git}")
+    echo(f"  CUDA     {report.cuda or 'none (a CPU build)'}")
     if report.cuda is not None:
-        click.echo(f"  SASS     {' '.join(report.sass) or 'none'}")
-        click.echo(f"  PTX      {' '.join(report.ptx) or 'none'}")
-        click.echo(f"           (from {report.arch_member})")
+        echo(f"  SASS     {' '.join(report.sass) or 'none'}")
+        echo(f"  PTX      {' '.join(report.ptx) or 'none'}")
+        echo(f"           (from {report.arch_member})")
     if report.cudnn or report.nccl:
-        click.echo(
+        echo(
             f"  pins     cuDNN {report.cudnn or '-'}, NCCL {report.nccl or '-'} "
             "(the wheel's Requires-Dist)"
         )
-    click.echo(f"  sha256   {report.sha256 or 'unknown (not given, whole file not read)'}")
+    echo(f"  sha256   {report.sha256 or 'unknown (not given, whole file not read)'}")
     share = f" ({report.bytes_read / report.size:.1%})" if report.size else ""
-    click.echo(f"  read     {report.bytes_read} of {report.size} bytes{share}")
+    echo(f"  read     {report.bytes_read} of {report.size} bytes{share}")
     if verdict is None:
-        click.echo("  database: no record of this build")
+        echo("  database: no record of this build")
     elif not verdict:
-        click.echo("  database: agrees")
+        echo("  database: agrees")
     for item in verdict or ():
         src = f" [{', '.join(item['source'])}]" if item.get("source") else ""
-        click.echo(
+        echo(
             f"  database: CONTRADICTION: {item['fact']} {item.get('note', '')}; "
             f"the database says {item['value']}{src}"
         )
     for line in report.notes if not quiet() else ():
-        click.echo(f"  note: {line}", err=True)
+        echo(f"  note: {line}", err=True)
 
 
 def _is_sha256(text: str) -> bool:
@@ -130,13 +131,13 @@ def update_read_wheels(
     pypi = None if no_pypi else (pypi_index or pip_default_index())
     if dry_run:
         todo, already = readwheels.plan(doc, observed)
-        click.echo(f"{len(todo)} build(s) without an observation ({already} observed):")
+        echo(f"{len(todo)} build(s) without an observation ({already} observed):")
         for build in todo:
             where = "default index" if build.pypi and pypi else "PyTorch index"
-            click.echo(f"  {build.label} ({where})")
-        click.echo(f"dry run: nothing read or written (would record into {target})")
+            echo(f"  {build.label} ({where})")
+        echo(f"dry run: nothing read or written (would record into {target})")
         return
-    click.echo(f"reading wheels for {base} (recording into {target})", err=True)
+    echo(f"reading wheels for {base} (recording into {target})", err=True)
     tty = progress_allowed()
     state: dict[str, Any] = {"label": "", "n": 0, "total": 0, "bytes": 0}
     last = [0.0]
@@ -147,7 +148,7 @@ def update_read_wheels(
             last[0] = now
             sys.stderr.write(
                 f"\r\033[K[{state['n']}/{state['total']}] {state['bytes'] / MIB:.1f} MiB  "
-                f"{state['label']}"[:120]
+                f"{escaped(state['label'])}"[:120]
             )
             sys.stderr.flush()
 
@@ -174,9 +175,9 @@ def update_read_wheels(
     if tty and last[0]:
         sys.stderr.write("\r\033[K")
     for line in summary.lines():
-        click.echo(line)
+        echo(line)
     if summary.offline:
-        click.echo("no wheel could be read: the indexes are unreachable", err=True)
+        echo("no wheel could be read: the indexes are unreachable", err=True)
         sys.exit(1)
 
 
@@ -193,15 +194,13 @@ def export_observations(file: str) -> None:
 
     doc = store.load(observations_file(None))
     if file == "-":
-        click.echo(doc.to_yaml(), nl=False)
+        echo(doc.to_yaml(), nl=False)
         return
     path = Path(file)
     if path.exists() and not store.written_by_us(path):
         raise UserError(f"{path}: exists and was not written by gpuresolve; not replacing it")
     store.save(path, doc)
-    click.echo(
-        f"wrote {len(doc.wheels)} wheel and {len(doc.runtime)} runtime observation(s) to {path}"
-    )
+    echo(f"wrote {len(doc.wheels)} wheel and {len(doc.runtime)} runtime observation(s) to {path}")
 
 
 @click.command("import")
@@ -221,9 +220,9 @@ def import_observations(file: str, dry_run: bool) -> None:
     target = observations_file(None)
     counts, lines = import_entries(incoming, target, file, dry_run)
     for line in lines:
-        click.echo(line)
+        echo(line)
     verb = "would import" if dry_run else "imported"
-    click.echo(
+    echo(
         f"{verb} {counts['added']} new observation(s) from {file} ({counts['same']} known, "
         f"{counts['differs']} differing from one already recorded (both kept), "
         f"{counts['refused']} refused) into {target}"

@@ -8,7 +8,7 @@ import click
 
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
-from resolver.commands.ui import note, warning
+from resolver.commands.ui import echo, note, warning
 
 if TYPE_CHECKING:
     from resolver.catalog import Catalog
@@ -90,7 +90,7 @@ def detect(as_json: bool) -> None:
     python = profile.python_full or profile.python
     glibc = f", glibc {profile.glibc}" if profile.glibc else ""
     wsl = " (WSL2: Windows driver)" if profile.wsl else ""
-    click.echo(f"platform: {profile.platform}{wsl}, Python {python}{glibc}")
+    echo(f"platform: {profile.platform}{wsl}, Python {python}{glibc}")
     if profile.driver:
         cuda = f", supports CUDA <= {profile.driver_cuda}" if profile.driver_cuda else ""
         origin = src.get("driver", "?")
@@ -101,11 +101,11 @@ def detect(as_json: bool) -> None:
         )
         if profile.driver_build_branch:
             named += f" (built from {profile.driver_build_branch} [nvml])"
-        click.echo(f"driver: {profile.driver}{named}{cuda} [{origin}]")
+        echo(f"driver: {profile.driver}{named}{cuda} [{origin}]")
     else:
-        click.echo("driver: none")
+        echo("driver: none")
     state = "gpu-outside-driver-window" if ignored else profile.state
-    click.echo(f"state: {state}")
+    echo(f"state: {state}")
     for gpu in profile.gpus:
         parts = [f"GPU {gpu.index}: {gpu.name or 'unknown model'}"]
         if gpu.cc:
@@ -116,14 +116,14 @@ def detect(as_json: bool) -> None:
             parts.append(f"PCI {gpu.pci_device_id}")
         if gpu.mig:
             parts.append(f"MIG {gpu.mig}")
-        click.echo(", ".join(parts))
+        echo(", ".join(parts))
     for lost in profile.lost_gpus:
-        click.echo(f"GPU ?: lost, PCI bus {lost.pci_bus_id} ({lost.source}: {lost.error})")
+        echo(f"GPU ?: lost, PCI bus {lost.pci_bus_id} ({lost.source}: {lost.error})")
     if profile.lost_gpus:
         warning(lost_note(profile))
     line = _topology_line(topo)
     if line:
-        click.echo(f"topology: {line}")
+        echo(f"topology: {line}")
     for message in profile.messages:
         note(message)
 

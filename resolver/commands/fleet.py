@@ -9,6 +9,7 @@ import click
 
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
+from resolver.commands.ui import echo
 
 
 @click.group()
@@ -43,18 +44,22 @@ def report(paths: tuple[str, ...], as_json: bool, expect: str | None, output: st
     Exit 0 when every node passes (warnings allowed), 1 when a node fails, disagrees or is
     missing, 2 on bad input.
     """
-    from resolver.io.atomic import atomic_write
-    from resolver.team.fleet_report import build_report, read_plan, render_markdown
-    from resolver.team.fleet_results import read_results
+    from resolver.io.atomic import output_path, write_output
+    from resolver.team.fleet_report import PLAN_FILE, build_report, read_plan, render_markdown
+    from resolver.team.fleet_results import read_files, result_files
 
-    results = read_results(list(paths))
+    files = result_files(list(paths))
+    inputs = [*files, *([Path(expect) / PLAN_FILE] if expect else [])]
+    if output:  # refused before the work: a FIFO, a folder, one of the results read
+        output_path(Path(output), inputs)
+    results = read_files(files)
     expected = read_plan(Path(expect)) if expect else None
     done = build_report(results, expected)
     text = render_markdown(done)
     if output:
-        atomic_write(Path(output), text)
+        write_output(Path(output), text, inputs)
     if as_json:
         emit_json(done.to_json())
     else:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
     sys.exit(1 if done.status == "fail" else 0)

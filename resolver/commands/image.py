@@ -10,7 +10,7 @@ import click
 from resolver.commands.common import TargetOptions, target_options, warn_lost
 from resolver.commands.config import source_of, standard_options
 from resolver.commands.emit import emit_json
-from resolver.commands.ui import note
+from resolver.commands.ui import echo, note
 
 if TYPE_CHECKING:
     from resolver.core.documents.decision import ImageDoc
@@ -76,7 +76,7 @@ def image(
         if profile is not None:
             for message in profile.messages:
                 note(message)
-        click.echo(report_text(report))
+        echo(report_text(report))
     sys.exit(0 if report.runs else 1)
 
 

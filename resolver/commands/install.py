@@ -20,7 +20,7 @@ from resolver.commands.common import (
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
 from resolver.commands.params import SafePath
-from resolver.commands.ui import note, warnings
+from resolver.commands.ui import echo, note, warnings
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
 from resolver.flows import install as flow
@@ -109,7 +109,7 @@ def install(
             if note:
                 say(note)
             for warning in warnings:
-                click.echo(f"gpuresolve: warning: {warning}", err=True)
+                echo(f"gpuresolve: warning: {warning}", err=True)
             plan, staged = flow.lock_plan(
                 lock_file, here, env, tools, installer, pytorch_index, say
             )
@@ -133,7 +133,7 @@ def install(
             elif staged:
                 say(f"(the copy {staged} is kept for the command below)")
             for step in plan.steps:
-                click.echo(step.command)
+                echo(step.command)
             staged = None  # the command names it: keep it
             sys.exit(0)
         _execute(plan, plan_json if as_json else None)
@@ -145,18 +145,18 @@ def install(
             outcome: InstalledJson = {"installed": True, "verify": None}
             emit_json({"ok": True, "dry_run": False, "plan": plan_json, "outcome": outcome})
             sys.exit(0)
-        click.echo("installed (not verified: --no-verify)")
+        echo("installed (not verified: --no-verify)")
         sys.exit(0)
     if as_json:
         code, report, said = flow.run_verify_json(env.python, lock_file)
-        sys.stderr.write(said)
+        echo(said, err=True, nl=False)
         verified: InstalledJson = {
             "installed": True,
             "verify": {"exit_code": code, "report": report},
         }
         emit_json({"ok": code == 0, "dry_run": False, "plan": plan_json, "outcome": verified})
         sys.exit(code)
-    click.echo(
+    echo(
         f"verifying: gpuresolve verify --python {env.python}"
         + (f" --lock {lock_file}" if lock_file else "")
     )
@@ -168,10 +168,10 @@ def _sayer(dry_run: bool, as_json: bool = False) -> Callable[[str], None]:
     """Explanations: plain lines, or shell comments in a dry run (its output pastes whole);
     with --json on stderr, so stdout is the JSON document alone."""
     if as_json:
-        return lambda text: click.echo(text, err=True)
+        return lambda text: echo(text, err=True)
     if not dry_run:
         return click.echo
-    return lambda text: click.echo("\n".join(f"# {line}" for line in text.splitlines()))
+    return lambda text: echo("\n".join(f"# {line}" for line in text.splitlines()))
 
 
 def _decision_plan(
@@ -219,18 +219,18 @@ def _execute(plan: Plan, plan_json: PlanJson | None = None) -> None:
     as JSON on stdout too.
     """
     as_json = plan_json is not None
-    failed = flow.execute(plan, lambda line: click.echo(line, err=as_json), _FAIL_TAIL)
+    failed = flow.execute(plan, lambda line: echo(line, err=as_json), _FAIL_TAIL)
     if failed is None:
         return
-    click.echo(
+    echo(
         f"gpuresolve: {failed.purpose} step failed (exit status {failed.returncode}); "
         "the installer's last lines:",
         err=True,
     )
     for line in failed.tail:
-        click.echo(f"  | {line}", err=True)
+        echo(f"  | {line}", err=True)
     before = " after the removal step succeeded" if failed.done else ""
-    click.echo(
+    echo(
         f"gpuresolve: the environment is as the installer left it{before} (nothing was "
         "rolled back); fix the cause and run `gpuresolve install` again",
         err=True,

@@ -22,7 +22,7 @@ from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.commands.lock_output import say_single, say_unmet, write_or_check
 from resolver.commands.lock_team import IMAGE_OPTION, lock_team, refuse_team_flags
 from resolver.commands.params import SafePath, check_channel, check_url
-from resolver.commands.ui import level, step
+from resolver.commands.ui import echo, level, step
 from resolver.core.errors import UserError, shown
 from resolver.flows.lock import (
     default_index_choice,
@@ -206,7 +206,7 @@ def lock(
         machine, profile = target.resolve(catalog, python=recorded_python)
         warn_lost(profile)
         if not (target.python or target.host_file) and recorded_python is None and target.given():
-            click.echo(
+            echo(
                 f"gpuresolve: no --python given: the lock assumes Python {machine.python} "
                 "(this interpreter's) and records it; pass --python to choose",
                 err=True,
@@ -224,7 +224,7 @@ def lock(
         if effective.target_flags and rec is not None and not lock_inputs.same_target(machine, rec):
             overrides.extend(effective.target_flags)
         if overrides:
-            click.echo(
+            echo(
                 f"gpuresolve: {', '.join(overrides)} from the command line override the "
                 f"inputs recorded in {where}",
                 err=True,

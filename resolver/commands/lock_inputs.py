@@ -8,7 +8,6 @@ environment variable) overrides its recorded value, and the command says so.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -16,8 +15,8 @@ from typing import Any
 import click
 
 from resolver.commands.common import RequestOptions, TargetOptions
-from resolver.commands.ui import quiet
-from resolver.core.errors import UserError, escaped
+from resolver.commands.ui import echo, quiet
+from resolver.core.errors import UserError, escaped, unsafe_char
 from resolver.core.platforms import PythonVersion
 from resolver.host.pipconfig import PipIndex
 from resolver.solve import Target
@@ -181,7 +180,7 @@ def as_option(ctx: click.Context, where: str, name: str, value: Any) -> Any:
     else:
         strings = [value]
     if not all(isinstance(v, str) for v in strings) or any(
-        unicodedata.category(c).startswith("C") for v in strings for c in v
+        unsafe_char(v) is not None for v in strings
     ):
         raise UserError(
             f"{where}: the recorded {_flag(name)} is not one the option takes; rerun "
@@ -214,10 +213,10 @@ def say_index(found: PipIndex, *, verbose: bool, used: bool) -> None:
             else "the installer's own default index (none is set by --default-index, "
             "GPURESOLVE_DEFAULT_INDEX or pip's configuration)"
         )
-        click.echo(f"gpuresolve: packages outside the PyTorch index: {where}", err=True)
-        click.echo(f"gpuresolve: {described()}", err=True)
+        echo(f"gpuresolve: packages outside the PyTorch index: {where}", err=True)
+        echo(f"gpuresolve: {described()}", err=True)
     if found.ignored and (used or verbose) and not quiet():
-        click.echo(
+        echo(
             f"gpuresolve: note: pip's {' and '.join(found.ignored)} are not carried into a lock "
             "(a lock names every index it uses)",
             err=True,

@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-import click
-
 from resolver import render
 from resolver.catalog import Catalog
 from resolver.commands.emit import emit_json
+from resolver.commands.ui import echo
 from resolver.flows.lock import Single
 from resolver.flows.output import Checked, FileStatus, OutputFolder
 from resolver.writers import lockfiles
@@ -84,16 +83,16 @@ def write_or_check(
 
 def say_checked(found: Checked, directory: Path, count: int, as_json: bool) -> None:
     if found.diff and not as_json:
-        sys.stdout.write(found.diff)
+        echo(found.diff, nl=False)
     for line in found.messages:
-        click.echo(f"gpuresolve: {line}", err=True)
+        echo(f"gpuresolve: {line}", err=True)
     if found.ok and not as_json:
-        click.echo(f"all current: {count} file(s) in {directory}")
+        echo(f"all current: {count} file(s) in {directory}")
 
 
 def say_written(files: Sequence[FileStatus], as_json: bool) -> None:
     for f in files if not as_json else ():
-        click.echo(f"{'wrote' if f.status == 'written' else f.status} {f.path}")
+        echo(f"{'wrote' if f.status == 'written' else f.status} {f.path}")
 
 
 def say_unmet(
@@ -111,10 +110,10 @@ def say_unmet(
         emit_json(doc)
         sys.exit(1)
     if unmet is single.lock_input.conda_decision:
-        click.echo("conda-forge has no build that runs on this target (nothing written)")
+        echo("conda-forge has no build that runs on this target (nothing written)")
     else:
-        click.echo("nothing written:")
-    click.echo(render.decision_text(catalog, unmet, options.pytorch_index))
+        echo("nothing written:")
+    echo(render.decision_text(catalog, unmet, options.pytorch_index))
     sys.exit(1)
 
 
@@ -157,8 +156,8 @@ def say_single(
     if check:
         sys.exit(0 if ok else 1)
     if sel is not None and options.needs_wheels:
-        click.echo(f"build: {render.describe_build(sel)}")
+        echo(f"build: {render.describe_build(sel)}")
     conda_sel = lock_input.conda_decision.selection if lock_input.conda_decision else None
     if conda_sel is not None:
-        click.echo(f"conda-forge build: {render.describe_build(conda_sel)}")
+        echo(f"conda-forge build: {render.describe_build(conda_sel)}")
     sys.exit(0)

@@ -16,7 +16,7 @@ from resolver import render
 from resolver.commands import lock_inputs
 from resolver.commands.emit import emit_json
 from resolver.commands.lock_output import say_written, write_or_check
-from resolver.commands.ui import progress_bars
+from resolver.commands.ui import echo, progress_bars
 from resolver.core.errors import UserError
 from resolver.flows.lock import closure_choice, run_team
 from resolver.flows.output import FileStatus, owned_names
@@ -96,13 +96,13 @@ def lock_team(
     spec, team, options, folder = run.spec, run.team, run.options, run.folder
     directory = folder.directory
     if split is not None and split != (spec.split == "true") and spec.split != "auto":
-        click.echo(
+        echo(
             f"gpuresolve: {'--split' if split else '--no-split'} overrides the spec's "
             f"split: {spec.split}",
             err=True,
         )
     if team.auto_split:
-        click.echo(
+        echo(
             f"{spec.name}: no set runs on every target, so the lock is split into "
             f"{len(team.groups)} groups (split: auto; `split: false` in the spec refuses instead)",
             err=True,
@@ -115,11 +115,11 @@ def lock_team(
             picks = "; ".join(
                 f"{c.folder}: {render.describe_build(c.candidate)}" for c in decision.choices
             )
-            click.echo(f"{spec.name}{where}: {picks}")
+            echo(f"{spec.name}{where}: {picks}")
         else:
-            click.echo(f"{spec.name}{where}: no set runs on every target")
+            echo(f"{spec.name}{where}: no set runs on every target")
             for conflict in decision.conflicts:
-                click.echo(f"  {conflict}")
+                echo(f"  {conflict}")
     groups_json: list[TeamGroupJson] = [
         {
             "label": label or None,
@@ -144,19 +144,19 @@ def lock_team(
             emit_json(refused)
             sys.exit(1)
         hint = "" if split else "; --split writes one set per group of targets"
-        click.echo(f"nothing written{hint} (see the reasons above)", err=True)
+        echo(f"nothing written{hint} (see the reasons above)", err=True)
         sys.exit(1)
     gone = run.gone
     for item in run.stale:
         if not item.removable:
-            click.echo(
+            echo(
                 f"gpuresolve: kept {directory / item.name}: no longer generated, but "
                 f"{item.why_kept}; remove it yourself if it is not needed",
                 err=True,
             )
     if gone and check:
         removed = [FileStatus(directory / n, n, "removed").check_json() for n in gone]
-        click.echo(f"gpuresolve: {spec.name}: no longer generated: {', '.join(gone)}", err=True)
+        echo(f"gpuresolve: {spec.name}: no longer generated: {', '.join(gone)}", err=True)
         if as_json:
             drift: LockCheckTeamDoc = {
                 "ok": False,
@@ -191,7 +191,7 @@ def lock_team(
     replaced = folder.replace(team.files, spec.path.name, owned_names())
     say_written([f for f in replaced.files if f.status != "removed"], as_json)
     for path in replaced.removed if not as_json else ():
-        click.echo(f"removed {path}")
+        echo(f"removed {path}")
     if as_json:
         written: LockTeamDoc = {
             "ok": True,

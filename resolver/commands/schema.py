@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from resolver.commands.config import standard_options
+from resolver.commands.ui import echo
 
 
 @click.command()
@@ -24,7 +25,7 @@ def schema(name: str | None, list_: bool) -> None:
         raise UserError("name one schema, or --list (see `gpuresolve schema --help`)")
     if list_:
         for known in schemas.NAMES:
-            click.echo(known)
+            echo(known)
         return
     assert name is not None
-    click.echo(schemas.text(name), nl=False)
+    echo(schemas.text(name), nl=False)

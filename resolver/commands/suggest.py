@@ -17,7 +17,7 @@ from resolver.commands.common import (
 from resolver.commands.config import standard_options
 from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.commands.emit import emit_json
-from resolver.commands.ui import debug, level, note, warning
+from resolver.commands.ui import debug, echo, level, note, warning
 
 if TYPE_CHECKING:
     from resolver.core.documents.decision import SuggestDoc
@@ -72,7 +72,7 @@ def suggest(
         from resolver.solve.explain import explain
 
         text, fits = explain(catalog, decision, explain_build)
-        click.echo(text)
+        echo(text)
         sys.exit(0 if fits else 1)
     if as_json:
         # the decision, and the keys only suggest adds (checked on the writes below)
@@ -86,7 +86,7 @@ def suggest(
             for message in profile.messages:
                 note(message)
         detail = level() >= 1
-        click.echo(render.decision_text(catalog, decision, pytorch_index, detail=detail))
+        echo(render.decision_text(catalog, decision, pytorch_index, detail=detail))
         for line in decision.selection.warnings if decision.selection else ():
             warning(line)
     sys.exit(0 if decision.selection is not None else 1)

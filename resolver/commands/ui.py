@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 
 import click
 
+from resolver.core.errors import escaped_lines
+
 F = TypeVar("F", bound=Callable[..., Any])
 _META = "gpuresolve.verbosity"  # in the root context's meta: -1 quiet, 0, 1 (-v), 2 (-vv)
 PROGRESS_AFTER = 1.0  # seconds: a step shorter than this shows nothing
@@ -50,21 +52,29 @@ def quiet() -> bool:
     return level() < 0
 
 
+def echo(message: str = "", err: bool = False, nl: bool = True) -> None:
+    """The one way a command prints text (its answer, notes, diffs, errors it says itself): every
+    line escaped by ``core.errors``' rule, so text from files, nodes, the verified environment or
+    the network never reaches the terminal raw (a lock line's escape sequences, a node's bidi
+    override); tests/test_architecture.py holds every other module to it."""
+    click.echo(escaped_lines(message), err=err, nl=nl)
+
+
 def note(message: str) -> None:
     """A note on stderr, unless -q; shaped to name only options this command has."""
     if not quiet():
-        click.echo(f"note: {fit_options(message)}", err=True)
+        echo(f"note: {fit_options(message)}", err=True)
 
 
 def warning(message: str) -> None:
     """A warning on stderr: a result the user should look at; -q keeps it."""
-    click.echo(f"warning: {fit_options(message)}", err=True)
+    echo(f"warning: {fit_options(message)}", err=True)
 
 
 def debug(message: str) -> None:
     """A debug note on stderr under -vv: where a fact came from, what was tried."""
     if level() >= 2:
-        click.echo(f"debug: {message}", err=True)
+        echo(f"debug: {message}", err=True)
 
 
 # --- no advice naming an option the command lacks -----------------------------------------------

@@ -11,7 +11,7 @@ import click
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
 from resolver.commands.params import SAFE_TEXT, Seconds
-from resolver.commands.ui import note
+from resolver.commands.ui import echo, note
 from resolver.commands.verify_text import report_text
 from resolver.flows import verify as verify_flow
 
@@ -159,7 +159,7 @@ def verify(
         verify_flow.identify(data, lock_file)
         emit_json(data)
     else:
-        click.echo(report_text(interpreter, run, results, bench, benchmark, state))
+        echo(report_text(interpreter, run, results, bench, benchmark, state))
         for line in recorded.lines if recorded else ():
             note(line)
     sys.exit(1 if status == result.FAIL else 0)

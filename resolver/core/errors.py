@@ -53,33 +53,47 @@ def exit_code(exc: GpuresolveError) -> int:
 
 
 def shown(value: object, limit: int = 60) -> str:
-    """A user's value quoted for a one-line message, cut when long (a 5,000-digit "version")."""
-    text = repr(value)
+    """A user's value quoted for a one-line message, cut when long (a 5,000-digit "version").
+
+    Text is quoted as ``repr`` quotes it, but escaped by :func:`escaped` (the one rule), not by
+    ``repr``'s own."""
+    if isinstance(value, str):
+        quote = '"' if "'" in value and '"' not in value else "'"
+        text = f"{quote}{escaped(value)}{quote}"
+    else:
+        text = escaped(repr(value))
     return text if len(text) <= limit else f"{text[: limit - 4]}...{text[-1]}"
 
 
-def unsafe_char(text: str) -> str | None:
-    """The first character of ``text`` that must not reach a terminal or a file raw, if any.
+# --- the one control-character rule --------------------------------------------------------------
+#
+# Everything gpuresolve prints passes through :func:`escaped` (``commands.ui.echo`` and the CLI's
+# error line call it; tests/test_architecture.py fails on a second copy of the rule). Unsafe:
+# every control and format character (Unicode Cc and Cf: C0 controls with tab, newline and CR,
+# DEL, C1 controls with U+0085, the bidi embeddings and overrides U+202A-202E and isolates
+# U+2066-2069, U+200E/200F marks, zero-width ones, the soft hyphen), line and paragraph
+# separators (U+2028, U+2029), surrogates, private-use and unassigned characters: they can move
+# the cursor, retitle or clear a terminal, or reorder and hide text a reviewer reads. Each is
+# written as Python writes it (``\x1b``, ``\x85``, ``\u202e``); a backslash is left as it is,
+# so a Windows path reads as written (the escapes are for a person, not to be parsed back).
 
-    That is every control and format character (Unicode Cc and Cf: ESC, BEL, NUL, newlines, the
-    bidi overrides U+202A-202E and isolates U+2066-2069, U+200E/200F marks, zero-width ones),
-    line and paragraph separators, surrogates and private-use characters: they can rewrite what
-    a terminal shows or hide text in a lock file a reviewer reads.
-    """
-    if text.isascii() and text.isprintable():  # the common case: space to tilde, all safe
-        return None
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def _unsafe(ch: str) -> bool:
+    if ch.isascii():
+        return ch < " " or ch == "\x7f"
     import unicodedata
 
-    for ch in text:
-        if ch.isascii():
-            if ch < " " or ch == "\x7f":
-                return ch
-        elif unicodedata.category(ch) in _UNSAFE_CATEGORIES:
-            return ch
-    return None
+    return unicodedata.category(ch) in _UNSAFE_CATEGORIES
 
 
-_UNSAFE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+def unsafe_char(text: str) -> str | None:
+    """The first character of ``text`` that must not reach a terminal or a file raw, if any
+    (the rule above)."""
+    if text.isascii() and text.isprintable():  # the common case: space to tilde, all safe
+        return None
+    return next((ch for ch in text if _unsafe(ch)), None)
 
 
 def plain_text(value: str, what: str) -> str:
@@ -93,17 +107,22 @@ def plain_text(value: str, what: str) -> str:
     return value
 
 
-def escaped(text: str) -> str:
-    """``text`` with each :func:`unsafe_char` written as a visible escape (``\\x1b``, ``\\u202e``).
+def escaped(text: str, keep: str = "") -> str:
+    """``text`` with each :func:`unsafe_char` but those in ``keep`` written as a visible escape
+    (``\\x1b``, ``\\u202e``).
 
-    The rule for what probes print (nvidia-smi, NVML): kept, but never raw.
-    """
-    if unsafe_char(text) is None:
+    The rule for output: kept, but never raw. ``keep="\\n"`` (:func:`escaped_lines`) keeps the
+    lines of a multi-line text (a diff, a report) and escapes everything else in them."""
+    if text.isascii() and text.isprintable():
         return text
-    out = []
-    for ch in text:
-        if unsafe_char(ch) is None:
-            out.append(ch)
-        else:
-            out.append(ch.encode("unicode_escape").decode("ascii"))
-    return "".join(out)
+    table = {
+        ord(ch): ch.encode("unicode_escape").decode("ascii")
+        for ch in set(text)
+        if ch not in keep and _unsafe(ch)
+    }
+    return text.translate(table) if table else text
+
+
+def escaped_lines(text: str) -> str:
+    """``text`` escaped by the rule, its ``\\n`` line breaks kept (and only those)."""
+    return escaped(text, keep="\n")

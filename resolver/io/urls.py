@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from resolver.core.errors import UserError
+from resolver.core.errors import UserError, shown
 
 MAX_URL = 2048
 _BAD_CHARS = re.compile(r"[\s\x00-\x1f\x7f\"'<>\\^`{|}]")
@@ -62,5 +62,4 @@ def channel(value: str, what: str) -> str:
 
 def _shown(url: str) -> str:
     """The value as it can be shown in one line of an error message."""
-    text = url.encode("unicode_escape").decode("ascii")
-    return "'" + (text if len(text) <= 80 else f"{text[:77]}...") + "'"
+    return shown(url, 82)

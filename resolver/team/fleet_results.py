@@ -59,6 +59,11 @@ class Result:
 
 def read_results(paths: list[str]) -> list[Result]:
     """Every verify result under ``paths`` (files or folders, in the order given)."""
+    return read_files(result_files(paths))
+
+
+def result_files(paths: list[str]) -> list[Path]:
+    """The files ``read_results`` reads: each file given, each result file of a folder."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -75,6 +80,11 @@ def read_results(paths: list[str]) -> list[Result]:
             raise UserError(f"{raw}: no such file or folder")
         if len(files) > MAX_FILES:
             raise UserError(f"more than {MAX_FILES} result files")
+    return files
+
+
+def read_files(files: list[Path]) -> list[Result]:
+    """The verify results of ``files``, in order."""
     out: list[Result] = []
     for path in files:
         out.extend(read_file(path))

@@ -11,7 +11,6 @@ Three outcomes, so CI fails only for a reason a person must act on:
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Final, Literal
 
 from packaging.version import InvalidVersion, Version
 
+from resolver.core.errors import escaped
 from resolver.writers import recorded
 from resolver.writers.outputs import diff_text, read_current
 
@@ -132,11 +132,11 @@ def compare(directory: Path, files: Mapping[str, str]) -> CheckResult:
 
 
 def _shown(value: object) -> str:
-    """A recorded value as one short line for the terminal (no control or bidi character)."""
+    """A recorded value as one short line for the terminal (escaped by the one rule)."""
     if value is None:
         return "none"
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    text = "".join("?" if unicodedata.category(c).startswith("C") else c for c in text)
+    text = escaped(text)
     return text if len(text) <= 120 else text[:117] + "..."
 
 

@@ -16,12 +16,11 @@ import errno
 import os
 import secrets
 import stat
-import unicodedata
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
-from resolver.core.errors import UserError
+from resolver.core.errors import UserError, shown, unsafe_char
 from resolver.io.atomic import umask_mode
 
 READ_LIMIT = 16 * 1024 * 1024  # a lock file with hashes for a large closure is a few MB
@@ -32,20 +31,20 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 
 def parts(name: str, where: str = "") -> tuple[str, ...]:
     """The components of a relative file name gpuresolve may write; one line when it is not one
-    (absolute, ``..``, a backslash, a NUL or another control/format character, too deep)."""
+    (absolute, ``..``, a backslash, a character ``core.errors.unsafe_char`` names, too deep)."""
     pure = PurePosixPath(name)
     bad = (
         not name
         or len(name) > 1024
         or pure.is_absolute()
         or "\\" in name
-        or any(unicodedata.category(c).startswith("C") for c in name)
+        or unsafe_char(name) is not None
         or any(p in ("", ".", "..") for p in name.split("/"))
         or len(pure.parts) > MAX_DEPTH
     )
     if bad:
         raise UserError(
-            f"{where or 'a file name'}: {ascii(name)[:120]} is not a file name gpuresolve writes"
+            f"{where or 'a file name'}: {shown(name, 120)} is not a file name gpuresolve writes"
         )
     return pure.parts
 
@@ -137,8 +136,8 @@ def diff_text(name: str, old: str | None, text: str) -> str:
         return ""
     out = list(
         difflib.unified_diff(
-            (old or "").splitlines(keepends=True),
-            text.splitlines(keepends=True),
+            _lines(old or ""),
+            _lines(text),
             fromfile=f"a/{name}" if old is not None else "/dev/null",
             tofile=f"b/{name}",
         )
@@ -146,6 +145,15 @@ def diff_text(name: str, old: str | None, text: str) -> str:
     if out and not out[-1].endswith("\n"):
         out[-1] += "\n\\ No newline at end of file\n"
     return "".join(out)
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines as a lock file's readers and ``git diff`` see them: ended by ``\\n``
+    only (``splitlines`` also breaks at U+2028, U+0085, a form feed...: a hand-edited line would
+    show as several, its break characters raw at their ends instead of escaped by the printer)."""
+    lines = text.split("\n")
+    out = [line + "\n" for line in lines[:-1]]
+    return out + [lines[-1]] if lines[-1] else out
 
 
 def preflight(directory: Path, names: list[str]) -> None:

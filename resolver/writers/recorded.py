@@ -17,12 +17,11 @@ import hashlib
 import itertools
 import json
 import re
-import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from resolver.core.errors import UserError
+from resolver.core.errors import UserError, unsafe_char
 from resolver.core.platforms import PYTHON_RE, Platform, PythonVersion
 from resolver.core.versions import Driver, parse_cc
 from resolver.io.bounded import parse_json
@@ -208,7 +207,7 @@ def _text(value: Any) -> str:
     character (they would reach the terminal and the files another tool reads)."""
     if not isinstance(value, str) or len(value) > 200:
         raise ValueError("not a short string")
-    if any(unicodedata.category(c).startswith("C") for c in value):
+    if unsafe_char(value) is not None:
         raise ValueError("a control character")
     return value
 
