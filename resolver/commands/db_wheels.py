@@ -147,7 +147,7 @@ def update_read_wheels(
         if tty and (force or now - last[0] >= 0.1):
             last[0] = now
             sys.stderr.write(
-                f"\r\033[K[{state['n']}/{state['total']}] {state['bytes'] / MIB:.1f} MiB  "
+                f"\r\033[K[{state['n']:d}/{state['total']:d}] {state['bytes'] / MIB:.1f} MiB  "
                 f"{escaped(state['label'])}"[:120]
             )
             sys.stderr.flush()

@@ -239,7 +239,7 @@ def lock(
     lock_opts["default_index"] = options.default_index if used else None  # an input where used
     lock_opts["top_level"], lock_opts["hashes"] = options.top_level, options.with_hashes
     record = lock_inputs.inputs_record(request, wanted, lock_opts)
-    folder = OutputFolder(directory)
+    folder = OutputFolder(directory, [Path(target.host_file)] if target.host_file else [])
     with step("resolving the lock files"):  # the closures (uv), conda solves
         files = single_files(catalog, single, options, record, folder)
     statuses = write_or_check(folder, files, check, "", catalog.updated, as_json)

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import click
 
-from resolver.core.errors import escaped_lines
+from resolver.core.errors import escaped, escaped_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 _META = "gpuresolve.verbosity"  # in the root context's meta: -1 quiet, 0, 1 (-v), 2 (-vv)
@@ -56,8 +56,9 @@ def echo(message: str = "", err: bool = False, nl: bool = True) -> None:
     """The one way a command prints text (its answer, notes, diffs, errors it says itself): every
     line escaped by ``core.errors``' rule, so text from files, nodes, the verified environment or
     the network never reaches the terminal raw (a lock line's escape sequences, a node's bidi
-    override); tests/test_architecture.py holds every other module to it."""
-    click.echo(escaped_lines(message), err=err, nl=nl)
+    override); tests/test_output_escape.py holds every other module to it. Written to Python's
+    own stream (not click's choice of one), whose encoding escapes what it lacks (cli.py)."""
+    click.echo(escaped_lines(message), file=sys.stderr if err else sys.stdout, nl=nl)
 
 
 def note(message: str) -> None:
@@ -146,7 +147,7 @@ def step(label: str) -> Iterator[None]:
             return
         while not done.is_set():
             shown[0] = True
-            sys.stderr.write(f"\r{label}… {time.monotonic() - start:.0f}s\033[K")
+            sys.stderr.write(f"\r{escaped(label)}… {time.monotonic() - start:.0f}s\033[K")
             sys.stderr.flush()
             done.wait(0.25)
 
@@ -193,7 +194,7 @@ def byte_progress(label: str) -> tuple[Callable[[int], None] | None, Callable[[]
         now = time.monotonic()
         if now - last[0] >= 0.1:
             last[0] = now
-            sys.stderr.write(f"\r{label}: {n / MIB:.1f} MiB read")
+            sys.stderr.write(f"\r{escaped(label)}: {n / MIB:.1f} MiB read")
             sys.stderr.flush()
 
     def done() -> None:

@@ -127,7 +127,8 @@ def run_team(
     options = replace(options, conda_source=spec.conda_source)
     if on_spec is not None:
         options = on_spec(spec, options)
-    folder = OutputFolder(Path(output) if output else default_output(spec))
+    sources = [spec.path.parent / m.source for m in spec.members if m.source != "described"]
+    folder = OutputFolder(Path(output) if output else default_output(spec), [spec.path, *sources])
     directory = folder.directory
     if check and not (directory / "report.md").is_file():
         raise UserError(

@@ -94,8 +94,9 @@ class Replaced:
 class OutputFolder:
     """The folder a lock writes, read and written under one no-follow policy."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, inputs: Iterable[Path] = ()) -> None:
         self.directory = directory
+        self.inputs = tuple(inputs)  # the files the lock is made from: never written over
 
     def read(
         self, name: str, limit: int = outputs.READ_LIMIT, what: str = "a lock file"
@@ -154,7 +155,7 @@ class OutputFolder:
     def write(self, files: Mapping[str, str]) -> tuple[FileStatus, ...]:
         """Write every changed file of ``files``, all or nothing; each file's status."""
         changed = {n for n in files if lockfiles.diff_files(self.directory, {n: files[n]})}
-        lockfiles.write_files(self.directory, dict(files), check=False)
+        lockfiles.write_files(self.directory, dict(files), check=False, inputs=self.inputs)
         return tuple(
             FileStatus(self.directory / n, n, "written" if n in changed else "unchanged")
             for n in files
@@ -188,7 +189,9 @@ class OutputFolder:
                     self.directory, item.name, recorded[item.name], spec, ours
                 )
         owned = manifest.owned(dict(files), not_ours=not_ours)
-        lockfiles.write_files(self.directory, {manifest.MANIFEST: owned}, check=False)
+        lockfiles.write_files(
+            self.directory, {manifest.MANIFEST: owned}, check=False, inputs=self.inputs
+        )
         gone = tuple(
             FileStatus(self.directory / s.name, s.name, "removed") for s in stale if s.removable
         )

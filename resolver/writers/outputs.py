@@ -16,12 +16,12 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
 from resolver.core.errors import UserError, shown, unsafe_char
-from resolver.io.atomic import umask_mode
+from resolver.io.atomic import refuse_input, umask_mode
 
 READ_LIMIT = 16 * 1024 * 1024  # a lock file with hashes for a large closure is a few MB
 MAX_DEPTH = 3  # group/platform/file: gpuresolve writes nothing deeper
@@ -153,12 +153,14 @@ def _lines(text: str) -> list[str]:
     show as several, its break characters raw at their ends instead of escaped by the printer)."""
     lines = text.split("\n")
     out = [line + "\n" for line in lines[:-1]]
-    return out + [lines[-1]] if lines[-1] else out
+    return [*out, lines[-1]] if lines[-1] else out
 
 
-def preflight(directory: Path, names: list[str]) -> None:
+def preflight(directory: Path, names: list[str], inputs: Iterable[Path] = ()) -> None:
     """Every name checked before the first write: a real folder on the way, a regular file or
-    nothing at the end, and no name that is another's folder (a group called ``report.md``)."""
+    nothing at the end, none of the lock's ``inputs`` (a spec called ``fleet.yaml`` in the
+    folder), and no name that is another's folder (a group called ``report.md``)."""
+    inputs = list(inputs)
     if os.path.lexists(directory) and not directory.is_dir():
         raise UserError(f"{directory}: not a folder")
     files = {parts(n) for n in names}
@@ -188,10 +190,15 @@ def preflight(directory: Path, names: list[str]) -> None:
                 raise _refuse(directory, "/".join(p[: i + 1]), kind=kind)
             if not last and not stat.S_ISDIR(mode):
                 raise _refuse(directory, "/".join(p[: i + 1]), kind="not a folder")
+            if last and inputs:
+                refuse_input(path, inputs, str(path))
 
 
-def write_files(directory: Path, files: Mapping[str, str], check: bool = False) -> str:
-    """Write every changed file of ``files`` into ``directory``, all or nothing; or only compare.
+def write_files(
+    directory: Path, files: Mapping[str, str], check: bool = False, inputs: Iterable[Path] = ()
+) -> str:
+    """Write every changed file of ``files`` into ``directory``, all or nothing; or only compare;
+    never over one of ``inputs`` (``preflight``).
 
     Returns the unified diff between what was on disk and ``files`` (empty: all current).
     Files already current are not rewritten (their mtime stays).
@@ -200,7 +207,7 @@ def write_files(directory: Path, files: Mapping[str, str], check: bool = False) 
     if check or not diff:
         return diff
     changed = [n for n in files if read_current(directory, n) != files[n]]
-    preflight(directory, list(files))
+    preflight(directory, list(files), inputs)
     made: list[Path] = []  # folders this run created, to take away again on an error
     staged: list[tuple[int, str, str]] = []  # (folder fd, temporary name, final name)
     fds: list[int] = []
