@@ -98,7 +98,15 @@ def rule_problems(source: str, where: str) -> list[str]:
     translate table, ascii()) outside core/errors.py, and a print whose text skips the rule."""
     problems: list[str] = []
     tree = ast.parse(source)
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute | ast.Name)
+            and id(node) not in called
+            and isinstance(node.ctx, ast.Load)
+            and tuple(_dotted(node).rpartition(".")[::2]) in _PRINTERS
+        ):  # handed on (a callback), it prints whatever it is given
+            problems.append(f"{where}:{node.lineno}: {_dotted(node)} passed as a printer")
         if where != RULE:
             if isinstance(node, ast.Import | ast.ImportFrom):
                 names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
@@ -138,6 +146,7 @@ def test_the_contract_finds_a_copy_and_a_raw_print() -> None:
     assert rule_problems("t = s.encode('unicode_escape')\n", "resolver/x.py")
     assert rule_problems("import click\nclick.echo(f'{name}: gone')\n", "resolver/x.py")
     assert rule_problems("import sys\nsys.stdout.write(diff)\n", "resolver/x.py")
+    assert rule_problems("import click\nsay = click.echo\n", "resolver/x.py")
     assert not rule_problems("click.echo(f'{escaped(name)}: {n:.1f}s')\n", "resolver/x.py")
     assert not rule_problems(copy, RULE)
 

@@ -170,7 +170,7 @@ def _sayer(dry_run: bool, as_json: bool = False) -> Callable[[str], None]:
     if as_json:
         return lambda text: echo(text, err=True)
     if not dry_run:
-        return click.echo
+        return echo
     return lambda text: echo("\n".join(f"# {line}" for line in text.splitlines()))
 
 
