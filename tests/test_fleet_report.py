@@ -171,6 +171,16 @@ def test_hostile_values_are_escaped(tmp_path: Path) -> None:
     assert "\x1b" not in text and "\u202e" not in text and "\\x1b" in text
 
 
+def test_a_result_without_a_driver_is_grouped_as_driver_unknown(tmp_path: Path) -> None:
+    doc = json.loads((DIAG / "healthy.json").read_text(encoding="utf-8"))
+    del doc["host"]["driver"]
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    report = fleet_report.build_report(read_file(path))
+    assert [g.name for g in report.groups] == ["NVIDIA H100 80GB HBM3 · driver unknown"]
+    assert "driver driver" not in fleet_report.render_markdown(report)
+
+
 def test_verify_identity(tmp_path: Path) -> None:
     env = {"SLURMD_NODENAME": "node-7", "GPURESOLVE_NODE_NAME": "bad name"}
     assert node_name(env) == "node-7"

@@ -347,6 +347,30 @@ def test_failing_install_reports_cleanly(
     assert "torch" not in installed(python)
 
 
+_FAILING_PLAN = """
+import sys
+from resolver.commands.install import _execute
+from resolver.install.plan import Plan, Step
+step = Step((sys.executable, "-c", "print('the-cause-' + 'line'); raise SystemExit(3)"), "install")
+_execute(Plan("pip", (), (step,)))
+"""
+
+
+def test_a_failed_step_is_said_once_where_its_output_went_too() -> None:
+    """The installer's lines stream as they come; where stderr reaches the same place (a
+    terminal, `2>&1`), its failure is not repeated, else its last lines follow on stderr."""
+    argv = [sys.executable, "-c", _FAILING_PLAN]
+    env = {**scrubbed_env(), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    both = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=env, timeout=60, check=False)  # fmt: skip
+    assert both.returncode == 1, both.stdout
+    assert both.stdout.count("the-cause-line") == 1
+    assert "install step failed (exit status 3); the installer's output above" in both.stdout
+    apart = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert apart.returncode == 1 and "the-cause-line" in apart.stdout
+    assert "  | the-cause-line" in apart.stderr  # stdout went elsewhere: the tail is here
+
+
 @needs_uv
 def test_install_exits_with_verify_code(
     isolated: Path, index_url: str, capfd: pytest.CaptureFixture[str]

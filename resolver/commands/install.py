@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import click
 
@@ -222,13 +223,13 @@ def _execute(plan: Plan, plan_json: PlanJson | None = None) -> None:
     failed = flow.execute(plan, lambda line: echo(line, err=as_json), _FAIL_TAIL)
     if failed is None:
         return
-    echo(
-        f"gpuresolve: {failed.purpose} step failed (exit status {failed.returncode}); "
-        "the installer's last lines:",
-        err=True,
-    )
-    for line in failed.tail:
-        echo(f"  | {line}", err=True)
+    said = f"gpuresolve: {failed.purpose} step failed (exit status {failed.returncode})"
+    if _same_place(sys.stderr if as_json else sys.stdout, sys.stderr):
+        echo(f"{said}; the installer's output above says why", err=True)
+    else:  # its lines went elsewhere (stdout to a file): the last ones here, where errors go
+        echo(f"{said}; the installer's last lines:", err=True)
+        for line in failed.tail:
+            echo(f"  | {line}", err=True)
     before = " after the removal step succeeded" if failed.done else ""
     echo(
         f"gpuresolve: the environment is as the installer left it{before} (nothing was "
@@ -238,6 +239,18 @@ def _execute(plan: Plan, plan_json: PlanJson | None = None) -> None:
     if plan_json is not None:
         emit_json({"ok": False, "dry_run": False, "plan": plan_json, "outcome": failed.to_json()})
     sys.exit(1)
+
+
+def _same_place(one: IO[str], other: IO[str]) -> bool:
+    """Whether two streams reach one place (a terminal, a pipe, a file: ``2>&1``), where the
+    installer's streamed lines are already in front of whoever reads the error."""
+    if one is other:
+        return True
+    try:
+        a, b = os.fstat(one.fileno()), os.fstat(other.fileno())
+    except (AttributeError, OSError, ValueError):  # no descriptor (captured): not known alike
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 for _param in install.params:

@@ -141,7 +141,7 @@ def build_report(results: list[Result], expected: dict[str, str] | None = None) 
 
 def _fallback(r: Result) -> str:
     """A group for a result whose lock recorded none (older releases, single-machine locks)."""
-    driver = r.facts.get("driver") or "driver unknown"
+    driver = r.facts.get("driver") or "unknown"
     return f"{r.gpu or 'no GPU seen'} · driver {driver}"
 
 
