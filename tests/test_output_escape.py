@@ -272,3 +272,17 @@ def test_a_lock_never_writes_over_its_spec(
     assert code == 2 and "the same file as the input" in err, err
     assert (tmp_path / "fleet.yaml").read_text(encoding="utf-8") == spec
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("ch", ["\u2028", "\u2029", "\x85", "\u202e", "\x1b"])
+def test_the_former_copies_refuse_what_the_rule_refuses(ch: str) -> None:
+    """writers.outputs (file names), writers.recorded (a recorded string) and writers.check
+    (a recorded value shown) follow the rule, U+2028/U+2029 included (their copies let them by)."""
+    from resolver.core.errors import UserError
+    from resolver.writers import check, outputs, recorded
+
+    with pytest.raises(UserError):
+        outputs.parts(f"group{ch}/requirements.txt")
+    with pytest.raises(ValueError):
+        recorded._text(f"3.12{ch}")
+    assert check._shown(f"a{ch}b") == escaped(f"a{ch}b") != f"a{ch}b"
