@@ -185,10 +185,10 @@ def test_an_error_naming_a_hostile_file_name_is_escaped(
 # --- every -o writes only a regular file that is none of its inputs ----------------------------
 
 
-def _report(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`gpuresolve fleet report` as a child, bounded: a FIFO opened for writing would block."""
+def _child(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`gpuresolve ARGS` as a child, bounded: a FIFO opened for writing would block."""
     return subprocess.run(
-        [sys.executable, "-m", "resolver", "fleet", "report", *args],
+        [sys.executable, "-m", "resolver", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -203,9 +203,13 @@ def test_a_fifo_a_device_or_a_folder_as_output_is_exit_2_at_once(tmp_path: Path)
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "folder").mkdir()
     for target in ("fifo", os.devnull, "folder"):
-        proc = _report("r.json", "-o", target, cwd=tmp_path)
+        proc = _child("fleet", "report", "r.json", "-o", target, cwd=tmp_path)
         assert proc.returncode == 2, (target, proc.stderr)
         assert proc.stderr.startswith("gpuresolve: error:") and proc.stderr.count("\n") == 1
+    # lock's -o is a folder: a FIFO or a device there is one line too
+    for target in ("fifo", os.devnull):
+        proc = _child("lock", "--top-level", *DESCRIBED, "-o", target, cwd=tmp_path)
+        assert proc.returncode == 2 and f"{target}: not a folder" in proc.stderr, proc.stderr
     assert (tmp_path / "fifo").is_fifo() and os.path.exists(os.devnull)
 
 

@@ -76,6 +76,9 @@ def shown(value: object, limit: int = 60) -> str:
 # the cursor, retitle or clear a terminal, or reorder and hide text a reviewer reads. Each is
 # written as Python writes it (``\x1b``, ``\x85``, ``\u202e``); a backslash is left as it is,
 # so a Windows path reads as written (the escapes are for a person, not to be parsed back).
+# A value quoted with ``!r`` in a message is no second rule: Python's repr escapes every character
+# this rule names (and the Unicode spaces, which shows them in a refused value), and the printer
+# applies this rule to whatever it is given.
 
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
-from resolver.core.errors import UserError, shown, unsafe_char
+from resolver.core.errors import UserError, escaped, shown, unsafe_char
 from resolver.io.atomic import refuse_input, umask_mode
 
 READ_LIMIT = 16 * 1024 * 1024  # a lock file with hashes for a large closure is a few MB
@@ -68,6 +68,10 @@ def folder(directory: Path, folders: tuple[str, ...]) -> Iterator[int | None]:
     except FileNotFoundError:
         yield None
         return
+    except NotADirectoryError:  # -o itself: a file, a FIFO, a device
+        raise UserError(
+            f"{escaped(str(directory))}: not a folder (-o names the output folder)"
+        ) from None
     except OSError as exc:
         raise _refuse(directory, "", exc) from None
     try:
