@@ -347,8 +347,12 @@ def _kill_children() -> None:
 
 
 def _one_line(text: str, limit: int = 1000) -> str:
-    """A message as one line of bounded length: newlines shown as spaces, the middle cut."""
-    flat = " ".join(text.split())
+    """A message as one line of bounded length: ASCII whitespace runs (newlines) shown as one
+    space, the middle cut. Only ASCII: a U+2028 or U+0085 in a quoted name is the printer's to
+    escape, not a space that would misname the file."""
+    import re
+
+    flat = " ".join(re.split(r"[ \t\n\r\f\v]+", text.strip(" \t\n\r\f\v")))
     return flat if len(flat) <= limit else f"{flat[: limit // 2]} … {flat[-limit // 2 :]}"
 
 

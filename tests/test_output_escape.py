@@ -176,9 +176,9 @@ def test_a_hand_edited_lock_line_is_escaped_in_the_drift_diff(
 def test_an_error_naming_a_hostile_file_name_is_escaped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    name = str(tmp_path / "r\x1b[2J\u202e.json")
+    name = str(tmp_path / "r\x1b[2J\u202e\u2028\x1c.json")
     code, _, err = run_cli(capsys, "fleet", "report", name)
-    assert code == 2 and "r\\x1b[2J\\u202e.json" in err
+    assert code == 2 and "r\\x1b[2J\\u202e\\u2028\\x1c.json" in err  # escaped, not made a space
     assert unsafe_char(err.rstrip("\n")) is None
 
 
