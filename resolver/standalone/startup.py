@@ -29,6 +29,27 @@ SKIP_ENV = "GPURESOLVE_STARTUP_CHECK"  # "0" skips the check (a CPU-only CI job,
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)\s*(\\)?\s*$")
 
 
+_UNSAFE = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+
+
+def shown(text: object) -> str:
+    """``text`` with each control, format or separator character escaped (``\\x1b``,
+    ``\\u2028``): gpuresolve's one rule for what it prints (``core.errors.escaped``; this script
+    imports nothing of gpuresolve, so tests/test_output_escape.py holds the two equal). What the
+    environment says (an error, a device name) reaches a container's log, read in a terminal."""
+    import unicodedata
+
+    out = []
+    for ch in str(text):
+        bad = (ch < " " or ch == "\x7f") if ch.isascii() else unicodedata.category(ch) in _UNSAFE
+        out.append(ch.encode("unicode_escape").decode("ascii") if bad else ch)
+    return "".join(out)
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(shown(line) + "\n")
+
+
 def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -105,14 +126,14 @@ def compute_failures(test: dict[str, Any], label: str) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if not argv:
-        sys.stderr.write("usage: python gpuresolve-check.py LOCK [COMMAND...]\n")
+        _say("usage: python gpuresolve-check.py LOCK [COMMAND...]")
         return 2
     lock, command = argv[0], argv[1:]
     if os.environ.get(SKIP_ENV) != "0":
         try:
             wanted = pins(lock)
         except (OSError, UnicodeDecodeError) as exc:
-            sys.stderr.write(f"gpuresolve start-up check: cannot read the lock {lock}: {exc}\n")
+            _say(f"gpuresolve start-up check: cannot read the lock {lock}: {exc}")
             return 2
         probe = os.path.join(os.path.dirname(os.path.abspath(__file__)), PROBE_NAME)
         args = [sys.executable, "-I", probe]
@@ -132,21 +153,22 @@ def main(argv: list[str]) -> int:
             result = {"error": {"message": "no JSON object from the probe"}, "stage": None}
         fails = judge(result, wanted)
         if fails:
-            sys.stderr.write(f"gpuresolve start-up check FAILED for {lock}:\n")
-            sys.stderr.writelines(f"  - {line}\n" for line in fails)
-            sys.stderr.write("  (gpuresolve verify --lock gives the full report)\n")
+            _say(f"gpuresolve start-up check FAILED for {lock}:")
+            for line in fails:
+                _say(f"  - {line}")
+            _say("  (gpuresolve verify --lock gives the full report)")
             return 1
         devices = [d.get("name") for d in (result.get("cuda") or {}).get("devices") or []]
         torch = result.get("torch") or {}
         where = f" on {len(devices)} GPU(s): {', '.join(map(str, devices))}" if devices else ""
-        sys.stderr.write(f"gpuresolve start-up check: torch {torch.get('version')} OK{where}\n")
+        _say(f"gpuresolve start-up check: torch {torch.get('version')} OK{where}")
     if not command:
         return 0
     sys.stderr.flush()
     try:
         os.execvp(command[0], command)
     except OSError as exc:  # as a shell says it: 127 not found, 126 not runnable
-        sys.stderr.write(f"gpuresolve start-up check: cannot run {command[0]}: {exc.strerror}\n")
+        _say(f"gpuresolve start-up check: cannot run {command[0]}: {exc.strerror}")
         return 127 if isinstance(exc, FileNotFoundError) else 126
     return 0  # not reached
 
