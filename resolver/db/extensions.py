@@ -14,10 +14,19 @@ from typing import Any, Protocol
 from resolver.core.platforms import PLATFORMS
 from resolver.core.versions import CC, canonical_name, cc_str
 from resolver.db.evidence import Provenance
-from resolver.db.models import ArchList, Catalog, ExtBuild, ExtPackage, ExtRelease
+from resolver.db.models import (
+    ArchList,
+    Catalog,
+    Ceiling,
+    ExtBuild,
+    ExtPackage,
+    ExtRelease,
+    ImportGate,
+)
 
 INDEXES = ("default", "pytorch", "release-downloads")
-CUDA_MATCH = ("major", "exact", "default", "any")
+CUDA_MATCH = ("major", "exact", "nearest", "default", "any")
+MAX_CUDART = 99  # a libcudart.so.N major read beyond this is not a CUDA runtime
 
 
 class Reader(Protocol):
@@ -120,7 +129,7 @@ def _build(r: Reader, sub: Callable[[str, Any], Reader]) -> ExtBuild:
             tuple(p.cc(c) for c in p.list("sass")), tuple(p.cc(c) for c in p.list("ptx")), p.prov()
         )
     cuda = r.text("cuda", optional=True)
-    if match in ("major", "exact") and cuda is None:
+    if match in ("major", "exact", "nearest") and cuda is None:
         raise r.fail(f"cuda_match {match} needs the build's 'cuda'")
     return ExtBuild(
         index=index,
@@ -133,7 +142,53 @@ def _build(r: Reader, sub: Callable[[str, Any], Reader]) -> ExtBuild:
         cxx11_abi=abi,
         platforms=archs,
         prov=r.prov(),
+        cudart=_cudart(r),
+        import_gate=_import_gate(r, sub),
+        ceiling=_ceiling(r, sub),
     )
+
+
+def _cudart(r: Reader) -> int | None:
+    """``cudart: 12``: the N of the ``libcudart.so.N`` its libraries need (DT_NEEDED)."""
+    value = r.data.get("cudart")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CUDART:
+        raise r.fail(
+            f"'cudart' must be the major of libcudart.so.N (1..{MAX_CUDART}), got {value!r}"
+        )
+    return value
+
+
+def _import_gate(r: Reader, sub: Callable[[str, Any], Reader]) -> ImportGate | None:
+    """``import_gate: {torch: "==2.10.0", source: [...]}``: the torch the package's own import
+    loads its compiled kernels with (read from its ``__init__``)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    value = r.data.get("import_gate")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise r.fail("'import_gate' must be a mapping {torch, source}")
+    g = sub(f"{r.where} import_gate", value)
+    torch = g.req("torch")
+    try:
+        SpecifierSet(torch)
+    except InvalidSpecifier:
+        raise g.fail(f"'torch': not a version specifier: {torch!r}") from None
+    return ImportGate(torch, g.prov())
+
+
+def _ceiling(r: Reader, sub: Callable[[str, Any], Reader]) -> Ceiling | None:
+    """``ceiling: {cc: "9.0", fallback: "...", source: [...]}``: the highest compute capability
+    the package's own kernels accept, and what runs above it (null: nothing of the package)."""
+    value = r.data.get("ceiling")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise r.fail("'ceiling' must be a mapping {cc, fallback, source}")
+    c = sub(f"{r.where} ceiling", value)
+    return Ceiling(c.cc(value.get("cc")), c.text("fallback", optional=True), c.prov())
 
 
 def check_extensions(catalog: Catalog, prov_ok: Callable[[str, Provenance], None]) -> list[str]:
@@ -167,6 +222,14 @@ def _check_build(
     prov_ok(where, b.prov)
     if b.cuda is not None and b.cuda not in catalog.toolkits:
         problems.append(f"{where}: CUDA {b.cuda} is not a known toolkit")
+    if b.cudart is not None and b.cuda is not None and b.cudart != int(b.cuda.split(".")[0]):
+        problems.append(f"{where}: links libcudart.so.{b.cudart}, but is built with CUDA {b.cuda}")
+    if b.import_gate is not None:
+        prov_ok(f"{where} import_gate", b.import_gate.prov)
+    if b.ceiling is not None:
+        prov_ok(f"{where} ceiling", b.ceiling.prov)
+        if b.ceiling.cc not in catalog.architectures:
+            problems.append(f"{where} ceiling: CC {cc_str(b.ceiling.cc)} not in architectures")
     for plat, arch in b.platforms.items():
         if arch is None:
             if b.device_code and b.gate:
@@ -196,6 +259,17 @@ def describe(catalog: Catalog) -> Mapping[str, Any]:
                         "python": b.python,
                         "device_code": b.device_code,
                         "cxx11_abi": b.cxx11_abi,
+                        "cudart": b.cudart,
+                        "import_gate": None
+                        if b.import_gate is None
+                        else {"torch": b.import_gate.torch, "grade": b.import_gate.prov.grade},
+                        "ceiling": None
+                        if b.ceiling is None
+                        else {
+                            "cc": cc_str(b.ceiling.cc),
+                            "fallback": b.ceiling.fallback,
+                            "grade": b.ceiling.prov.grade,
+                        },
                         "platforms": {
                             p: None
                             if a is None

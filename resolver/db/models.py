@@ -202,14 +202,42 @@ class CondaForge(NamedTuple):
         return self.cuda_string.format(major=major, minor=minor or "0")
 
 
+class ImportGate(NamedTuple):
+    """A package's own check of torch at import (torchao's ``__init__``): outside ``torch`` it
+    skips loading its compiled kernels, so a build outside it does not run them."""
+
+    torch: str  # a PEP 440 specifier
+    prov: Provenance
+
+
+class Ceiling(NamedTuple):
+    """A kernel's own compute-capability ceiling, enforced by the package (xformers' CUTLASS
+    attention refuses above 9.0, whatever PTX its library carries)."""
+
+    cc: CC
+    fallback: str | None  # what runs above it instead (None: nothing of the package)
+    prov: Provenance
+
+
+class AbiBuilds(NamedTuple):
+    """Torch builds of a minor before ``torch_cxx11_abi.since`` that use the C++11 ABI all the
+    same (2.6's cu126, ROCm, XPU and aarch64 builds)."""
+
+    minor: str
+    variants: frozenset[str]  # empty: every variant
+    platforms: frozenset[str]  # empty: every platform
+    prov: Provenance
+
+
 @dataclass(frozen=True)
 class ExtBuild:
     """One prebuilt form of an extension release: what torch it needs and what GPU code it has.
 
     ``cuda_match``: how a torch build's CUDA must match ``cuda`` for the extension's libraries to
-    load: ``major`` (same CUDA major), ``exact`` (bitsandbytes loads the library of
-    torch.version.cuda), ``default`` (built against the torch build the default index carries),
-    ``any`` (no CUDA code of its own)."""
+    load: ``major`` (same CUDA major), ``exact`` (bitsandbytes before 0.50.2 loads the library
+    of torch.version.cuda), ``nearest`` (bitsandbytes 0.50.2's loader: that library, else the
+    newest below it in the same major, else the oldest above it), ``default`` (built against
+    the torch build the default index carries), ``any`` (no CUDA code of its own)."""
 
     index: str  # default | pytorch | release-downloads
     torch: str | None  # a PEP 440 specifier; None: the wheel requires no torch
@@ -221,6 +249,9 @@ class ExtBuild:
     cxx11_abi: bool | None  # the C++ ABI it was built with, where builds differ by it
     platforms: Mapping[str, ArchList | None]  # None: no arch list (no device code)
     prov: Provenance
+    cudart: int | None = None  # N of the libcudart.so.N its libraries need (None: not read)
+    import_gate: ImportGate | None = None
+    ceiling: Ceiling | None = None
 
 
 class ExtRelease(NamedTuple):
@@ -265,6 +296,7 @@ class Catalog:
     windows_branches: tuple[WindowsBranch, ...] = ()  # cuda.yaml windows_driver_branches
     extensions: Mapping[str, ExtPackage] = field(default_factory=dict)  # extensions.yaml
     cxx11_since: str | None = None  # the first torch minor whose wheels use the C++11 ABI
+    cxx11_builds: tuple[AbiBuilds, ...] = ()  # earlier builds that use it all the same
     _name_index: dict[tuple[str, ...], GpuModel] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:

@@ -16,6 +16,7 @@ from resolver.core.platforms import PLATFORMS
 from resolver.core.versions import CC, driver_key, parse_cc
 from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
 from resolver.db.models import (
+    AbiBuilds,
     Architecture,
     ArchList,
     Catalog,
@@ -32,6 +33,7 @@ from resolver.db.models import (
     Variant,
     WindowsBranch,
 )
+from resolver.db.torchabi import abi_builds
 
 
 class _Reader:
@@ -220,7 +222,7 @@ def _records(
         releases.extend(_series(_Reader("torch.yaml", f"series[{i}]", item)))
     releases.sort(key=lambda rel: rel.key, reverse=True)
     conda_forge = _conda_forge(cf_doc) if cf_doc is not None else None
-    extensions, cxx11_since = _extensions(raw.get("extensions.yaml"), origin)
+    extensions, cxx11_since, cxx11_builds = _extensions(raw.get("extensions.yaml"), origin)
     return Catalog(
         sources=sources,
         toolkits=toolkits,
@@ -235,18 +237,25 @@ def _records(
         windows_branches=_windows_branches(cuda_doc),
         extensions=extensions,
         cxx11_since=cxx11_since,
+        cxx11_builds=cxx11_builds,
     )
 
 
-def _extensions(doc: Any, origin: str) -> tuple[Mapping[str, ExtPackage], str | None]:
+def _extensions(
+    doc: Any, origin: str
+) -> tuple[Mapping[str, ExtPackage], str | None, tuple[AbiBuilds, ...]]:
     """extensions.yaml's packages (parsed when first looked at), where the database has the
-    file, and the first torch minor built with the C++11 ABI (read now)."""
+    file, the first torch minor built with the C++11 ABI and the earlier builds that use it
+    all the same (read when the file has them: a few records)."""
     if doc is None:
-        return {}, None
+        return {}, None, ()
     top = _Reader("extensions.yaml", "top level", doc)
     abi = top.data.get("torch_cxx11_abi")
-    since = None if abi is None else _Reader("extensions.yaml", "torch_cxx11_abi", abi).req("since")
-    return _LazyExtensions(top, _Reader.kinds, origin), since
+    if abi is None:
+        return _LazyExtensions(top, _Reader.kinds, origin), None, ()
+    r = _Reader("extensions.yaml", "torch_cxx11_abi", abi)
+    builds = abi_builds(r, _Reader) if r.data.get("builds") is not None else ()
+    return _LazyExtensions(top, _Reader.kinds, origin), r.req("since"), builds
 
 
 class _LazyExtensions(Mapping[str, ExtPackage]):

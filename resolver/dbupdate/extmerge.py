@@ -170,16 +170,14 @@ class _ExtMerger:
         old = [b for b in as_list(template.get("builds")) if isinstance(b, dict)]
         said: set[str] = set()
         for build in builds:
-            match = next(
-                (
-                    b
-                    for b in old
-                    if b.get("index") == build["index"] and b.get("cuda") == build["cuda"]
-                ),
-                old[0] if old else None,
-            )
-            if match is None:
+            same = [
+                b
+                for b in old
+                if b.get("index") == build["index"] and b.get("cuda") == build["cuda"]
+            ] or old[:1]
+            if not same:
                 continue
+            match = same[0]
             tag = f"{build['index']}" + (f" CUDA {build['cuda']}" if build["cuda"] else "")
             if build["torch"] != match.get("torch") and "torch" not in said:
                 said.add("torch")
@@ -188,7 +186,14 @@ class _ExtMerger:
                     f"(was {match.get('torch') or 'none'} in {before})"
                 )
             for plat, arch in build["platforms"].items():
-                was = as_dict(match.get("platforms")).get(plat)
+                was = next(
+                    (
+                        as_dict(b.get("platforms"))[plat]
+                        for b in same
+                        if plat in as_dict(b.get("platforms"))
+                    ),
+                    None,
+                )
                 now, then = _archs(arch), _archs(was)
                 if was is None:
                     self.summary.extensions.append(
@@ -204,10 +209,17 @@ class _ExtMerger:
     ) -> list[dict[str, Any]]:
         old = [b for b in as_list(template.get("builds")) if isinstance(b, dict)]
         if rf.folder == "default":
-            shapes = [b for b in old if b.get("index") == "default"]
+            # one shape per CUDA: a release curated into builds per platform (torchao's, by
+            # its import gate) is still one build per CUDA in the wheels read
+            by_cuda = {b.get("cuda"): b for b in reversed(old) if b.get("index") == "default"}
+            shapes = list(reversed(by_cuda.values()))
         else:
             match = next(
-                (b.get("cuda_match") for b in old if b.get("cuda_match") in ("major", "exact")),
+                (
+                    b.get("cuda_match")
+                    for b in old
+                    if b.get("cuda_match") in ("major", "exact", "nearest")
+                ),
                 "exact",
             )
             gate = next((b.get("gate") for b in old if "gate" in b), True)
@@ -269,7 +281,7 @@ class _ExtMerger:
         before: str,
     ) -> dict[str, Any] | None:
         cuda = shape.get("cuda")
-        exact = shape.get("cuda_match") == "exact"
+        exact = shape.get("cuda_match") in ("exact", "nearest")  # a library per CUDA
         gate = shape.get("gate", True) is not False
         platforms: dict[str, Any] = {}
         left_out: list[str] = []
