@@ -7,6 +7,7 @@ import os
 import struct
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -159,3 +160,85 @@ def test_real_extension_wheel_matches_database() -> None:
     assert report.requires_torch == rel.builds[0].torch
     assert report.sass == [cc_str(c) for c in arch.sass]
     assert report.ptx == [cc_str(c) for c in arch.ptx]
+
+
+def _elf(sections: list[tuple[str, bytes]]) -> bytes:
+    """A 64-bit little-endian ELF library: its header, the sections' bytes, the section-name
+    table, then the section headers at the end (where a linker puts them)."""
+    names = b"\0" + b"".join(n.encode() + b"\0" for n, _ in sections) + b".shstrtab\0"
+    body, offsets = b"", []
+    for _, data in sections:
+        offsets.append(64 + len(body))
+        body += data
+    strtab_at = 64 + len(body)
+    shoff = strtab_at + len(names)
+    count = len(sections) + 2  # the null section, the sections, .shstrtab
+    head = b"\x7fELF\x02\x01\x01" + b"\0" * 9
+    head += struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 56, 0, 64, count, count - 1)
+    table = b"\0" * 64
+    at = 1
+    for (name, data), offset in zip(sections, offsets, strict=True):
+        table += struct.pack("<IIQQQQIIQQ", at, 1, 2, 0, offset, len(data), 0, 0, 8, 0)
+        at += len(name) + 1
+    table += struct.pack("<IIQQQQIIQQ", at, 3, 0, 0, strtab_at, len(names), 0, 0, 1, 0)
+    return head + body + names + table
+
+
+def _pe(sections: list[tuple[str, bytes]]) -> bytes:
+    """A PE image: DOS stub, PE header, the section table (8-byte names), the sections."""
+    pe_at, optional = 0x80, 240
+    table_at = pe_at + 24 + optional
+    data_at = table_at + 40 * len(sections)
+    head = bytearray(b"MZ" + b"\0" * (pe_at - 2))
+    struct.pack_into("<I", head, 0x3C, pe_at)
+    head += b"PE\0\0" + struct.pack("<HHIIIHH", 0x8664, len(sections), 0, 0, 0, optional, 0)
+    head += b"\0" * optional
+    body = b""
+    for name, data in sections:
+        head += struct.pack("<8sIIII", name.encode()[:8], 0, 0, len(data), data_at + len(body))
+        head += b"\0" * 16
+        body += data
+    return bytes(head) + body
+
+
+LOADED = _fatbin(_entry(2, 80, b"S" * 40), _entry(2, 120, b"T" * 9))
+RELOCATABLE = _fatbin(_entry(2, 80, b"s" * 40), _entry(1, 120, b"P" * 30))  # for -rdc only
+
+
+@pytest.mark.parametrize("make", [_elf, _pe], ids=["elf", "pe"])
+@pytest.mark.parametrize("size", [1, 5, 4096, 1 << 20])
+def test_fatbin_scan_reads_only_the_loaded_image(make: Any, size: int) -> None:
+    """SASS and PTX come from .nv_fatbin (.nv_fatb in a DLL), the image the CUDA runtime loads,
+    never from __nv_relfatbin, the relocatable copy kept for device linking (bitsandbytes 0.50.2's
+    libraries: PTX 12.0 there only)."""
+    names = ["__nv_relfatbin", ".nv_fatbin"] if make is _elf else ["__nv_rel", ".nv_fatb"]
+    lib = make([(".text", b"code" * 50), (names[0], RELOCATABLE), (names[1], LOADED)])
+    chunks = [lib[i : i + size] for i in range(0, len(lib), size)]
+    assert scan_fatbins(chunks) == (["8.0", "12.0"], [])
+    scanner = FatbinScanner()
+    for chunk in chunks:
+        scanner.feed(chunk)
+    assert ("ptx", 120) in scanner.found  # it was there, in the copy never loaded
+
+
+def test_sections_laid_out_as_in_bitsandbytes() -> None:
+    """bitsandbytes 0.50.2's libbitsandbytes_cuda128.so as readelf lists it: __nv_relfatbin at
+    0x4c7c8 (0x4db1c8 bytes) before .nv_fatbin at 0x52aa90 (0x1408fa8 bytes); a container in
+    the first is not loaded, one in the second is."""
+    from resolver.wheels.libsections import sections
+
+    layout = [("__nv_relfatbin", 0x4C7C8, 0x4DB1C8), (".nv_fatbin", 0x52AA90, 0x1408FA8)]
+    names = b"\0__nv_relfatbin\0.nv_fatbin\0.shstrtab\0"
+    shoff = 0x193F000
+    head = b"\x7fELF\x02\x01\x01" + b"\0" * 9
+    head += struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 64, shoff, 0, 64, 56, 0, 64, 4, 3)
+    table = b"\0" * 64
+    at = 1
+    for name, offset, size in layout:
+        table += struct.pack("<IIQQQQIIQQ", at, 1, 2, offset, offset, size, 0, 0, 8, 0)
+        at += len(name) + 1
+    table += struct.pack("<IIQQQQIIQQ", at, 3, 0, 0, shoff - len(names), len(names), 0, 0, 1, 0)
+    got = sections(head, names + table, shoff - len(names))
+    assert got is not None
+    assert [(s.name, s.offset, s.size) for s in got[:2]] == layout
+    assert sections(head, table, shoff) is None  # the name table not kept: cannot say

@@ -5,9 +5,12 @@ binaries* inside each shared library (``.so``/``.pyd``). A fat binary is a conta
 ``0xBA55ED50``, version 1, a 16-byte header, then the size of its entries) of entries, each with
 a header naming its kind (1 PTX, 2 ELF, i.e. SASS) and its ``sm`` number (at byte 28). The
 libraries are streamed through the decompressor (``RemoteZip.chunks``) and scanned for those
-headers; nothing is held whole, nothing is executed. The entry layout is the one ``cuobjdump``
-lists, as read by open tools (ZLUDA's fatbin reader, gpgpu-sim); a header that does not hold
-together (a stray magic in code) is skipped, never taken for an architecture.
+headers; nothing is held whole, nothing is executed. Only the fat binaries of ``.nv_fatbin``
+count (the image the CUDA runtime loads), not the relocatable copy in ``__nv_relfatbin`` kept
+for device linking (``libsections`` finds the sections from the library's start and end). The entry
+layout is the one ``cuobjdump`` lists, as read by open tools (ZLUDA's fatbin reader,
+gpgpu-sim); a header that does not hold together (a stray magic in code) is skipped, never
+taken for an architecture.
 
 The torch requirement (``Requires-Dist: torch==2.9.0``) comes from the wheel's METADATA.
 """
@@ -27,6 +30,7 @@ from resolver.io.http import Client
 from resolver.io.ranges import Progress, open_source
 from resolver.io.zip import RemoteZip
 from resolver.wheels import WheelError
+from resolver.wheels.libsections import FATBIN, Keeper
 
 FATBIN_MAGIC = struct.pack("<I", 0xBA55ED50)
 _CONTAINER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries
@@ -39,21 +43,32 @@ _KIND = {1: "ptx", 2: "sass"}
 
 
 class FatbinScanner:
-    """Fed a library's bytes in order, collects (kind, sm) of every fat-binary entry in it."""
+    """Fed a library's bytes in order, collects (kind, sm) of every fat-binary entry in it, with
+    the offset of the container each sits in, and keeps what ``libsections`` needs to say which
+    containers lie in ``.nv_fatbin`` (the image the CUDA runtime loads)."""
 
     def __init__(self) -> None:
         self.buf = bytearray()
+        self.base = 0  # stream offset of buf[0]
         self.skip = 0  # bytes still to drop (an entry's payload)
         self.left = 0  # bytes of entries left in the current container (0: searching)
+        self.at = 0  # stream offset of the current container
         self.found: set[tuple[str, int]] = set()
+        self.placed: set[tuple[int, str, int]] = set()  # (container offset, kind, sm)
         self.containers = 0
+        self.keeper = Keeper()
+
+    def _drop(self, n: int) -> None:
+        del self.buf[:n]
+        self.base += n
 
     def feed(self, chunk: bytes) -> None:
+        self.keeper.feed(chunk)
         self.buf += chunk
         while True:
             if self.skip:
                 n = min(self.skip, len(self.buf))
-                del self.buf[:n]
+                self._drop(n)
                 self.skip -= n
                 if self.skip:
                     return
@@ -64,18 +79,19 @@ class FatbinScanner:
                 continue
             at = self.buf.find(FATBIN_MAGIC)
             if at < 0:
-                del self.buf[: max(0, len(self.buf) - 3)]
+                self._drop(max(0, len(self.buf) - 3))
                 return
             if len(self.buf) - at < _CONTAINER.size:
-                del self.buf[:at]
+                self._drop(at)
                 return
             _magic, version, head, size = _CONTAINER.unpack_from(self.buf, at)
             if version == 1 and head == _CONTAINER.size and 0 < size < MAX_LIBRARY:
                 self.containers += 1
                 self.left = size
-                del self.buf[: at + head]
+                self.at = self.base + at
+                self._drop(at + head)
             else:
-                del self.buf[: at + 1]
+                self._drop(at + 1)
 
     def _entry(self) -> None:
         kind, _ver, head, payload = struct.unpack_from("<HHIQ", self.buf, 0)
@@ -85,8 +101,19 @@ class FatbinScanner:
             self.left = 0  # not a header after all: search again from here
             return
         self.found.add((_KIND[kind], sm))
+        self.placed.add((self.at, _KIND[kind], sm))
         self.left -= total
         self.skip = total
+
+    def loaded(self) -> tuple[set[tuple[str, int]], bool]:
+        """The entries the CUDA runtime loads (those in ``.nv_fatbin``), and whether the scan
+        could be narrowed to it (False: not an ELF or PE library it can read; every entry)."""
+        secs = self.keeper.sections()
+        if secs is None:
+            return set(self.found), False
+        spans = [(s.offset, s.offset + s.size) for s in secs if s.name in FATBIN]
+        kept = {(k, sm) for at, k, sm in self.placed if any(lo <= at < hi for lo, hi in spans)}
+        return kept, True
 
 
 def sm_cc(sm: int) -> str:
@@ -95,11 +122,19 @@ def sm_cc(sm: int) -> str:
 
 
 def scan_fatbins(chunks: Iterable[bytes]) -> tuple[list[str], list[str]]:
-    """SASS and PTX compute capabilities of every fat binary in a streamed library."""
+    """SASS and PTX compute capabilities the CUDA runtime loads from a streamed library: its
+    ``.nv_fatbin`` section's fat binaries (every one found, where its sections cannot be read)."""
+    sass, ptx, _narrowed = scan_library(chunks)
+    return sass, ptx
+
+
+def scan_library(chunks: Iterable[bytes]) -> tuple[list[str], list[str], bool]:
+    """``scan_fatbins``, and whether the scan was narrowed to the loaded image."""
     scanner = FatbinScanner()
     for chunk in chunks:
         scanner.feed(chunk)
-    return _ccs(scanner.found, "sass"), _ccs(scanner.found, "ptx")
+    found, narrowed = scanner.loaded()
+    return _ccs(found, "sass"), _ccs(found, "ptx"), narrowed
 
 
 def _ccs(found: set[tuple[str, int]], kind: str) -> list[str]:
@@ -200,10 +235,13 @@ def inspect_extension(
         if len(libs) > MAX_LIBRARIES:
             raise WheelError(f"{file}: more than {MAX_LIBRARIES} libraries")
         found: dict[str, dict[str, list[str]]] = {}
+        unread: list[str] = []  # libraries whose sections could not be read
         for lib in libs:
-            sass, ptx = scan_fatbins(wheel.chunks(lib, MAX_LIBRARY))
+            sass, ptx, narrowed = scan_library(wheel.chunks(lib, MAX_LIBRARY))
             if sass or ptx:
                 found[lib] = {"sass": sass, "ptx": ptx}
+                if not narrowed:
+                    unread.append(f"{lib}: sections not read; every fat binary in it counted")
         return ExtensionReport(
             file=file,
             name=canonicalize_name(msg.get("Name") or ""),
@@ -213,5 +251,5 @@ def inspect_extension(
             libraries=found,
             bytes_read=source.bytes_read,
             size=source.size,
-            notes=list(source.notes),
+            notes=[*source.notes, *unread],
         )
