@@ -17,6 +17,7 @@ from resolver.verify.result import FAIL, PASS, SKIP
 
 RECORDED = Path(__file__).parent / "fixtures" / "verify" / "ext_h200_venv_without_torch"
 ON_H200 = Path(__file__).parent / "fixtures" / "verify" / "ext_h200_pythonpath"
+TORCHAO_GATE = Path(__file__).parent / "fixtures" / "verify" / "ext_h200_torchao_gate"
 PACKAGES = ("triton", "torchao", "bitsandbytes", "xformers")
 
 
@@ -66,6 +67,48 @@ def test_recorded_h200_run_passes_three_and_names_the_mismatched_xformers() -> N
     ]
     before = _extensions_check(ON_H200 / "verify_with_before_fix.json")
     assert before["reason"].startswith("xformers: 0.0.35: the operation failed: NotImplemented")
+
+
+def test_recorded_torchao_import_gate_on_h200() -> None:
+    """Replayed from the H200 recording (torch 2.11.0+cu130): torchao 0.16.0's own import
+    skipped its C++ kernels (its table names torch 2.10.0 only) and still ran quantize_ in
+    PyTorch, so verify passed it before; now the check FAILs naming the gate, from the database's
+    import_gate; 0.18.0 (torch >= 2.11.0) loaded them and passes, before and after."""
+    from resolver import catalog
+    from resolver.flows.verify import import_gates
+
+    gates = import_gates(catalog.load(), ["torchao"])
+    assert gates[("torchao", "0.16.0")] == "==2.10.0"
+    assert gates[("torchao", "0.18.0")] == ">=2.11.0"
+    old = json.loads((TORCHAO_GATE / "probe_0.16.0.json").read_text())
+    new = json.loads((TORCHAO_GATE / "probe_0.18.0.json").read_text())
+    assert (old["native"], new["native"]) == (False, True)
+    assert old["stage"] == new["stage"] == "done" and old["torch"] == "2.11.0+cu130"
+    check = ext_checks.judge([old], gates)
+    assert check.status == FAIL
+    assert check.reason == (
+        "torchao: 0.16.0 loads its kernels only with torch 2.10.0: this environment has 2.11.0"
+    )
+    assert ext_checks.judge([new], gates).status == PASS
+    for version, status in (("0.16.0", "fail"), ("0.18.0", "pass")):
+        after = _extensions_check(TORCHAO_GATE / f"verify_after_{version}.json")
+        before = _extensions_check(TORCHAO_GATE / f"verify_before_{version}.json")
+        assert (after["status"], before["status"]) == (status, "pass")
+    recorded = _extensions_check(TORCHAO_GATE / "verify_after_0.16.0.json")
+    assert recorded["reason"] == check.reason
+
+
+def test_import_gate_decides_where_the_probe_cannot_say() -> None:
+    """A probe that did not say whether the kernels loaded: the database's gate decides; one
+    that says they loaded is believed; a torch inside the gate is judged as any other."""
+    gates = {("torchao", "0.16.0"): "==2.10.0"}
+    ran = {"package": "torchao", "version": "0.16.0", "stage": "done", "op": "quantize_"}
+    ran |= {"max_rel_err": 0.01, "elapsed_s": 1.0}
+    assert ext_checks.judge([ran | {"torch": "2.11.0+cu130"}], gates).status == FAIL
+    assert ext_checks.judge([ran | {"torch": "2.10.0+cu128"}], gates).status == PASS
+    said = ran | {"torch": "2.11.0+cu130", "native": True}
+    assert ext_checks.judge([said], gates).status == PASS
+    assert ext_checks.torch_words(">=2.11.0") == "2.11.0 or later"
 
 
 def _extensions_check(path: Path) -> dict[str, Any]:

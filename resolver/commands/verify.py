@@ -143,7 +143,7 @@ def verify(
         from resolver.verify import ext_checks
 
         ran = [ext_checks.run_one(interpreter, p, timeout) for p in packages]
-        results.append(ext_checks.judge(ran))
+        results.append(ext_checks.judge(ran, verify_flow.import_gates(catalog, packages)))
     bench = (run.data or {}).get("benchmark") if benchmark else None
     recorded = None if no_record else verify_flow.record(run.data, curated)
     if benchmark:

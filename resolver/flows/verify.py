@@ -161,3 +161,18 @@ def extension_names(given: tuple[str, ...]) -> list[str]:
         if name not in names:
             names.append(name)
     return names
+
+
+def import_gates(catalog: Catalog | None, packages: list[str]) -> dict[tuple[str, str], str]:
+    """(package, version) -> the torch its own import loads its kernels with, for the packages
+    verify runs (extensions.yaml's ``import_gate``; torchao's): the judge names that gate."""
+    gates: dict[tuple[str, str], str] = {}
+    if catalog is None:
+        return gates
+    for name in packages:
+        pkg = catalog.extensions.get(name)
+        for rel in pkg.releases if pkg else ():
+            for build in rel.builds:
+                if build.import_gate is not None:
+                    gates.setdefault((name, rel.version), build.import_gate.torch)
+    return gates

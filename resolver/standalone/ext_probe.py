@@ -76,6 +76,12 @@ def op_bitsandbytes(torch: Any, mod: Any, out: dict[str, Any]) -> float:
 
 def op_torchao(torch: Any, mod: Any, out: dict[str, Any]) -> float:
     out["op"] = "torchao.quantization.quantize_ (int8 weight-only) of a Linear, then forward"
+    skipped = getattr(mod, "skip_loading_so_files", None)  # its __init__'s own torch check
+    if isinstance(skipped, bool):
+        out["native"] = not skipped  # whether it loaded its C++ kernels
+        if skipped:
+            why = getattr(mod, "_skip_reason", None)  # 0.17 on; 0.16 only logs it
+            out["native_error"] = str(why or "torchao skipped loading its C++ kernels")[:1000]
     quant = importlib.import_module("torchao.quantization")
     config = getattr(quant, "Int8WeightOnlyConfig", None)
     cfg = config() if config is not None else quant.int8_weight_only()

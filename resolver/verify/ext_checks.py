@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resolver.core.errors import escaped
@@ -56,8 +56,12 @@ def _env() -> dict[str, str]:
     return dict(os.environ)
 
 
-def judge(results: Sequence[dict[str, Any]]) -> CheckResult:
-    """One `extensions` check: FAIL naming each package that did not run, PASS otherwise."""
+def judge(
+    results: Sequence[dict[str, Any]], gates: Mapping[tuple[str, str], str] | None = None
+) -> CheckResult:
+    """One `extensions` check: FAIL naming each package that did not run, PASS otherwise.
+    ``gates``: (package, version) -> the torch its own import loads its kernels with (the
+    database's ``import_gate``), to name that gate when the kernels were skipped."""
     key, title = EXTENSIONS_CHECK
     if not results:
         return CheckResult(key, title, SKIP, "no extension package asked for (--with)")
@@ -65,7 +69,7 @@ def judge(results: Sequence[dict[str, Any]]) -> CheckResult:
     failed: list[str] = []
     for r in results:
         name = str(r.get("package"))
-        ok, line = _one(r)
+        ok, line = _gated(r, gates or {}) or _one(r)
         lines.append(f"{name}: {line}")
         if not ok:
             failed.append(f"{name}: {line}")
@@ -81,6 +85,39 @@ def judge(results: Sequence[dict[str, Any]]) -> CheckResult:
     return CheckResult(
         "extensions", title, PASS, f"{len(results)} ran on the GPU", None, tuple(lines)
     )
+
+
+def _gated(r: dict[str, Any], gates: Mapping[tuple[str, str], str]) -> tuple[bool, str] | None:
+    """A package whose own import check left its kernels out for this torch (torchao): FAIL,
+    naming the gate. Where the probe did not say whether they loaded, the database's gate
+    decides; where it says they loaded, it is believed (None: judged as any other)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    version, torch = str(r.get("version") or ""), str(r.get("torch") or "")
+    spec = gates.get((str(r.get("package")), version))
+    if spec is None or not torch or r.get("native") is True:
+        return None
+    public = torch.split("+", 1)[0]
+    try:
+        inside = SpecifierSet(spec).contains(Version(public), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return None
+    if inside:  # skipped for a reason of its own, if at all: judged as any other
+        return None
+    return False, (
+        f"{escaped(version)} loads its kernels only with torch {torch_words(spec)}: "
+        f"this environment has {escaped(public)}"
+    )
+
+
+def torch_words(spec: str) -> str:
+    """``==2.10.0`` -> ``2.10.0``, ``>=2.11.0`` -> ``2.11.0 or later``; else the specifier."""
+    if spec.startswith("==") and "," not in spec:
+        return spec[2:]
+    if spec.startswith(">=") and "," not in spec:
+        return f"{spec[2:]} or later"
+    return spec
 
 
 def _native_why(r: dict[str, Any]) -> str:
