@@ -146,6 +146,16 @@ def decision_json(
                 "variant": c.variant.name,
                 "reasons": [r.text for r in c.reasons],
                 "kinds": sorted({r.kind for r in c.reasons}),
+                "gates": [
+                    {
+                        "package": r.detail.package,
+                        "version": r.detail.version,
+                        "gate": r.detail.gate.value,
+                        "values": dict(r.detail.values),
+                    }
+                    for r in c.reasons
+                    if r.detail is not None
+                ],
             }
             for c in decision.rejected
         ],

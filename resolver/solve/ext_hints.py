@@ -64,7 +64,7 @@ def _why_no_set(
         fits[name] = []
         closest: tuple[int, str, Candidate | None] = (-1, "", None)
         for c in sorted(cuda, key=lambda c: c.rank_key(request.level), reverse=True):
-            got, text, stage = choose(
+            got, miss, stage = choose(
                 catalog,
                 place,
                 c.release,
@@ -73,6 +73,7 @@ def _why_no_set(
                 spec,
                 lambda a, cc: kernel_coverage(catalog, a, cc),
             )
+            text = miss.text if miss is not None else ""
             if got is not None and c in runs:
                 if c.release.version not in fits[name]:
                     fits[name].append(c.release.version)

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from resolver.catalog import ArchList, Catalog, Release, Variant
 from resolver.core.platforms import Platform, PythonVersion
-from resolver.core.versions import CC, cc_sm, cuda_key
+from resolver.core.versions import CC, cc_sm, cc_str, cuda_key
 from resolver.db.models import ExtBuild, ExtRelease
+from resolver.db.torchabi import uses_cxx11
+from resolver.solve.ext_words import Gate, ceiling_words, loader_words, phrase
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -23,8 +25,25 @@ if TYPE_CHECKING:
 # what `--with` accepts besides torch's companions; facts in data/extensions.yaml
 EXTENSIONS = ("xformers", "flash-attn", "bitsandbytes", "torchao", "vllm", "triton")
 Coverage = Callable[[ArchList, CC], "str | None"]
-FITS = 9  # choose()'s closeness for a fit
+FITS = 10  # choose()'s closeness for a fit
 _TORCH = 2  # ...for a build that fails only on its torch requirement
+
+
+class Misfit(NamedTuple):
+    """Why a package has no build for a torch build: the gate and the values it compared (data;
+    ``ext_words`` says it in words)."""
+
+    gate: Gate
+    package: str
+    version: str = ""  # the release held back ("" where none is meant)
+    values: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def text(self) -> str:
+        return phrase(self.gate, self.package, self.version, dict(self.values))
+
+    def value(self, key: str) -> str | None:
+        return dict(self.values).get(key)
 
 
 class ExtChoice(NamedTuple):
@@ -49,6 +68,9 @@ class Place(NamedTuple):
     gpus: tuple[tuple[CC, str], ...]  # (CC, label)
 
 
+_Why = tuple[Gate, dict[str, str]]  # a build's misfit before it names its package and release
+
+
 def choose(
     catalog: Catalog,
     place: Place,
@@ -57,42 +79,69 @@ def choose(
     name: str,
     spec: SpecifierSet | None,
     coverage: Coverage,
-) -> tuple[ExtChoice | None, str, int]:
+) -> tuple[ExtChoice | None, Misfit | None, int]:
     """The newest fitting release of ``name`` for torch ``rel``/``var`` on ``place``, or None and
-    one line saying why none fits (naming the package and the closest release's reason), with
-    how close it came (``FITS`` when it fits; the higher, the closer)."""
+    why none fits (the closest release's gate and values), with how close it came (``FITS``
+    when it fits; the higher, the closer)."""
     pkg = catalog.extensions.get(name)
     if pkg is None:
-        return None, f"{name}: the database has no facts for it (extensions.yaml)", 0
+        return None, Misfit(Gate.NO_FACTS, name), 0
     releases = [r for r in pkg.releases if spec is None or spec.contains(r.version, True)]
     if not releases:
-        return None, f"{name}: no release in the database matches {spec}", 0
+        return None, Misfit(Gate.NO_MATCH, name, "", (("spec", str(spec)),)), 0
     passed: list[str] = []
-    best: tuple[int, str] = (-1, "")
+    best: tuple[int, Misfit | None] = (-1, None)
     for ext in releases:
         if not ext.builds:
-            why = "has only a source distribution (compiling it needs nvcc and the CUDA toolkit)"
-            passed.append(f"{name} {ext.version} {why}")  # said where an older one is taken
-            best = max(best, (0, f"{name} {ext.version} {why}"), key=lambda b: b[0])
+            miss = Misfit(Gate.SOURCE_ONLY, name, ext.version)
+            passed.append(miss.text)  # said where an older one is taken
+            best = max(best, (0, miss), key=lambda b: b[0])
             continue
-        closest: tuple[int, str] = (-1, "")
+        closest: tuple[int, _Why | None] = (-1, None)
+        loaded = _loader_pick(ext.builds, var, place.platform.name)
         for build in ext.builds:
+            if build.cuda_match == "nearest" and loaded is not None and build is not loaded:
+                continue  # the package's loader takes another of its libraries
             stage, why_not, reached = _misfit(catalog, place, rel, var, build, coverage)
             if why_not is None:
-                notes = tuple(passed[:2])
-                return ExtChoice(name, ext, build, tuple(reached), notes), "", FITS
+                if loaded is build and build.cuda != var.cuda and build.cuda and var.cuda:
+                    reached.insert(0, loader_words(var.cuda, build.cuda))
+                return ExtChoice(name, ext, build, tuple(reached), tuple(passed[:2])), None, FITS
             closest = max(closest, (stage, why_not), key=lambda b: b[0])
-        best = max(best, (closest[0], f"{name} {ext.version} {closest[1]}"), key=lambda b: b[0])
+        if closest[1] is not None:
+            gate, values = closest[1]
+            miss = Misfit(gate, name, ext.version, tuple(values.items()))
+            best = max(best, (closest[0], miss), key=lambda b: b[0])
     if best[0] == _TORCH and len(releases) > 1:
         built = [r for r in releases if r.builds]
-        newest = f"; {built[0].version} requires torch {_torch_spec(built[0])}" if built else ""
-        versions = ", ".join(r.version for r in releases)
-        return (
-            None,
-            f"{name}: no release in the database ({versions}) is for torch {rel.version}{newest}",
-            2,
-        )
+        values = {"versions": ", ".join(r.version for r in releases), "torch": rel.version}
+        if built:
+            values |= {"newest": built[0].version, "newest_torch": _torch_spec(built[0])}
+        return None, Misfit(Gate.TORCH_HISTORY, name, "", tuple(values.items())), 2
     return None, best[1], best[0]
+
+
+def _loader_pick(builds: tuple[ExtBuild, ...], var: Variant, platform: str) -> ExtBuild | None:
+    """The library bitsandbytes' loader takes for torch's CUDA (``cuda_match: nearest``): that
+    CUDA's, else the newest below it in the same major, else the oldest above it; None where
+    the major has none (it never crosses a major)."""
+    if var.cuda is None:
+        return None
+    want = cuda_key(var.cuda)
+    same = [
+        b
+        for b in builds
+        if b.cuda_match == "nearest"
+        and b.cuda is not None
+        and platform in b.platforms
+        and cuda_key(b.cuda)[0] == want[0]
+    ]
+    if not same:
+        return None
+    below = [b for b in same if cuda_key(b.cuda or "") <= want]
+    if below:
+        return max(below, key=lambda b: cuda_key(b.cuda or ""))
+    return min(same, key=lambda b: cuda_key(b.cuda or ""))
 
 
 def _torch_spec(rel: ExtRelease) -> str:
@@ -112,56 +161,78 @@ def _misfit(
     var: Variant,
     build: ExtBuild,
     coverage: Coverage,
-) -> tuple[int, str | None, list[str]]:
-    """How far a build gets (a later stage is a closer miss), why it fails, and how it reaches
-    each GPU when it fits."""
+) -> tuple[int, _Why | None, list[str]]:
+    """How far a build gets (a later stage is a closer miss), the gate that stops it and its
+    values, and how it reaches each GPU when it fits."""
     from packaging.specifiers import SpecifierSet
 
     if place.platform.name not in build.platforms:
         have = ", ".join(sorted(build.platforms))
-        return 1, f"has no {place.platform} wheel (only {have})", []
+        return 1, (Gate.PLATFORM, {"platform": str(place.platform), "have": have}), []
     if build.torch and not SpecifierSet(build.torch).contains(rel.version, prereleases=True):
-        return _TORCH, f"requires torch{build.torch}, not {rel.version}", []
+        return _TORCH, (Gate.TORCH, {"requires": build.torch, "torch": rel.version}), []
+    gate = build.import_gate
+    if gate and not SpecifierSet(gate.torch).contains(rel.version, prereleases=True):
+        values = {"gate": gate.torch, "torch": rel.version, "grade": gate.prov.grade}
+        return 3, (Gate.IMPORT, values), []
     if build.python and not SpecifierSet(build.python).contains(place.python.plain, True):
-        return 3, f"requires Python {build.python}, not {place.python}", []
+        return 4, (Gate.PYTHON, {"requires": build.python, "python": str(place.python)}), []
     cuda_why = _cuda_misfit(place, var, build)
     if cuda_why:
-        return 4, cuda_why, []
-    if build.cxx11_abi is not None and catalog.cxx11_since:
-        torch_abi = rel.key[:2] >= tuple(int(p) for p in catalog.cxx11_since.split("."))
-        if torch_abi != build.cxx11_abi:
-            return 5, f"build for the {'C++11' if build.cxx11_abi else 'old'} ABI", []
+        return 5, cuda_why, []
+    if build.cxx11_abi is not None:
+        torch_abi = uses_cxx11(
+            catalog.cxx11_since, catalog.cxx11_builds, rel.version, var.name, place.platform.name
+        )
+        if torch_abi is not None and torch_abi != build.cxx11_abi:
+            abi = "cxx11" if build.cxx11_abi else "old"
+            values = {"abi": abi, "torch": rel.version, "variant": var.name}
+            return 6, (Gate.ABI, values), []
     arch = build.platforms[place.platform.name]
     if not (build.device_code and build.gate) or var.kind != "cuda":
         return FITS, None, []
     if arch is None:
-        return 6, f"has device code whose architectures are not known for {place.platform}", []
+        return 7, (Gate.ARCH_UNKNOWN, {"platform": str(place.platform)}), []
     reached: list[str] = []
+    top = build.ceiling
     for cc, label in place.gpus:
+        if top is not None and cc > top.cc:  # the package's own kernels refuse this GPU
+            values = {"gpu": label, "ceiling": cc_str(top.cc), "grade": top.prov.grade}
+            if top.fallback is None:
+                return 8, (Gate.CEILING, values), []
+            reached.append(
+                f"{label}: {ceiling_words(cc_str(top.cc), top.fallback, values['grade'])}"
+            )
+            continue
         how = coverage(arch, cc)
         if how is None:
-            return 7, f"has no kernels for {label}: {_arch_text(arch)}", []
+            return 8, (Gate.KERNELS, {"gpu": label, "arch": _arch_text(arch)}), []
         reached.append(f"{label}: {how}")
     return FITS, None, reached
 
 
-def _cuda_misfit(place: Place, var: Variant, build: ExtBuild) -> str | None:
+def _cuda_misfit(place: Place, var: Variant, build: ExtBuild) -> _Why | None:
+    """The CUDA gates: the runtime its libraries link (read from them), then the curated match."""
+    runtime = cuda_key(var.cuda)[0] if var.kind == "cuda" and var.cuda else None
+    if build.cudart is not None and runtime is not None and build.cudart != runtime:
+        return Gate.CUDART, {"cudart": str(build.cudart), "variant": var.name}
     if build.cuda_match == "any":
         return None
     if var.kind != "cuda" or var.cuda is None:
-        return "needs a CUDA torch build" if build.device_code else None
+        return (Gate.NEEDS_CUDA, {}) if build.device_code else None
     if build.cuda_match == "default":
         if place.platform.name not in var.pypi:
-            return f"is built against torch's default-index build, not {var.name}"
+            return Gate.DEFAULT_BUILD, {"variant": var.name}
         return None
     assert build.cuda is not None
+    major = cuda_key(build.cuda)[0]
     if build.cuda_match == "exact" and var.cuda != build.cuda:
-        return f"has no library for CUDA {var.cuda}"
-    if cuda_key(var.cuda)[0] != cuda_key(build.cuda)[0]:
-        major = cuda_key(build.cuda)[0]
-        return (
-            f"is built with CUDA {build.cuda}: it needs a CUDA {major} torch build, not {var.name}"
-        )
+        return Gate.LIBRARY, {"cuda": var.cuda}
+    if cuda_key(var.cuda)[0] != major:
+        if build.cuda_match == "nearest":
+            values = {"major": str(cuda_key(var.cuda)[0]), "have": build.cuda}
+            return Gate.LOADER, values | {"variant": var.name}
+        return Gate.CUDA, {"cuda": build.cuda, "major": str(major), "variant": var.name}
     return None
 
 

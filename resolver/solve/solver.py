@@ -25,7 +25,7 @@ from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Rele
 from resolver.core.platforms import BY_NAME
 from resolver.core.versions import CC, Driver, cc_sm, cc_str, cuda_key, driver_key
 from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, rank, trusted
-from resolver.solve.extensions import ExtChoice, Place, choose
+from resolver.solve.extensions import ExtChoice, Misfit, Place, choose
 from resolver.solve.target import Policy as Policy
 from resolver.solve.target import Request as Request
 from resolver.solve.target import Target as Target
@@ -45,6 +45,7 @@ ReasonKind = Literal[
 class Reason:
     kind: ReasonKind
     text: str
+    detail: Misfit | None = None  # an extension's gate and values (the text says them)
 
 
 # Reason kinds by who is at fault: the request, or the target's GPU side (kernels, driver).
@@ -269,7 +270,8 @@ def _evaluate(
                 catalog, place, rel, var, name, spec, lambda a, cc: kernel_coverage(catalog, a, cc)
             )
             if got is None:
-                reasons.append(Reason("extension", why_not))
+                if why_not is not None:
+                    reasons.append(Reason("extension", why_not.text, why_not))
             else:
                 chosen.append(got)
                 warnings.extend(f"{n}; took {name} {got.version}" for n in got.notes)

@@ -15,6 +15,7 @@ from typing import Any
 
 from resolver.core.errors import escaped
 from resolver.io import subprocs
+from resolver.solve.ext_words import torch_words
 from resolver.standalone import EXT_PROBE
 from resolver.verify.result import EXTENSIONS_CHECK, FAIL, PASS, SKIP, CheckResult
 
@@ -109,15 +110,6 @@ def _gated(r: dict[str, Any], gates: Mapping[tuple[str, str], str]) -> tuple[boo
         f"{escaped(version)} loads its kernels only with torch {torch_words(spec)}: "
         f"this environment has {escaped(public)}"
     )
-
-
-def torch_words(spec: str) -> str:
-    """``==2.10.0`` -> ``2.10.0``, ``>=2.11.0`` -> ``2.11.0 or later``; else the specifier."""
-    if spec.startswith("==") and "," not in spec:
-        return spec[2:]
-    if spec.startswith(">=") and "," not in spec:
-        return f"{spec[2:]} or later"
-    return spec
 
 
 def _native_why(r: dict[str, Any]) -> str:

@@ -125,8 +125,18 @@ class _RejectedKeys(TypedDict):
     reasons: list[str]
 
 
+class GateJson(TypedDict):
+    """An extension gate that holds a build back: which, and the values it compared."""
+
+    package: str
+    version: str
+    gate: str
+    values: dict[str, str]
+
+
 class RejectedJson(_RejectedKeys, total=False):
     kinds: list[str]
+    gates: list[GateJson]
 
 
 class DatabaseJson(TypedDict):
