@@ -102,7 +102,12 @@ def test_import_gate_decides_where_the_probe_cannot_say() -> None:
     """A probe that did not say whether the kernels loaded: the database's gate decides; one
     that says they loaded is believed; a torch inside the gate is judged as any other."""
     gates = {("torchao", "0.16.0"): "==2.10.0"}
-    ran: dict[str, Any] = {"package": "torchao", "version": "0.16.0", "stage": "done", "op": "quantize_"}
+    ran: dict[str, Any] = {
+        "package": "torchao",
+        "version": "0.16.0",
+        "stage": "done",
+        "op": "quantize_",
+    }
     ran |= {"max_rel_err": 0.01, "elapsed_s": 1.0}
     assert ext_checks.judge([ran | {"torch": "2.11.0+cu130"}], gates).status == FAIL
     assert ext_checks.judge([ran | {"torch": "2.10.0+cu128"}], gates).status == PASS
