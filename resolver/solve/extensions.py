@@ -9,6 +9,7 @@ fits wins, and a rejected newer torch names the package that holds it back.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -164,18 +165,16 @@ def _misfit(
 ) -> tuple[int, _Why | None, list[str]]:
     """How far a build gets (a later stage is a closer miss), the gate that stops it and its
     values, and how it reaches each GPU when it fits."""
-    from packaging.specifiers import SpecifierSet
-
     if place.platform.name not in build.platforms:
         have = ", ".join(sorted(build.platforms))
         return 1, (Gate.PLATFORM, {"platform": str(place.platform), "have": have}), []
-    if build.torch and not SpecifierSet(build.torch).contains(rel.version, prereleases=True):
+    if build.torch and not _admits(build.torch, rel.version):
         return _TORCH, (Gate.TORCH, {"requires": build.torch, "torch": rel.version}), []
     gate = build.import_gate
-    if gate and not SpecifierSet(gate.torch).contains(rel.version, prereleases=True):
+    if gate and not _admits(gate.torch, rel.version):
         values = {"gate": gate.torch, "torch": rel.version, "grade": gate.prov.grade}
         return 3, (Gate.IMPORT, values), []
-    if build.python and not SpecifierSet(build.python).contains(place.python.plain, True):
+    if build.python and not _admits(build.python, place.python.plain):
         return 4, (Gate.PYTHON, {"requires": build.python, "python": str(place.python)}), []
     cuda_why = _cuda_misfit(place, var, build)
     if cuda_why:
@@ -209,6 +208,15 @@ def _misfit(
             return 8, (Gate.KERNELS, {"gpu": label, "arch": _arch_text(arch)}), []
         reached.append(f"{label}: {how}")
     return FITS, None, reached
+
+
+@functools.lru_cache(maxsize=4096)
+def _admits(spec: str, version: str) -> bool:
+    """Whether a specifier admits a version, pre-releases included: every build is judged
+    against every torch candidate, over the whole history, so each pair is worked out once."""
+    from packaging.specifiers import SpecifierSet
+
+    return SpecifierSet(spec).contains(version, prereleases=True)
 
 
 def _cuda_misfit(place: Place, var: Variant, build: ExtBuild) -> _Why | None:
