@@ -9,6 +9,7 @@ from resolver.core.platforms import PLATFORMS, PythonVersion
 from resolver.core.versions import cc_str
 from resolver.db.evidence import GRADE_TEXT, GRADES
 from resolver.db.extensions import describe as describe_extensions
+from resolver.db.models import ExtRelease
 
 if TYPE_CHECKING:
     from resolver.core.documents.reports import DbShowDoc
@@ -211,9 +212,25 @@ def _packages_text(cat: Catalog) -> list[str]:
             lines.append(
                 f"  {pkg.name} {rel.version}: torch {' | '.join(torch)}; "
                 f"CUDA {', '.join(cudas) or '-'}; {', '.join(plats)}; {code}; "
-                f"{', '.join(where)} index [{rel.builds[0].prov.grade}]"
+                f"{', '.join(where)} index [{rel.builds[0].prov.grade}]{_gates_text(rel)}"
             )
     return lines
+
+
+def _gates_text(rel: ExtRelease) -> str:
+    """The gates a release's builds record beyond the torch requirement (extensions.yaml)."""
+    said: list[str] = []
+    for b in rel.builds:
+        if b.import_gate is not None:
+            said.append(f"its import loads its kernels with torch {b.import_gate.torch}")
+        if b.ceiling is not None:
+            said.append(f"its kernels refuse CC above {cc_str(b.ceiling.cc)}")
+    runtimes = sorted({b.cudart for b in rel.builds if b.cudart is not None})
+    if runtimes:
+        said.append("links libcudart.so." + "/".join(str(n) for n in runtimes))
+    if any(b.cuda_match == "nearest" for b in rel.builds):
+        said.append("its loader takes the nearest CUDA library of torch's major")
+    return "".join(f"; {s}" for s in dict.fromkeys(said))
 
 
 def show_json(cat: Catalog) -> DbShowDoc:

@@ -177,3 +177,14 @@ def test_torch_abi_is_decided_per_build() -> None:
     assert uses_cxx11(since, builds, "2.5.1", "cu124", "linux-x86_64") is False
     assert uses_cxx11(since, builds, "2.7.0", "cu118", "linux-x86_64") is True
     assert uses_cxx11(None, (), "2.7.0", "cu118", "linux-x86_64") is None
+
+
+def test_db_show_names_the_gates(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "db", "show")
+    assert code == 0
+    lines = {ln.split(":")[0].strip(): ln for ln in out.splitlines() if ln.startswith("  ")}
+    assert lines["torchao 0.16.0"].endswith("its import loads its kernels with torch ==2.10.0")
+    assert lines["xformers 0.0.35"].endswith("its kernels refuse CC above 9.0")
+    assert (
+        "links libcudart.so.11/12/13; its loader takes the nearest" in lines["bitsandbytes 0.50.2"]
+    )
