@@ -4,8 +4,10 @@ over what the nodes wrote."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -13,12 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 from cli_support import run_cli
-from slurm_support import Node, slurm_cluster
+from slurm_support import Node, listening, slurm_cluster
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.versions import Driver
+from resolver.solve.shapes import MAX_NAME
 from resolver.team.fleet_report import read_plan
 from resolver.team.slurm import parse_line, read_nodes
 
@@ -152,3 +156,107 @@ def test_real_slurm_runs_verify_and_fleet_report_reads_it(
     # the A100 group's job was not run: --expect names its node missing
     missing = [n for g in report["groups"] for n in g["missing_nodes"]]
     assert missing == ["gpu-a1"] and "cpu-n1" not in plan  # a CPU node runs no GPU job
+
+
+@pytest.mark.slow
+def test_test_daemons_listen_on_loopback_only(
+    child_env: Callable[..., dict[str, str]],
+) -> None:
+    """The private Slurm is reachable from this host alone: every TCP socket munged, slurmctld
+    and the slurmds listen on is a loopback address (CommunicationParameters=NoInAddrAny...)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+    with slurm_cluster(NODES[:2], child_env(environ)) as cluster:
+        found = listening(cluster.pids)
+    assert len({pid for pid, _ in found}) == 3, found  # slurmctld and both slurmds listen
+    assert all(ipaddress.ip_address(a.rsplit(":", 1)[0]).is_loopback for _, a in found), found
+
+
+FREE_TEXT = Path(__file__).parent / "fixtures" / "slurm" / "scontrol_show_node_free_text.txt"
+
+
+def test_free_text_sets_nothing_else(shipped: Catalog) -> None:
+    """Recorded: gpu-n2's Reason= and gpu-n1's Comment= and Extra= hold words shaped like fields
+    (NodeName=gpu-n9, Partitions=debug, Gres=..., Arch=aarch64); each is read as that text."""
+    lines = FREE_TEXT.read_text(encoding="utf-8").splitlines()
+    n2 = parse_line(next(ln for ln in lines if ln.startswith("NodeName=gpu-n2 ")), "x")
+    assert n2["NodeName"] == "gpu-n2" and n2["Partitions"] == "gpu"
+    assert n2["Gres"] == "gpu:h100:1" and n2["AvailableFeatures"] == "driver-550.54.15,ib"
+    assert n2["Reason"].startswith("disk swap NodeName=gpu-n9 Partitions=debug Gres=gpu:a100:8")
+    n1 = parse_line(next(ln for ln in lines if ln.startswith("NodeName=gpu-n1 ")), "x")
+    assert n1["NodeName"] == "gpu-n1" and n1["Arch"] == "x86_64" and n1["Partitions"] == "gpu"
+    assert n1["Comment"] == "rack 4 NodeName=gpu-n9 Arch=aarch64"
+    assert n1["Extra"] == "owner=ml Partitions=debug"
+    groups = {g.name: g.nodes for g in read_nodes(FREE_TEXT, shipped, "nodes.txt", None)}
+    assert groups["gpu-h100-driver-550.54.15-ib"] == ("gpu-n1", "gpu-n2")
+    assert not any("gpu-n9" in nodes or "debug" in name for name, nodes in groups.items())
+
+
+def test_fields_out_of_slurms_order_are_refused(tmp_path: Path) -> None:
+    """Outside free text a known key comes once, in Slurm's order; a key newer than gpuresolve's
+    list is skipped (a later Slurm)."""
+    line = next(ln for ln in FIXTURE.read_text(encoding="utf-8").splitlines() if "gpu-n1 " in ln)
+    with pytest.raises(UserError, match="Arch= after Gres="):
+        parse_line(line.replace("Gres=gpu:h100:1 ", "Gres=gpu:h100:1 Arch=aarch64 "), "x")
+    with pytest.raises(UserError, match="NodeName= after"):
+        parse_line(line + " NodeName=gpu-n9", "x")
+    newer = parse_line(line.replace("Gres=", "TopologyBlock=b1 Gres="), "x")
+    assert newer["Gres"] == "gpu:h100:1" and newer["TopologyBlock"] == "b1"
+
+
+@pytest.mark.parametrize("brk", ["\u2028", "\u2029", "\x85", "\r", "\x0b", "\x0c", "\x1c", "\x1e"])
+def test_a_line_break_inside_a_value_is_refused_naming_the_node(
+    brk: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """str.splitlines() splits on these; Slurm does not: the text after one is never a node."""
+    lines = FREE_TEXT.read_text(encoding="utf-8").splitlines()
+    forged = next(ln for ln in lines if ln.startswith("NodeName=gpu-a1 "))
+    forged = forged.replace("NodeName=gpu-a1", "NodeName=gpu-n9").replace("gpu:a100", "gpu:h100")
+    evil = [ln + brk + forged if ln.startswith("NodeName=gpu-n2 ") else ln for ln in lines]
+    (tmp_path / "nodes.txt").write_text("\n".join(evil) + "\n", encoding="utf-8", newline="")
+    (tmp_path / "hpc.yaml").write_text(SPEC, encoding="utf-8")
+    code, _, err = run_cli(capsys, "lock", str(tmp_path / "hpc.yaml"), "--split")
+    assert code == 2, err
+    assert "node gpu-n2:" in err and "line break" in err and "Traceback" not in err
+    assert not (tmp_path / "hpc").exists()
+
+
+def test_crlf_file_and_a_split_comment(shipped: Catalog, tmp_path: Path) -> None:
+    """A CRLF copy reads as Slurm wrote it; a Comment= holding \\n (Slurm prints it raw) leaves
+    a line that is not a node: refused, never read as one."""
+    text = FIXTURE.read_text(encoding="utf-8")
+    (tmp_path / "crlf.txt").write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+    crlf = read_nodes(tmp_path / "crlf.txt", shipped, "n", None)
+    assert [(g.name, g.nodes) for g in crlf] == [
+        (g.name, g.nodes) for g in read_nodes(FIXTURE, shipped, "n", None)
+    ]
+    split = text.replace("ExtSensorsTemp=n/s\nNodeName=gpu-n2", "Comment=a\nb NodeName=gpu-n2", 1)
+    (tmp_path / "split.txt").write_text(split, encoding="utf-8")
+    with pytest.raises(UserError, match=r"split\.txt:\d+: expected NodeName=\.\.\. first"):
+        read_nodes(tmp_path / "split.txt", shipped, "split.txt", None)
+
+
+def test_long_feature_lists_lock_with_bounded_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nodes with 30 long features once made a group's file name pass 255 bytes; a group's name
+    is now a readable start and a digest of its key, and features differing only in case (IB,
+    ib) make two groups with two names."""
+    many = ",".join(f"topology-block-{i:02d}-rack-row-aisle" for i in range(30))
+    text = FIXTURE.read_text(encoding="utf-8")
+    text = text.replace("driver-550.54.15,ib ActiveFeatures=driver-550.54.15,ib", f"{many}")
+    text = text.replace(
+        "AvailableFeatures=driver-535.104.05 ActiveFeatures=driver-535.104.05",
+        f"AvailableFeatures={many.upper()} ActiveFeatures={many.upper()}",
+    ).replace("Gres=gpu:a100:1", "Gres=gpu:h100:1")
+    (tmp_path / "nodes.txt").write_text(text, encoding="utf-8")
+    (tmp_path / "hpc.yaml").write_text(SPEC + '    driver: "550.54.15"\n', encoding="utf-8")
+    code, _, err = run_cli(capsys, "lock", str(tmp_path / "hpc.yaml"), "--split")
+    assert code == 0, err
+    plan = yaml.safe_load((tmp_path / "hpc" / "fleet.yaml").read_text(encoding="utf-8"))
+    names = sorted(g["nodes_of"] for g in plan["groups"])
+    assert len(names) == 3 and all(len(n) <= MAX_NAME for n in names), names
+    long = [n for n in names if n.startswith("gpu-h100-topology-block-00")]
+    assert len(long) == 2 and all(re.fullmatch(r".*-[0-9a-f]{10}", n) for n in long)
+    for path in (tmp_path / "hpc").rglob("*"):
+        assert all(len(part.encode()) <= 255 for part in path.parts), path
+    assert len(list((tmp_path / "hpc").rglob("verify-*.sbatch"))) == 2

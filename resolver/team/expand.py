@@ -16,7 +16,13 @@ from resolver.core.errors import UserError
 from resolver.core.platforms import PythonVersion
 from resolver.core.versions import Driver
 from resolver.host.records import load_folder
-from resolver.solve.shapes import FleetMember, ShapeGroup, group, profile_shapes
+from resolver.solve.shapes import (
+    FleetMember,
+    ShapeGroup,
+    bounded_name,
+    group,
+    profile_shapes,
+)
 
 # The CLI's progress bars: (label, total) -> what to tell of each part done.
 ProgressBars = Callable[[str, int], Callable[[int], None]]
@@ -129,5 +135,6 @@ def _slurm(
         raise fail("slurm", f"no such file: {rel} (write it with `scontrol show node --oneliner`)")
     groups = read_nodes(path, catalog, rel, driver)
     if prefix and prefix.strip():
-        groups = [replace(g, name=f"{prefix.strip()}-{g.name}") for g in groups]
+        named = ((g, f"{prefix.strip()}-{g.name}") for g in groups)
+        groups = [replace(g, name=bounded_name(name, name)) for g, name in named]
     return groups

@@ -59,6 +59,8 @@ def fleet_files(
         )
     out: dict[str, str] = {}
     plan: list[dict[str, Any]] = []
+    objects: dict[str, str] = {}  # Kubernetes object name -> the group whose Job and ConfigMap
+    taken = {p.casefold() for p in files}  # the lock's file names as a case-folding disk sees
     for label, decision in sets:
         several = len(decision.choices) > 1
         prefix = f"{label}/" if label else ""
@@ -101,9 +103,10 @@ def fleet_files(
                         placement=g.placement,
                         lock_name=lock,
                     )
-                    out[job] = recorded.stamp(job, text, {**record, "group": group})
+                    _put(out, taken, job, recorded.stamp(job, text, {**record, "group": group}))
                 elif wanted and lock and image:
                     job = f"{sub}verify-{g.name}.yaml"
+                    _claim(objects, manifests_k8s.job_name(g.name), g.name)
                     text = manifests_k8s.render(
                         group=g.name,
                         set_group=group,
@@ -117,7 +120,7 @@ def fleet_files(
                         header=_header(spec, g.name, group, len(wanted), left),
                         everyone=k8s_nodes,
                     )
-                    out[job] = recorded.stamp(job, text, {**record, "group": group})
+                    _put(out, taken, job, recorded.stamp(job, text, {**record, "group": group}))
                 entry["job"] = job
                 plan.append(entry)
         if image and locks:
@@ -158,6 +161,26 @@ def _plan_yaml(doc: Mapping[str, Any]) -> str:
             else:
                 lines.append(f"{lead}{key}: {q(value)}")
     return "\n".join(lines) + "\n"
+
+
+def _put(out: dict[str, str], taken: set[str], path: str, text: str) -> None:
+    """Add a file of the lock; one that another already has (in any case: macOS and Windows
+    fold it) is an error, never an overwrite."""
+    folded = path.casefold()
+    if folded in taken:
+        raise UserError(f"two files of the lock would both be {path}: rename a group")
+    taken.add(folded)
+    out[path] = text
+
+
+def _claim(objects: dict[str, str], name: str, group: str) -> None:
+    """One group's Job and ConfigMap name; two groups sharing it would replace each other when
+    applied (`kubectl apply` updates by name), so it is an error when written."""
+    if objects.setdefault(name, group) != group:
+        raise UserError(
+            f"node groups {objects[name]} and {group} would get the same Kubernetes Job and "
+            f"ConfigMap name {name}: rename one (the spec entry's name:)"
+        )
 
 
 def _control(p: Any) -> bool:

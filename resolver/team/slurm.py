@@ -1,8 +1,14 @@
-"""A Slurm cluster as a fleet: `scontrol show node --oneliner` output, one sbatch script a group.
+r"""A Slurm cluster as a fleet: `scontrol show node --oneliner` output, one sbatch script a group.
 
-Each line is one node, ``Key=value`` fields separated by spaces (a value may itself hold spaces:
-``OS=Linux 6.1.0-18-amd64 #1 SMP ...``, so a word without ``=`` continues the previous value).
-What is read, and why:
+Each line is one node: Slurm ends a node with ``\n`` and nothing else, so only ``\n`` splits
+nodes; any other line break in a line (U+2028, U+2029, U+0085, CR, VT, FF, FS, GS, RS: what
+``str.splitlines`` also splits on) is refused, naming the node. A line is ``Key=value`` fields
+separated by spaces, in the order Slurm's ``slurm_sprint_node_table`` (``src/api/node_info.c``)
+prints them (``KEYS``). A value may hold spaces: the free-text fields (``OS``, from uname;
+``Reason``, ``Comment``, ``Extra``, written by an admin) run to the next key Slurm prints after
+them and set nothing else, so ``Reason=moved NodeName=gpu-n9 Partitions=x`` is one reason. Any
+other field is one word; a known key out of Slurm's order is refused, a key Slurm added later (not
+in ``KEYS``) is skipped. What is read, and why:
 
 - ``NodeName``; ``Arch`` (``x86_64``, ``aarch64``) for the platform;
 - ``Gres``: ``gpu:TYPE:COUNT`` entries (``gpu:h100:8(S:0-1)``, ``gpu:a100:4,gpu:v100:2``); the GPU
@@ -20,6 +26,7 @@ sent a GPU job). A GPU group without a driver is refused, naming the fix.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +36,34 @@ from resolver.core.errors import UserError, escaped
 from resolver.core.platforms import BY_NAME, Platform
 from resolver.core.versions import Driver
 from resolver.io.bounded import read_text
-from resolver.solve.shapes import Shape, ShapeGpu, ShapeGroup
+from resolver.solve.shapes import Shape, ShapeGpu, ShapeGroup, bounded_name
 
 MAX_NODE_FILE = 64 << 20  # ~500 bytes a node: over 100,000 nodes
 TIME_LIMIT = "00:30:00"
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z_]{0,40})=(.*)$")
+# Every key `scontrol show node` prints, in its order: slurm_sprint_node_table() in SchedMD/slurm
+# src/api/node_info.c, the union of releases 18.08 to 26.05 (Debian 12 ships 22.05); the order
+# never changed, keys were only added or dropped.
+KEYS = (  # noqa: SIM905 - read as a line of Slurm's output, not 61 lines of literals
+    "NodeName Arch CpuBind CoresPerSocket CPUAlloc CPUEfctv CPUTot CPULoad AvailableFeatures "
+    "ActiveFeatures Gres GresDrain GresUsed NodeAddr NodeHostName BcastAddr Port Version OS "
+    "RealMemory AllocMem FreeMem Sockets Boards CoreSpecCount CPUSpecList MemSpecLimit "
+    "RestrictedCoresPerGPU State ThreadsPerCore TmpDisk Weight Owner MCS_label NextState "
+    "Partitions BootTime SlurmdStartTime LastBusyTime ResumeAfterTime SuspendTime CfgTRES "
+    "AllocTRES CapWatts CurrentWatts AveWatts ConsumedJoules LowestJoules ExtSensorsJoules "
+    "ExtSensorsWatts ExtSensorsTemp Reason Comment Extra InstanceId InstanceType "
+    "ReservationName TLSCertTokenSet TLSCertLastRenewal Topology Parameters"
+).split()
+RANK = {k: i for i, k in enumerate(KEYS)}
+# Free text (spaces, and any words at all) and the keys that end it: only those Slurm prints
+# next. OS is uname's (RealMemory always follows it); Reason, Comment and Extra an admin's, and
+# every key after them is one gpuresolve does not read.
+FREE_TEXT = {
+    "OS": frozenset({"RealMemory"}),
+    **{k: frozenset(KEYS[RANK[k] + 1 :]) for k in ("Reason", "Comment", "Extra")},
+}
+# What str.splitlines() also splits on: inside a line, a value's character, never a new node.
+LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _GRES = re.compile(r"^gpu(?::([A-Za-z0-9._-]{1,64}))?:([0-9]{1,4})(?:\(.*\))?$")
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
@@ -56,18 +86,33 @@ class SlurmNode:
 
 
 def parse_line(line: str, where: str) -> dict[str, str]:
-    """One `--oneliner` line as a field map (later words without ``=`` extend the last value)."""
+    """One `--oneliner` line as a field map, read by Slurm's key order (the module says how)."""
     fields: dict[str, str] = {}
-    last = None
-    for word in line.split():
+    last: str | None = None
+    rank = -1  # the last known field's place in KEYS
+    for word in line.split(" "):  # Slurm separates with spaces; other blanks are a value's
+        if not word:
+            continue  # Slurm pads some fields with a second space
         m = _FIELD.match(word)
-        if m:
-            last = m.group(1)
-            fields[last] = m.group(2)
-        elif last is not None:
-            fields[last] += " " + word
-        else:
-            raise UserError(f"{where}: expected NodeName=... first, got {escaped(word[:60])!r}")
+        key = m.group(1) if m else None
+        if last is None:
+            if key != "NodeName":
+                raise UserError(
+                    f"{where}: expected NodeName=... first, got {escaped(word[:60])!r} (one node "
+                    "a line; a Comment= or Extra= holding a line break splits one)"
+                )
+        elif key is None or (last in FREE_TEXT and key not in FREE_TEXT[last]):
+            fields[last] += " " + word  # free text, or a space a read field's grammar refuses
+            continue
+        elif key in RANK and RANK[key] <= rank:
+            raise UserError(
+                f"{where}: {key}= after {last}=: not the order `scontrol show node --oneliner` "
+                "writes (one node a line)"
+            )
+        assert m is not None and key is not None
+        rank = RANK.get(key, rank)  # a key newer than KEYS: its field is skipped
+        last = key
+        fields[key] = m.group(2)
     return fields
 
 
@@ -76,10 +121,20 @@ def read_nodes(path: Path, catalog: Catalog, shown: str, driver: Driver | None) 
     text = read_text(path, limit=MAX_NODE_FILE, what="`scontrol show node --oneliner` output")
     groups: dict[tuple[str, str, tuple[str, ...]], list[tuple[str, Shape, SlurmNode]]] = {}
     seen: set[str] = set()
-    for i, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+    for i, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")  # a CRLF copy of the file: its line end, not a value's
+        if not line.strip(" "):
             continue
         where = f"{shown}:{i}"
+        brk = LINE_BREAKS.search(line)
+        if brk is not None:
+            head, space, _ = line[: brk.start()].partition(" ")
+            head = head.removeprefix("NodeName=")
+            who = f"node {head}" if space and _NODE.fullmatch(head) else "a node"
+            raise UserError(
+                f"{where}: {who}: a value holds a line break ({escaped(brk.group())}); Slurm "
+                "ends a node's line with \\n only: not `scontrol show node --oneliner` as written"
+            )
         fields = parse_line(line, where)
         name = fields.get("NodeName", "")
         if not _NODE.fullmatch(name):
@@ -102,7 +157,8 @@ def read_nodes(path: Path, catalog: Catalog, shown: str, driver: Driver | None) 
     if not groups:
         raise UserError(f"{shown}: no nodes (write it with `scontrol show node --oneliner`)")
     out = []
-    names: set[str] = set()
+    slugs = {key: _slug("-".join([key[0] or "nopartition", key[1], *key[2]])) for key in groups}
+    taken = Counter(slugs.values())
     for (partition, kind, features), nodes in sorted(groups.items()):
         shapes = {s for _, s, _ in nodes}
         if len(shapes) > 1:
@@ -112,10 +168,11 @@ def read_nodes(path: Path, catalog: Catalog, shown: str, driver: Driver | None) 
                 "count); tell them apart with a node feature"
             )
         shape = shapes.pop()
-        name = _slug("-".join([partition or "nopartition", kind, *features]))
-        while name in names:
-            name += "-x"
-        names.add(name)
+        # lower case and "-" for the rest can make two groups' names one ("IB", "ib"): each
+        # then gets the digest of its own key, as written
+        slug = slugs[(partition, kind, features)]
+        raw = "\0".join([partition, kind, *features])
+        name = bounded_name(slug, raw, clash=taken[slug] > 1)
         node_names = tuple(n for n, _, _ in nodes)
         placement = {n: p for n, _, p in nodes}
         out.append(ShapeGroup(name, shape, node_names, shown, (), "node", placement))
