@@ -41,7 +41,7 @@ DAEMONS = (
 class Node:
     name: str
     partition: str
-    gres: str | None = None  # "gpu:h100:1"
+    gres: str | None = None  # "gpu:h100:1", or "gpu:1" without a type
     features: str | None = None  # "driver-550.54.15,ib"
 
 
@@ -138,9 +138,10 @@ def _config(base: Path, nodes: Sequence[Node], ports: list[int]) -> str:
 def _gres_conf(nodes: Sequence[Node]) -> str:
     lines = []
     for n in nodes:
-        if n.gres:
-            _, gtype, count = n.gres.split(":")
-            lines.append(f"NodeName={n.name} Name=gpu Type={gtype} File=/dev/null Count={count}")
+        if n.gres:  # gpu:TYPE:COUNT, or gpu:COUNT (a GRES without a type)
+            *_, gtype, count = ["", *n.gres.split(":")]
+            typed = f" Type={gtype}" if gtype != "gpu" else ""
+            lines.append(f"NodeName={n.name} Name=gpu{typed} File=/dev/null Count={count}")
     return "\n".join(lines) + "\n"
 
 

@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -102,60 +101,107 @@ def test_lock_writes_an_sbatch_script_per_gpu_group(
         "#SBATCH --time=00:30:00",
     ):
         assert line in text
-    assert "results/$SLURMD_NODENAME.json" in text and "verify --json" in text
+    lockdir = tmp_path / "hpc"
+    assert f'#SBATCH --chdir="{lockdir}"' in text  # runs in the lock, submitted from anywhere
+    assert "#SBATCH --output=results/%x-%j.out" in text and "SLURM_SUBMIT_DIR" not in text
+    assert '"$GPURESOLVE_RESULTS/$SLURMD_NODENAME.json"' in text and "verify --json" in text
+    assert (tmp_path / "hpc" / "results" / "README.md").is_file()  # Slurm needs the folder
+    code, out, err = run_cli(capsys, "lock", str(tmp_path / "hpc.yaml"), "--split", "--check")
+    assert code == 0 and "all current" in out, out + err
+
+
+def test_a_lock_folder_sbatch_cannot_name_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "nodes.txt").write_bytes(FIXTURE.read_bytes())
+    (tmp_path / "hpc.yaml").write_text(SPEC, encoding="utf-8")
+    out = tmp_path / 'a"b%c'
+    code, _, err = run_cli(capsys, "lock", str(tmp_path / "hpc.yaml"), "-o", str(out))
+    assert code == 2 and "#SBATCH --chdir" in err and not out.exists()
+
+
+DOCS = ROOT / "docs" / "how-to" / "fleet-verify.md"
+LOOP_NODES = (
+    Node("gpu-n1", "gpu", "gpu:h100:1", "driver-550.54.15,ib"),
+    Node("gpu-n2", "gpu", "gpu:h100:1", "driver-550.54.15,ib"),
+    Node("gpu-n3", "gpu", "gpu:h100:1", "driver-550.54.15,ib"),  # drained below
+    Node("gpu-u1", "dgx", "gpu:1", "driver-535.104.05"),  # a GRES without a type
+    Node("cpu-n1", "cpu"),
+)
+
+
+def documented_loop() -> tuple[str, str]:
+    """(the spec, the bash commands) the Slurm part of docs/how-to/fleet-verify.md shows."""
+    text = DOCS.read_text(encoding="utf-8")
+    section = text[text.index("**Slurm.**") :]
+    spec = re.search(r"```yaml\n# hpc\.yaml\n(.*?)```", section, re.S)
+    loop = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert spec and loop, "the Slurm section shows a spec and the commands"
+    return spec.group(1), loop.group(1)
 
 
 @pytest.mark.slow
-def test_real_slurm_runs_verify_and_fleet_report_reads_it(
+def test_real_slurm_runs_the_documented_loop(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], child_env: Callable[..., dict[str, str]]
 ) -> None:
+    """The docs' commands, as written, on a real Slurm with a drained node, an untyped GRES, a
+    CPU node and a script submitted from a third folder: every node that can run verifies."""
+    spec, loop = documented_loop()
+    shim = tmp_path / "bin"  # `gpuresolve` on the PATH: this checkout's
+    shim.mkdir()
+    (shim / "gpuresolve").write_text(f'#!/bin/sh\nexec {sys.executable} -m resolver "$@"\n')
+    (shim / "gpuresolve").chmod(0o755)
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
     env = child_env(
         environ,
         PYTHONPATH=str(ROOT),
+        PATH=f"{shim}{os.pathsep}{environ.get('PATH', '/usr/bin:/bin')}",
         GPURESOLVE=f"{sys.executable} -m resolver",
         GPURESOLVE_PYTHON=sys.executable,  # a Python without torch: verify fails, with its cause
     )
-    with slurm_cluster(NODES, env) as cluster:
-        listing = cluster.run("scontrol", "show", "node", "--oneliner")
-        (tmp_path / "nodes.txt").write_text(listing, encoding="utf-8")
-        (tmp_path / "hpc.yaml").write_text(SPEC, encoding="utf-8")
-        code, _, err = run_cli(capsys, "lock", str(tmp_path / "hpc.yaml"), "--split")
-        assert code == 0, err
-        lockdir = tmp_path / "hpc"
-        [script] = lockdir.glob("**/verify-gpu-h100-*.sbatch")
-        out = cluster.run("sbatch", "--parsable", script.name, cwd=script.parent)
-        job = out.strip().split(";")[0]
-        deadline = time.monotonic() + 240
-        while cluster.run("squeue", "-h", "-j", job).strip():
-            assert time.monotonic() < deadline, "the job did not finish" + cluster.tail()
-            time.sleep(0.5)
-        state = subprocess.run(
-            ["scontrol", "show", "job", job], env=cluster.env, capture_output=True, text=True
-        ).stdout
-    results = script.parent / "results"
-    logs = "".join(p.read_text(errors="replace") for p in results.glob("*.out"))
-    assert sorted(p.name for p in results.glob("*.json")) == ["gpu-n1.json", "gpu-n2.json"], (
-        state + logs
-    )
-    doc = json.loads((results / "gpu-n1.json").read_text(encoding="utf-8"))
-    assert doc["host"]["node"] == "gpu-n1" and doc["status"] == "fail"
-    plan = read_plan(lockdir)
-    assert doc["group"] == plan["gpu-n1"] == plan["gpu-n2"]  # the group its lock records
-    code, text, err = run_cli(
-        capsys, "fleet", "report", str(results), "--expect", str(lockdir), "--json"
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    (work / "hpc.yaml").write_text(spec + "lock: top-level\n", encoding="utf-8")  # no index
+    lockdir = work / "hpc"
+    with slurm_cluster(LOOP_NODES, env) as cluster:
+        cluster.run("scontrol", "update", "nodename=gpu-n3", "state=drain", "reason=fan NodeName=x")
+        done = subprocess.run(
+            ["bash", "-c", loop], cwd=work, env=cluster.env, capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 1, done.stdout + done.stderr + cluster.tail()  # nodes fail
+        [untyped] = lockdir.glob("**/verify-dgx-*.sbatch")
+        subprocess.run(
+            ["sbatch", "--wait", str(untyped)], cwd=elsewhere, env=cluster.env,
+            capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+    assert "gpu-n1" in done.stdout and "gpu-n2" in done.stdout
+    plan = yaml.safe_load((lockdir / "fleet.yaml").read_text(encoding="utf-8"))
+    [h100] = [g for g in plan["groups"] if g["nodes_of"].startswith("gpu-h100")]
+    assert h100["nodes"] == ["gpu-n1", "gpu-n2"]
+    assert h100["left_out"]["gpu-n3"].startswith("Slurm state IDLE+DRAIN: fan NodeName=x")
+    assert "--nodelist=gpu-n1,gpu-n2\n" in (lockdir / h100["job"]).read_text(encoding="utf-8")
+    assert "#SBATCH --gres=gpu:1\n" in untyped.read_text(encoding="utf-8")
+    results = lockdir / "results"
+    assert sorted(p.name for p in results.glob("*.json")) == [
+        "gpu-n1.json",
+        "gpu-n2.json",
+        "gpu-u1.json",
+    ]
+    assert len(list(results.glob("gpuresolve-verify-*.out"))) == 2  # each job's log beside them
+    assert not [*work.glob("*.out"), *elsewhere.glob("*.out"), *lockdir.glob("linux-*/*.out")]
+    doc = json.loads((results / "gpu-u1.json").read_text(encoding="utf-8"))
+    assert doc["host"]["node"] == "gpu-u1" and doc["status"] == "fail"
+    code, text, err = run_cli(  # --expect: any folder inside the lock
+        capsys, "fleet", "report", str(results), "--expect", str(untyped.parent), "--json"
     )
     assert code == 1, err
     report = json.loads(text)
-    [group] = [g for g in report["groups"] if g["nodes"]]
-    assert group["group"] == plan["gpu-n1"]
-    assert group["fail"] == 2
-    named = {o["node"]: o for o in group["outliers"]}
-    assert sorted(named) == ["gpu-n1", "gpu-n2"]
-    assert all("import" in (o["cause"] or "") for o in named.values())
-    # the A100 group's job was not run: --expect names its node missing
-    missing = [n for g in report["groups"] for n in g["missing_nodes"]]
-    assert missing == ["gpu-a1"] and "cpu-n1" not in plan  # a CPU node runs no GPU job
+    assert not [n for g in report["groups"] for n in g["missing_nodes"]]
+    failed = {o["node"]: o["cause"] or "" for g in report["groups"] for o in g["outliers"]}
+    assert sorted(failed) == ["gpu-n1", "gpu-n2", "gpu-u1"]
+    assert all("import" in cause for cause in failed.values())
 
 
 @pytest.mark.slow
@@ -260,3 +306,94 @@ def test_long_feature_lists_lock_with_bounded_names(
     for path in (tmp_path / "hpc").rglob("*"):
         assert all(len(part.encode()) <= 255 for part in path.parts), path
     assert len(list((tmp_path / "hpc").rglob("verify-*.sbatch"))) == 2
+
+
+def test_unavailable_nodes_are_left_out_with_their_state(
+    shipped: Catalog, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Recorded: gpu-n2 is IDLE+DRAIN. It stays in its group's lock, leaves the job (which would
+    pend on it forever) and is listed in fleet.yaml with its state and reason; the entry's
+    include_unavailable: true sends the job there too."""
+    [h100] = [g for g in read_nodes(FREE_TEXT, shipped, "n", None) if "h100" in g.name]
+    assert h100.nodes == ("gpu-n1", "gpu-n2")
+    down = h100.placement["gpu-n2"].unavailable
+    assert down is not None and down.startswith("Slurm state IDLE+DRAIN: disk swap NodeName=")
+    assert h100.placement["gpu-n1"].unavailable is None
+    kept = [g for g in read_nodes(FREE_TEXT, shipped, "n", None, (), True) if "h100" in g.name]
+    assert kept[0].placement["gpu-n2"].unavailable is None
+    for state, left in (("DOWN+NOT_RESPONDING", True), ("MIXED+COMPLETING", False)):
+        line = FREE_TEXT.read_text(encoding="utf-8").replace("State=IDLE ", f"State={state} ")
+        (tmp_path / "s.txt").write_text(line, encoding="utf-8")
+        nodes = read_nodes(tmp_path / "s.txt", shipped, "s", None)
+        assert (nodes[0].placement["cpu-n1"].unavailable is not None) is left
+    (tmp_path / "s.txt").write_text(FIXTURE.read_text().replace("State=IDLE", "State=idle+x"))
+    with pytest.raises(UserError, match="State: not a Slurm state"):
+        read_nodes(tmp_path / "s.txt", shipped, "s", None)
+
+    (tmp_path / "nodes.txt").write_bytes(FREE_TEXT.read_bytes())
+    (tmp_path / "hpc.yaml").write_text(SPEC, encoding="utf-8")
+    code, _, err = run_cli(capsys, "lock", str(tmp_path / "hpc.yaml"))
+    assert code == 0, err
+    lockdir = tmp_path / "hpc"
+    plan = yaml.safe_load((lockdir / "fleet.yaml").read_text(encoding="utf-8"))
+    [group] = [g for g in plan["groups"] if g["nodes_of"].startswith("gpu-h100")]
+    assert group["nodes"] == ["gpu-n1"] and "IDLE+DRAIN" in group["left_out"]["gpu-n2"]
+    script = (lockdir / group["job"]).read_text(encoding="utf-8")
+    assert "#SBATCH --nodes=1\n" in script and "#SBATCH --nodelist=gpu-n1\n" in script
+    assert read_plan(lockdir / "results") == read_plan(lockdir)  # --expect: any folder inside
+    assert read_plan(lockdir / "linux-x86_64") == read_plan(lockdir / "fleet.yaml")
+    (tmp_path / "hpc.yaml").write_text(SPEC + "    include_unavailable: true\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, "lock", str(tmp_path / "hpc.yaml"))
+    assert code == 0, err
+    plan = yaml.safe_load((lockdir / "fleet.yaml").read_text(encoding="utf-8"))
+    [group] = [g for g in plan["groups"] if g["nodes_of"].startswith("gpu-h100")]
+    assert group["nodes"] == ["gpu-n1", "gpu-n2"] and "left_out" not in group
+
+
+def _untyped(tmp_path: Path, features: str = "driver-535.104.05") -> Path:
+    """The fixture with gpu-a1's GRES untyped (gpu:1) and the given features."""
+    text = FIXTURE.read_text(encoding="utf-8").replace("Gres=gpu:a100:1", "Gres=gpu:1")
+    text = text.replace("AvailableFeatures=driver-535.104.05", f"AvailableFeatures={features}")
+    (tmp_path / "nodes.txt").write_text(text, encoding="utf-8")
+    return tmp_path / "nodes.txt"
+
+
+def test_untyped_gres_takes_its_model_from_a_feature_or_the_spec(
+    shipped: Catalog, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Gres=gpu:1 names no model: a gpu-model-TYPE node feature names it, else the first
+    gpu_model: rule matching the node (by partition or node-name pattern), else exit 2."""
+    from resolver.team.slurm import ModelRule
+
+    def models(path: Path, *rules: ModelRule) -> dict[str, list[str]]:
+        groups = read_nodes(path, shipped, "n", None, rules)
+        return {g.name: [x.name for x in g.shape.gpus] for g in groups}
+
+    with pytest.raises(UserError, match=r"a GRES without a type .*gpu_model:"):
+        models(_untyped(tmp_path))
+    by_partition = models(_untyped(tmp_path), ModelRule("a100", partition="gpu"))
+    assert by_partition["gpu-gpu-a100-driver-535.104.05"] == ["NVIDIA A100"]
+    rules = (ModelRule("h100", nodes="gpu-n*"), ModelRule("A100", nodes="gpu-a[0-9]"))
+    assert models(_untyped(tmp_path), *rules)["gpu-gpu-a100-driver-535.104.05"] == ["NVIDIA A100"]
+    with pytest.raises(UserError, match="without a type"):
+        models(_untyped(tmp_path), ModelRule("a100", partition="cpu"))
+    featured = _untyped(tmp_path, "driver-535.104.05,gpu-model-h100")
+    assert "gpu-gpu-h100-driver-535.104.05-gpu-model-h100" in models(
+        featured, ModelRule("a100")
+    )  # the node's own feature first
+    script_spec = SPEC + "    gpu_model:\n      - partition: gpu\n        model: a100\n"
+    (tmp_path / "hpc.yaml").write_text(script_spec, encoding="utf-8")
+    _untyped(tmp_path)
+    code, _, err = run_cli(capsys, "lock", str(tmp_path / "hpc.yaml"))
+    assert code == 0, err
+    [script] = (tmp_path / "hpc").glob("**/verify-gpu-gpu-a100-*.sbatch")
+    assert "#SBATCH --gres=gpu:1\n" in script.read_text(encoding="utf-8")
+    for bad, says in (
+        ("    gpu_model: zz9000\n", "gpu_model.model: 'zz9000' names no GPU"),
+        ("    gpu_model: [{partition: gpu}]\n", "gpu_model[0]: model: missing"),
+        ("    gpu_model: [{rack: 4, model: a100}]\n", "gpu_model[0]: expected {model: M}"),
+        ("    include_unavailable: maybe\n", "include_unavailable: expected true or false"),
+    ):
+        (tmp_path / "hpc.yaml").write_text(SPEC + bad, encoding="utf-8")
+        code, _, err = run_cli(capsys, "lock", str(tmp_path / "hpc.yaml"))
+        assert code == 2 and says in err, err

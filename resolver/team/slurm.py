@@ -25,6 +25,7 @@ sent a GPU job). A GPU group without a driver is refused, naming the fix.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -68,6 +69,23 @@ _NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _GRES = re.compile(r"^gpu(?::([A-Za-z0-9._-]{1,64}))?:([0-9]{1,4})(?:\(.*\))?$")
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 _DRIVER_FEATURE = re.compile(r"^driver-([0-9.]{1,14})$")  # the version: `Driver`'s grammar
+_MODEL_FEATURE = re.compile(r"^gpu-model-([A-Za-z0-9._-]{1,64})$")  # a GRES type's grammar
+_STATE = re.compile(r"^[A-Z_]{1,32}(\+[A-Z_]{1,32}){0,16}$")  # BASE+FLAG+...: IDLE+DRAIN
+# The State= words (a base state or a +flag, src/common/slurm_protocol_defs.c) of a node that
+# cannot run the verify job now: its group's job would pend (ReqNodeNotAvail) or fail there.
+UNAVAILABLE = frozenset(
+    {
+        "DRAIN",
+        "DOWN",
+        "FAIL",
+        "MAINTENANCE",
+        "NOT_RESPONDING",
+        "RESERVED",
+        "POWERED_DOWN",
+        "INVALID_REG",
+        "REBOOT_ISSUED",
+    }
+)
 _NOT = "not a driver version (expected e.g. driver-550.54.15)"
 ARCH = {
     "x86_64": BY_NAME["linux-x86_64"],
@@ -78,11 +96,29 @@ ARCH = {
 
 @dataclass(frozen=True)
 class SlurmNode:
-    """What an sbatch script needs of a node: where to submit, which GRES to ask for."""
+    """What an sbatch script needs of a node: where to submit, which GRES to ask for, and
+    whether it can run a job now (else why not: fleet.yaml lists it, the job leaves it out)."""
 
     partition: str
     gres: tuple[tuple[str | None, int], ...]  # (type, count) of each gpu entry
     features: tuple[str, ...]
+    unavailable: str | None = None  # "Slurm state IDLE+DRAIN: disk swap [root@...]"
+
+
+@dataclass(frozen=True)
+class ModelRule:
+    """A `gpu_model:` rule of a `slurm:` entry: the GPU model of GRES without a type
+    (``Gres=gpu:8``) on a partition's nodes, on nodes whose names match a shell-style pattern,
+    or (neither given) on every node."""
+
+    model: str  # read as a GRES type is: "h100", "A100", "nvidia_h100_80gb_hbm3"
+    partition: str | None = None
+    nodes: str | None = None
+
+    def matches(self, node: str, partitions: Sequence[str]) -> bool:
+        if self.partition is not None and self.partition not in partitions:
+            return False
+        return self.nodes is None or fnmatch.fnmatchcase(node, self.nodes)
 
 
 def parse_line(line: str, where: str) -> dict[str, str]:
@@ -116,8 +152,16 @@ def parse_line(line: str, where: str) -> dict[str, str]:
     return fields
 
 
-def read_nodes(path: Path, catalog: Catalog, shown: str, driver: Driver | None) -> list[ShapeGroup]:
-    """The node groups of a `scontrol show node --oneliner` file."""
+def read_nodes(
+    path: Path,
+    catalog: Catalog,
+    shown: str,
+    driver: Driver | None,
+    models: Sequence[ModelRule] = (),
+    include_unavailable: bool = False,
+) -> list[ShapeGroup]:
+    """The node groups of a `scontrol show node --oneliner` file; ``models`` name the GPU of
+    untyped GRES, ``include_unavailable`` keeps drained, down... nodes in the jobs."""
     text = read_text(path, limit=MAX_NODE_FILE, what="`scontrol show node --oneliner` output")
     groups: dict[tuple[str, str, tuple[str, ...]], list[tuple[str, Shape, SlurmNode]]] = {}
     seen: set[str] = set()
@@ -149,10 +193,15 @@ def read_nodes(path: Path, catalog: Catalog, shown: str, driver: Driver | None) 
         features = _words(fields.get("AvailableFeatures", ""), where, "AvailableFeatures")
         partitions = _words(fields.get("Partitions", ""), where, "Partitions")
         gres = _gres(fields.get("Gres", ""), where)
-        node = SlurmNode(partitions[0] if partitions else "", gres, features)
-        shape = _shape(catalog, platform, gres, features, driver, where, name)
-        kind = "+".join(t or "gpu" for t, _ in gres) or "cpu"
-        key = (node.partition, kind, features)
+        named = _models(gres, features, models, name, partitions, where)
+        down = None if include_unavailable else _unavailable(fields, where, name)
+        node = SlurmNode(partitions[0] if partitions else "", gres, features, down)
+        typed = [(m, count) for m, (_, count) in zip(named, gres, strict=True)]
+        shape = _shape(catalog, platform, typed, features, driver, where, name)
+        kind = "+".join(
+            t or (f"gpu-{_slug(m)}" if m else "gpu") for (t, _), m in zip(gres, named, strict=True)
+        )
+        key = (node.partition, kind or "cpu", features)
         groups.setdefault(key, []).append((name, shape, node))
     if not groups:
         raise UserError(f"{shown}: no nodes (write it with `scontrol show node --oneliner`)")
@@ -203,6 +252,37 @@ def _gres(value: str, where: str) -> tuple[tuple[str | None, int], ...]:
     return tuple(out)
 
 
+def _unavailable(fields: Mapping[str, str], where: str, node: str) -> str | None:
+    """Why a node cannot take the job now, from its ``State=`` (None: it can)."""
+    state = fields.get("State", "")
+    if not state:
+        return None
+    if not _STATE.fullmatch(state):
+        raise UserError(f"{where}: node {node}: State: not a Slurm state: {escaped(state[:60])!r}")
+    if not UNAVAILABLE.intersection(state.split("+")):
+        return None
+    reason = fields.get("Reason", "").strip()
+    return f"Slurm state {state}" + (f": {escaped(reason[:200])}" if reason else "")
+
+
+def _models(
+    gres: Sequence[tuple[str | None, int]],
+    features: Sequence[str],
+    rules: Sequence[ModelRule],
+    node: str,
+    partitions: Sequence[str],
+    where: str,
+) -> list[str | None]:
+    """The model text of each GRES entry: its type, else a ``gpu-model-TYPE`` node feature,
+    else the first `gpu_model:` rule that matches the node (None: nothing names it)."""
+    found = sorted({m.group(1) for f in features if (m := _MODEL_FEATURE.fullmatch(f))})
+    if len(found) > 1:
+        raise UserError(f"{where}: node {node}: features name two GPU models: {found}")
+    rule = next((r.model for r in rules if r.matches(node, partitions)), None)
+    fallback = found[0] if found else rule
+    return [t or fallback for t, _ in gres]
+
+
 def _shape(
     catalog: Catalog,
     platform: Platform,
@@ -229,11 +309,16 @@ def _shape(
     gpus = []
     for gtype, count in gres:
         model = catalog.gpu_by_name(gtype.replace("_", " ")) if gtype else None
-        if model is None:
-            what = f"GRES type {gtype!r}" if gtype else "a GRES without a type"
+        if model is None and gtype is None:
             raise UserError(
-                f"{where}: node {node}: {what} names no GPU gpuresolve knows: name the type "
-                "after the model (gpu:h100:8; AutoDetect=nvml does)"
+                f"{where}: node {node}: a GRES without a type (gpu:{count}) names no GPU model: "
+                "name it with `gpu_model:` in the spec's slurm entry, a `gpu-model-TYPE` node "
+                "feature, or the GRES type (gpu:h100:8; AutoDetect=nvml does)"
+            )
+        if model is None:
+            raise UserError(
+                f"{where}: node {node}: GPU model {escaped(gtype or '')!r} names no GPU "
+                "gpuresolve knows: name it after the model (h100, a100, nvidia_h100_80gb_hbm3)"
             )
         gpus.append(ShapeGpu(model.name, model.cc, count))
     return Shape(platform=platform, driver=node_driver, gpus=tuple(sorted(gpus)), nvidia=True)
@@ -243,16 +328,39 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-.") or "group"
 
 
+# What an #SBATCH line cannot carry in a quoted value (sbatch reads `\` and `"` as escapes and
+# `%` as a file-name pattern in some options): a lock folder holding one is refused.
+_UNSAFE_IN_SBATCH = re.compile(r'[\\"%\x00-\x1f\x7f-\x9f\u2028\u2029]')
+RESULTS = "results"  # beside fleet.yaml: each node's verify --json, each job's log
+
+
+def check_folder(root: str) -> None:
+    """Refuse a lock folder an sbatch script could not name (exit 2, naming it)."""
+    bad = _UNSAFE_IN_SBATCH.search(root)
+    if bad is not None:
+        raise UserError(
+            f"{escaped(root)}: the sbatch scripts name the lock's folder (#SBATCH --chdir), "
+            f"which cannot hold {escaped(bad.group())!r}: write the lock elsewhere (-o)"
+        )
+
+
 def render_sbatch(
     *,
     group: str,
     set_group: str,
     nodes: Sequence[str],
     placement: Mapping[str, object],
-    lock_name: str,
+    root: str,
+    lock_path: str,
 ) -> str:
     """An sbatch script: one task on each of the group's nodes runs `verify --json --lock`,
-    writing ``results/$SLURMD_NODENAME.json`` beside the lock (submit it from this folder)."""
+    writing ``results/NODE.json`` in the lock's folder, the job's log beside them.
+
+    Why ``#SBATCH --chdir`` with the folder's absolute path (``root``, as the lock was written
+    there): slurmd runs a spool copy of the script, so its own path says nothing, and
+    ``$SLURM_SUBMIT_DIR`` is wherever sbatch ran; the folder named at lock time lets the script
+    be submitted from any folder (``sbatch --chdir=NEW-FOLDER`` for a lock moved since)."""
+    check_folder(root)
     first = placement[nodes[0]]
     if not isinstance(first, SlurmNode):
         raise TypeError(f"{group}: not a Slurm node group")
@@ -261,8 +369,9 @@ def render_sbatch(
         "#!/bin/bash",
         f"# Generated by gpuresolve: verifies node group {group} ({len(nodes)} nodes) where it "
         f"runs, with the lock of {set_group}.",
-        f"# run:    cd THIS-FOLDER && sbatch {'verify-' + group + '.sbatch'}",
-        "# report: gpuresolve fleet report results/ --expect LOCK-FOLDER",
+        "# run:    sbatch THIS-FILE (from any folder: it runs in the lock's folder, --chdir below;",
+        "#         a lock moved since: sbatch --chdir=ITS-FOLDER THIS-FILE)",
+        f"# report: cd LOCK-FOLDER && gpuresolve fleet report {RESULTS}/ --expect .",
         "# GPURESOLVE: the command that runs gpuresolve on the nodes (default: gpuresolve);",
         "# GPURESOLVE_PYTHON: the interpreter verify checks (default: the active environment).",
         f"#SBATCH --job-name=gpuresolve-verify-{group}"[:200],
@@ -273,15 +382,31 @@ def render_sbatch(
         f"#SBATCH --gres={gres}",
         f"#SBATCH --time={TIME_LIMIT}",
         f"#SBATCH --nodelist={','.join(nodes)}",
-        "#SBATCH --output=%x-%j.out",  # in the submit folder: results/ may not exist yet
+        f'#SBATCH --chdir="{root}"',
+        f"#SBATCH --output={RESULTS}/%x-%j.out",  # results/ is written with the lock
         "set -u",
-        'cd "$SLURM_SUBMIT_DIR" || exit 2',
-        "mkdir -p results",
-        f'export GPURESOLVE_LOCK="$SLURM_SUBMIT_DIR/{lock_name}"',
+        f'export GPURESOLVE_LOCK="$PWD/{lock_path}" GPURESOLVE_RESULTS="$PWD/{RESULTS}"',
+        'if [ ! -f "$GPURESOLVE_LOCK" ]; then',
+        '    echo "gpuresolve: no lock at $GPURESOLVE_LOCK: sbatch --chdir=THE-LOCK-FOLDER" >&2',
+        "    exit 2",
+        "fi",
+        'mkdir -p "$GPURESOLVE_RESULTS"',
         'export GPURESOLVE="${GPURESOLVE:-gpuresolve}"',
         "export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1",
         "srun --ntasks-per-node=1 bash -c '$GPURESOLVE verify --json --benchmark --no-record "
         '--lock "$GPURESOLVE_LOCK" ${GPURESOLVE_PYTHON:+--python "$GPURESOLVE_PYTHON"} '
-        '> "results/$SLURMD_NODENAME.json"\'',
+        '> "$GPURESOLVE_RESULTS/$SLURMD_NODENAME.json"\'',
     ]
     return "\n".join(lines) + "\n"
+
+
+def results_readme() -> str:
+    """What the lock writes in ``results/``: the folder must exist before a job starts (Slurm
+    opens its log there first, and drops it where it cannot), and says what lands in it."""
+    return (
+        "# Verification results\n\n"
+        "Each node of the lock's sbatch jobs writes its `gpuresolve verify --json` here as\n"
+        "`NODE.json`, and each job its Slurm log as `gpuresolve-verify-GROUP-JOBID.out`. Read\n"
+        "them in the lock's folder with `gpuresolve fleet report results/ --expect .`;\n"
+        "`gpuresolve lock` rewrites this file and leaves the others here alone.\n"
+    )

@@ -87,7 +87,7 @@ SPLIT_VALUES = ("auto", "true", "false")
 LOCK_VALUES = ("full", "top-level")
 PACKAGE_KEYS = {"torch", "with", "pip"}
 TARGET_KEYS = {"name", "count", "platform", "driver", "gpus", "no_gpu", "detect"}
-TARGET_KEYS |= {"kubernetes", "selector", "slurm"}  # many machines: resolver/team/expand.py
+TARGET_KEYS |= {"kubernetes", "selector", "slurm", "gpu_model", "include_unavailable"}  # expand.py
 RESERVED_PIP = {"torch", "torchvision", "torchaudio"}
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the output folder's name: no "/", ".."
 
