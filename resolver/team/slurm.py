@@ -331,6 +331,7 @@ def _slug(text: str) -> str:
 # What an #SBATCH line cannot carry in a quoted value (sbatch reads `\` and `"` as escapes and
 # `%` as a file-name pattern in some options): a lock folder holding one is refused.
 _UNSAFE_IN_SBATCH = re.compile(r'[\\"%\x00-\x1f\x7f-\x9f\u2028\u2029]')
+_LOCK_PATH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*){0,3}$")
 RESULTS = "results"  # beside fleet.yaml: each node's verify --json, each job's log
 
 
@@ -361,6 +362,8 @@ def render_sbatch(
     ``$SLURM_SUBMIT_DIR`` is wherever sbatch ran; the folder named at lock time lets the script
     be submitted from any folder (``sbatch --chdir=NEW-FOLDER`` for a lock moved since)."""
     check_folder(root)
+    if not _LOCK_PATH.fullmatch(lock_path):  # group and platform folders: spec-checked names
+        raise UserError(f"{escaped(lock_path)}: not a lock path an sbatch script may name")
     first = placement[nodes[0]]
     if not isinstance(first, SlurmNode):
         raise TypeError(f"{group}: not a Slurm node group")
