@@ -40,6 +40,9 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
       - name: hpc                    # a Slurm cluster: `scontrol show node --oneliner` output;
         slurm: nodes.txt             # groups: partition x GPU type x features
         driver: "550.54.15"          # optional: else each node's driver-NNN feature
+        gpu_model: a100              # optional: the model of Gres=gpu:N (no type), or rules
+                                     # [{partition: P | nodes: PATTERN, model: M}, ...]
+        include_unavailable: false   # true: drained, down... nodes get the verify job too
 
 Every error names the file and the key (and, for YAML syntax, the line); nothing is written then.
 """
