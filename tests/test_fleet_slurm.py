@@ -159,7 +159,7 @@ def test_real_slurm_runs_the_documented_loop(
         GPURESOLVE=f"{sys.executable} -m resolver",
         GPURESOLVE_PYTHON=sys.executable,  # a Python without torch: verify fails, with its cause
     )
-    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work, elsewhere = tmp_path / "a lock folder", tmp_path / "elsewhere"  # a space: quoted
     work.mkdir()
     elsewhere.mkdir()
     (work / "hpc.yaml").write_text(spec + "lock: top-level\n", encoding="utf-8")  # no index
