@@ -41,7 +41,7 @@ from resolver.solve.shapes import Shape, ShapeGpu, ShapeGroup, bounded_name
 
 MAX_NODE_FILE = 64 << 20  # ~500 bytes a node: over 100,000 nodes
 TIME_LIMIT = "00:30:00"
-_FIELD = re.compile(r"^([A-Za-z][A-Za-z_]{0,40})=(.*)$")
+_KEY = re.compile(r"[A-Za-z][A-Za-z_]{0,40}")  # a key Slurm may print (a newer one too)
 # Every key `scontrol show node` prints, in its order: slurm_sprint_node_table() in SchedMD/slurm
 # src/api/node_info.c, the union of releases 18.08 to 26.05 (Debian 12 ships 22.05); the order
 # never changed, keys were only added or dropped.
@@ -129,8 +129,8 @@ def parse_line(line: str, where: str) -> dict[str, str]:
     for word in line.split(" "):  # Slurm separates with spaces; other blanks are a value's
         if not word:
             continue  # Slurm pads some fields with a second space
-        m = _FIELD.match(word)
-        key = m.group(1) if m else None
+        head, eq, value = word.partition("=")
+        key = head if eq and (head in RANK or _KEY.fullmatch(head)) else None
         if last is None:
             if key != "NodeName":
                 raise UserError(
@@ -145,10 +145,9 @@ def parse_line(line: str, where: str) -> dict[str, str]:
                 f"{where}: {key}= after {last}=: not the order `scontrol show node --oneliner` "
                 "writes (one node a line)"
             )
-        assert m is not None and key is not None
         rank = RANK.get(key, rank)  # a key newer than KEYS: its field is skipped
         last = key
-        fields[key] = m.group(2)
+        fields[key] = value
     return fields
 
 
