@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -40,7 +41,7 @@ DAEMONS = (
 class Node:
     name: str
     partition: str
-    gres: str | None = None  # "gpu:h100:1"
+    gres: str | None = None  # "gpu:h100:1", or "gpu:1" without a type
     features: str | None = None  # "driver-550.54.15,ib"
 
 
@@ -49,6 +50,7 @@ class Cluster:
     conf: Path
     env: dict[str, str]
     logs: Path
+    pids: tuple[int, ...]  # munged, slurmctld, each slurmd
 
     def run(self, *args: str, cwd: Path | None = None, timeout: float = 30) -> str:
         done = subprocess.run(
@@ -117,6 +119,8 @@ def _config(base: Path, nodes: Sequence[Node], ports: list[int]) -> str:
         "JobCompType=jobcomp/none",
         "AccountingStorageType=accounting_storage/none",
         "GresTypes=gpu",
+        # slurmctld, slurmd and srun bind the address they are given, not every interface
+        "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny",
     ]
     for node, port in zip(nodes, ports[1:], strict=True):
         line = f"NodeName={node.name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} CPUs=1"
@@ -134,9 +138,10 @@ def _config(base: Path, nodes: Sequence[Node], ports: list[int]) -> str:
 def _gres_conf(nodes: Sequence[Node]) -> str:
     lines = []
     for n in nodes:
-        if n.gres:
-            _, gtype, count = n.gres.split(":")
-            lines.append(f"NodeName={n.name} Name=gpu Type={gtype} File=/dev/null Count={count}")
+        if n.gres:  # gpu:TYPE:COUNT, or gpu:COUNT (a GRES without a type)
+            *_, gtype, count = ["", *n.gres.split(":")]
+            typed = f" Type={gtype}" if gtype != "gpu" else ""
+            lines.append(f"NodeName={n.name} Name=gpu{typed} File=/dev/null Count={count}")
     return "\n".join(lines) + "\n"
 
 
@@ -201,7 +206,7 @@ def slurm_cluster(nodes: Sequence[Node], env: dict[str, str]) -> Iterator[Cluste
             start(
                 _exe("slurmd"), "-D", "-f", str(conf), "-N", node.name, name=f"slurmd-{node.name}"
             )
-        cluster = Cluster(conf, full_env, logs)
+        cluster = Cluster(conf, full_env, logs, tuple(p.pid for p in procs))
 
         def idle() -> bool:
             for proc in procs:
@@ -228,3 +233,37 @@ def _wait(ready: object, timeout: float, what: str) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def listening(pids: Sequence[int]) -> list[tuple[int, str]]:
+    """The (pid, local address) of every TCP socket those processes listen on, from /proc."""
+    inodes: dict[str, int] = {}
+    for pid in pids:
+        fds = Path(f"/proc/{pid}/fd")
+        for fd in fds.iterdir() if fds.is_dir() else ():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes[target[8:-1]] = pid
+    found = []
+    for table, width in (("tcp", 8), ("tcp6", 32)):
+        path = Path("/proc/net", table)
+        lines = path.read_text().splitlines()[1:] if path.exists() else []
+        for line in lines:
+            cols = line.split()
+            if cols[3] == "0A" and cols[9] in inodes:  # TCP_LISTEN
+                addr, port = cols[1].split(":")
+                found.append((inodes[cols[9]], f"{_address(addr, width)}:{int(port, 16)}"))
+    return found
+
+
+def _address(hex_addr: str, width: int) -> str:
+    """/proc/net/tcp's address (each 32-bit word in host byte order) as text."""
+    import ipaddress
+
+    raw = b"".join(
+        int(hex_addr[i : i + 8], 16).to_bytes(4, sys.byteorder) for i in range(0, width, 8)
+    )
+    return str(ipaddress.ip_address(raw))

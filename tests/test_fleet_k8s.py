@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -393,3 +394,53 @@ def test_group_in_the_image_reference(tmp_path: Path, capsys: pytest.CaptureFixt
     (tmp_path / "cluster.yaml").write_text(bad, encoding="utf-8")
     code, _, err = run_cli(capsys, "lock", str(tmp_path / "cluster.yaml"))
     assert code == 2 and "not an image reference" in err
+
+
+def _mig_twins() -> dict[str, Any]:
+    """Two MIG nodes whose profiles read alike once made a DNS label: 1g.6gb and 1g-6gb."""
+    doc: dict[str, Any] = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    twins = []
+    for name, profile in (("mig-dot", "1g.6gb"), ("mig-dash", "1g-6gb")):
+        node = _node(doc, "a100-mig-01")
+        node["metadata"]["name"] = name
+        node["metadata"]["labels"]["nvidia.com/gpu.product"] = f"NVIDIA-A30-MIG-{profile}"
+        twins.append(node)
+    doc["items"] += twins
+    return doc
+
+
+def test_object_names_are_unique_and_bounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1g.6gb and 1g-6gb once gave two groups one Job and one ConfigMap (`kubectl apply` of the
+    second replaced the first): a name that is not a DNS label as written carries the digest of
+    the name as written; every name is a DNS-1123 label of at most 52 characters."""
+    (tmp_path / "nodes.json").write_text(json.dumps(_mig_twins()), encoding="utf-8")
+    (tmp_path / "cluster.yaml").write_text(SPEC, encoding="utf-8")
+    code, _, err = run_cli(capsys, "lock", str(tmp_path / "cluster.yaml"))
+    assert code == 0, err
+    names: dict[str, list[str]] = {}
+    for path in sorted((tmp_path / "cluster").glob("*/verify-*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            names.setdefault(doc["kind"], []).append(doc["metadata"]["name"])
+    assert len(names["Job"]) == len(set(names["Job"])) == 7
+    assert sorted(names["ConfigMap"]) == sorted(names["Job"])
+    label = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    assert all(label.fullmatch(n) and len(n) <= 52 for n in names["Job"]), names
+    dot, dash = (manifests_k8s.job_name(f"a30-mig-1g{c}6gb-570.195.03") for c in ".-")
+    assert dot != dash and {dot, dash} <= set(names["Job"])
+    long = manifests_k8s.job_name("x" * 300)
+    assert len(long) == 52 and long != manifests_k8s.job_name("x" * 299)
+
+
+def test_a_shared_object_name_is_an_error_when_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were two groups ever named alike, the lock says so and writes nothing."""
+    monkeypatch.setattr(manifests_k8s, "job_name", lambda group: "gpuresolve-same")
+    (tmp_path / "nodes.json").write_text(FIXTURE.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "cluster.yaml").write_text(SPEC, encoding="utf-8")
+    code, _, err = run_cli(capsys, "lock", str(tmp_path / "cluster.yaml"))
+    assert code == 2
+    assert "would get the same Kubernetes Job and ConfigMap name gpuresolve-same" in err
+    assert not (tmp_path / "cluster").exists()

@@ -144,6 +144,7 @@ def run_team(
         split,
         existing=lambda rel: folder.read(rel, MAX_PROJECT_BYTES, "a file gpuresolve edits"),
         progress=progress,
+        folder=directory,
     )
     stale = tuple(folder.stale(team.files, spec.path.name, owned_names()) if team.ok else ())
     return TeamRun(spec, options, folder, team, stale)

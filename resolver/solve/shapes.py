@@ -8,6 +8,7 @@ becoming one fleet target whose ``count`` is its number of machines.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -80,6 +81,26 @@ def _model_slug(name: str) -> str:
     return "-".join(words).lower()
 
 
+# A group's name is built from node data (models, partitions, features) and names folders, files
+# (`verify-<group>.sbatch`) and jobs: past this many characters (ASCII), a readable start and a
+# digest, where a cluster's long feature lists once passed the 255-byte limit on a file name.
+MAX_NAME = 80
+DIGEST = 10  # hex digits: 40 bits, no two groups of a lock meet in practice
+
+
+def name_digest(key: str) -> str:
+    """A short digest of the text a name was made from (before it was normalised)."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:DIGEST]
+
+
+def bounded_name(name: str, key: str, *, limit: int = MAX_NAME, clash: bool = False) -> str:
+    """``name`` where it fits ``limit``; else (or where normalising made it ``clash`` with
+    another) its readable start and the digest of ``key``, the unnormalised text it came from."""
+    if len(name) <= limit and not clash:
+        return name
+    return f"{name[: limit - DIGEST - 1].rstrip('-._')}-{name_digest(key)}"
+
+
 @dataclass(frozen=True)
 class ShapeGroup:
     """The machines of one shape, named for the spec's targets and the report."""
@@ -136,6 +157,7 @@ def group(
             for note in (notes or {}).get(node, ()):
                 said.setdefault(note, None)
         name = f"{prefix}-{names[shape]}" if prefix else names[shape]
+        name = bounded_name(name, name)  # the full names are unique: so are their digests
         mine = {n: placement[n] for n in nodes if n in placement} if placement else {}
         out.append(ShapeGroup(name, shape, nodes, source, tuple(said), unit, mine))
     return out

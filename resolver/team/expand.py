@@ -9,21 +9,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import Catalog
-from resolver.core.errors import UserError
+from resolver.core.errors import UserError, escaped, unsafe_char
 from resolver.core.platforms import PythonVersion
 from resolver.core.versions import Driver
 from resolver.host.records import load_folder
-from resolver.solve.shapes import FleetMember, ShapeGroup, group, profile_shapes
+from resolver.solve.shapes import (
+    FleetMember,
+    ShapeGroup,
+    bounded_name,
+    group,
+    profile_shapes,
+)
+
+if TYPE_CHECKING:
+    from resolver.team.slurm import ModelRule
 
 # The CLI's progress bars: (label, total) -> what to tell of each part done.
 ProgressBars = Callable[[str, int], Callable[[int], None]]
 
 KUBERNETES_KEYS = {"kubernetes", "selector", "name"}
 DETECT_DIR_KEYS = {"detect", "name"}
-SLURM_KEYS = {"slurm", "driver", "name"}  # Slurm does not report the driver: `driver:` may
+# Slurm does not report the driver (`driver:` may) nor, for `Gres=gpu:8`, the model (`gpu_model:`)
+SLURM_KEYS = {"slurm", "driver", "name", "gpu_model", "include_unavailable"}
 
 
 def is_many(entry: dict[str, Any], spec_dir: Path) -> bool:
@@ -66,7 +76,7 @@ def expand_entry(
         if kind == "kubernetes":
             groups = _kubernetes(path, rel, entry.get("selector"), catalog, prefix, fail, progress)
         elif kind == "slurm":
-            groups = _slurm(path, rel, entry.get("driver"), catalog, prefix, fail)
+            groups = _slurm(path, rel, entry, catalog, prefix, fail)
         else:
             machines = profile_shapes(catalog, load_folder(path))
             groups = group(machines, source=rel, prefix=prefix and prefix.strip())
@@ -112,12 +122,13 @@ def _kubernetes(
 
 
 def _slurm(
-    path: Path, rel: str, driver: Any, catalog: Catalog, prefix: str | None, fail: Any
+    path: Path, rel: str, entry: dict[str, Any], catalog: Catalog, prefix: str | None, fail: Any
 ) -> list[ShapeGroup]:
     from dataclasses import replace
 
     from resolver.team.slurm import read_nodes
 
+    driver = entry.get("driver")
     if driver is not None:
         if not isinstance(driver, str):
             raise fail("driver", f"expected a quoted driver version ('550.54.15'), got {driver!r}")
@@ -125,9 +136,44 @@ def _slurm(
             driver = Driver.parse(driver)
         except UserError as exc:
             raise fail("driver", str(exc)) from None
+    include = entry.get("include_unavailable", False)
+    if not isinstance(include, bool):
+        raise fail("include_unavailable", f"expected true or false, got {include!r}")
+    rules = _model_rules(entry.get("gpu_model"), catalog, fail)
     if not path.is_file():
         raise fail("slurm", f"no such file: {rel} (write it with `scontrol show node --oneliner`)")
-    groups = read_nodes(path, catalog, rel, driver)
+    groups = read_nodes(path, catalog, rel, driver, rules, include)
     if prefix and prefix.strip():
-        groups = [replace(g, name=f"{prefix.strip()}-{g.name}") for g in groups]
+        named = ((g, f"{prefix.strip()}-{g.name}") for g in groups)
+        groups = [replace(g, name=bounded_name(name, name)) for g, name in named]
     return groups
+
+
+def _model_rules(value: Any, catalog: Catalog, fail: Any) -> list[ModelRule]:
+    """`gpu_model:` of a `slurm:` entry: a model for every untyped GRES, or a list of
+    ``{partition: P, model: M}`` / ``{nodes: PATTERN, model: M}`` rules, the first match wins."""
+    from resolver.team.slurm import ModelRule
+
+    if value is None:
+        return []
+    items = [{"model": value}] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        raise fail("gpu_model", "expected a model (h100) or a list of {partition|nodes, model}")
+    rules = []
+    for i, item in enumerate(items):
+        key = "gpu_model" if isinstance(value, str) else f"gpu_model[{i}]"
+        if not isinstance(item, dict) or set(item) - {"model", "partition", "nodes"}:
+            raise fail(key, "expected {model: M} with partition: P or nodes: PATTERN")
+        texts = {k: v for k, v in item.items() if v is not None}
+        if not all(isinstance(v, str) and v.strip() for v in texts.values()):
+            raise fail(key, "expected strings")
+        model = texts.get("model")
+        if model is None:
+            raise fail(key, "model: missing (the GPU model, h100 or NVIDIA H100 80GB HBM3)")
+        if unsafe_char(model) or catalog.gpu_by_name(model.replace("_", " ")) is None:
+            raise fail(f"{key}.model", f"{escaped(model)!r} names no GPU gpuresolve knows")
+        for k in ("partition", "nodes"):
+            if k in texts and unsafe_char(texts[k]):
+                raise fail(f"{key}.{k}", "a control character")
+        rules.append(ModelRule(model, texts.get("partition"), texts.get("nodes")))
+    return rules

@@ -38,8 +38,10 @@ def fleet_files(
     groups: Sequence[tuple[str, FleetDecision]],
     files: Mapping[str, str],
     record: Mapping[str, Any],
+    root: str = ".",
 ) -> dict[str, str]:
-    """The manifests, scripts, Dockerfiles and plan of a cluster lock ({} for other locks)."""
+    """The manifests, scripts, Dockerfiles and plan of a cluster lock ({} for other locks);
+    ``root`` is the lock folder's absolute path, which the sbatch scripts run in."""
     from resolver.team import manifests_k8s, slurm
 
     members = {m.target.name: m for m in spec.members}
@@ -59,6 +61,8 @@ def fleet_files(
         )
     out: dict[str, str] = {}
     plan: list[dict[str, Any]] = []
+    objects: dict[str, str] = {}  # Kubernetes object name -> the group whose Job and ConfigMap
+    taken = {p.casefold() for p in files}  # the lock's file names as a case-folding disk sees
     for label, decision in sets:
         several = len(decision.choices) > 1
         prefix = f"{label}/" if label else ""
@@ -76,11 +80,7 @@ def fleet_files(
                 if member is None or g is None or not g.placement:
                     continue
                 gpu = bool(member.target.gpus) and not choice.cpu
-                left = {
-                    n: "control-plane node" if _control(g.placement.get(n)) else "no GPU"
-                    for n in g.nodes
-                    if _control(g.placement.get(n)) or not gpu
-                }
+                left = {n: why for n in g.nodes if (why := _left_out(g.placement.get(n), gpu))}
                 wanted = [n for n in g.nodes if n not in left]
                 entry: dict[str, Any] = {
                     "group": group,
@@ -99,11 +99,21 @@ def fleet_files(
                         set_group=group,
                         nodes=wanted,
                         placement=g.placement,
-                        lock_name=lock,
+                        root=root,
+                        lock_path=f"{sub}{lock}",
                     )
-                    out[job] = recorded.stamp(job, text, {**record, "group": group})
+                    _put(out, taken, job, recorded.stamp(job, text, {**record, "group": group}))
+                    readme = f"{slurm.RESULTS}/README.md"
+                    if readme not in out:
+                        _put(
+                            out,
+                            taken,
+                            readme,
+                            recorded.stamp(readme, slurm.results_readme(), record),
+                        )
                 elif wanted and lock and image:
                     job = f"{sub}verify-{g.name}.yaml"
+                    _claim(objects, manifests_k8s.job_name(g.name), g.name)
                     text = manifests_k8s.render(
                         group=g.name,
                         set_group=group,
@@ -117,7 +127,7 @@ def fleet_files(
                         header=_header(spec, g.name, group, len(wanted), left),
                         everyone=k8s_nodes,
                     )
-                    out[job] = recorded.stamp(job, text, {**record, "group": group})
+                    _put(out, taken, job, recorded.stamp(job, text, {**record, "group": group}))
                 entry["job"] = job
                 plan.append(entry)
         if image and locks:
@@ -158,6 +168,36 @@ def _plan_yaml(doc: Mapping[str, Any]) -> str:
             else:
                 lines.append(f"{lead}{key}: {q(value)}")
     return "\n".join(lines) + "\n"
+
+
+def _put(out: dict[str, str], taken: set[str], path: str, text: str) -> None:
+    """Add a file of the lock; one that another already has (in any case: macOS and Windows
+    fold it) is an error, never an overwrite."""
+    folded = path.casefold()
+    if folded in taken:
+        raise UserError(f"two files of the lock would both be {path}: rename a group")
+    taken.add(folded)
+    out[path] = text
+
+
+def _claim(objects: dict[str, str], name: str, group: str) -> None:
+    """One group's Job and ConfigMap name; two groups sharing it would replace each other when
+    applied (`kubectl apply` updates by name), so it is an error when written."""
+    if objects.setdefault(name, group) != group:
+        raise UserError(
+            f"node groups {objects[name]} and {group} would get the same Kubernetes Job and "
+            f"ConfigMap name {name}: rename one (the spec entry's name:)"
+        )
+
+
+def _left_out(p: Any, gpu: bool) -> str | None:
+    """Why a node gets no job: a control plane, no GPU, or a state that cannot run one now
+    (a drained or down Slurm node: its group's job would pend or fail there)."""
+    if _control(p):
+        return "control-plane node"
+    if not gpu:
+        return "no GPU"
+    return getattr(p, "unavailable", None)
 
 
 def _control(p: Any) -> bool:

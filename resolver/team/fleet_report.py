@@ -97,14 +97,24 @@ class FleetReport:
         }
 
 
+def find_plan(folder: Path) -> Path:
+    """The ``fleet.yaml`` of the lock ``folder`` is in: there, or in the nearest folder above
+    (``results/``, a platform or group folder lie inside the lock); ``folder`` may name it."""
+    if folder.name == PLAN_FILE and folder.is_file():
+        return folder
+    here = folder.absolute()
+    for place in (here, *here.parents):
+        if (place / PLAN_FILE).is_file():
+            return place / PLAN_FILE
+    raise UserError(
+        f"--expect {escaped(str(folder))}: no {PLAN_FILE} in it or a folder above it (a cluster "
+        "lock, `targets: - kubernetes:` or `- slurm:`, writes it at the lock's top)"
+    )
+
+
 def read_plan(folder: Path) -> dict[str, str]:
-    """node -> group, from the ``fleet.yaml`` a cluster lock wrote in ``folder``."""
-    path = folder / PLAN_FILE
-    if not path.is_file():
-        raise UserError(
-            f"--expect {escaped(str(folder))}: no {PLAN_FILE} in it (a cluster lock, "
-            "`targets: - kubernetes:` or `- slurm:`, writes it)"
-        )
+    """node -> group, from the ``fleet.yaml`` of the cluster lock ``folder`` is in."""
+    path = find_plan(folder)
     text = read_text(path, limit=MAX_PLAN, what="a fleet plan")
     doc = load_yaml(text, path, max_nodes=MAX_PLAN_NODES)
     groups = doc.get("groups") if isinstance(doc, dict) and doc.get("fleet") == 1 else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -164,13 +165,15 @@ def lock_team(
     split: bool | None = None,
     existing: Callable[[str], str | None] | None = None,
     progress: Callable[[str, int], Progress] | None = None,
+    folder: Path | None = None,
 ) -> TeamLock:
     """Every file of the team environment, keyed by path relative to the output directory.
 
     ``split`` (None: the spec's ``split:``) writes one set per group of targets; ``auto`` splits
     only when no common set exists. ``existing`` reads a file edited in place (pyproject.toml).
     ``progress(label, total)`` (the CLI's progress bar on a terminal) returns what to tell of
-    each target or machine shape done; a total of 0 is a step of unknown length.
+    each target or machine shape done; a total of 0 is a step of unknown length. ``folder`` is
+    where the files go (default: beside the spec), named by a cluster's sbatch scripts.
     """
     mode = spec.split if split is None else ("true" if split else "false")
     options = replace(options, extra_requirements=spec.pip, name=options.name or spec.name)
@@ -288,7 +291,9 @@ def lock_team(
         "targets": targets_record(spec),
     }
     files["report.md"] = recorded.stamp("report.md", "\n".join(report), record)
-    files.update(fleet_files(catalog, spec, [(lb, d) for lb, _, d in groups], files, record))
+    # absolute, not resolved: the path as this shell sees it is the one the nodes mount
+    root = os.path.abspath(folder or default_output(spec))
+    files.update(fleet_files(catalog, spec, [(lb, d) for lb, _, d in groups], files, record, root))
     return TeamLock(files, tuple((label, d) for label, _, d in groups), auto_split)
 
 

@@ -16,7 +16,6 @@ that the terms admit exactly the group's nodes of the node list, or the lock is 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import yaml
 
 from resolver.core.errors import UserError
+from resolver.solve.shapes import bounded_name
 from resolver.team import k8s_selector
 from resolver.team.kubernetes import CONTROL_PLANE, Placement
 
@@ -41,16 +41,17 @@ NCCL_OFF = (  # NVLink multicast off: verify measures the links, not a fabric fe
 )
 GPU_TAINT = "nvidia.com/gpu"  # the GPU Operator's and the cloud GPU pools' usual taint
 _NOT_NAME = re.compile(r"[^a-z0-9-]+")
+PREFIX = "gpuresolve-"  # short: the readable part keeps a group's driver
+JOB_NAME = 52
 
 
 def job_name(group: str) -> str:
-    """``gpuresolve-verify-<group>`` as a DNS label (pods are named ``<job>-<index>-<id>``)."""
+    """``gpuresolve-<group>``, a DNS-1123 label of at most 52 characters (the Job's pods are
+    ``<job>-<index>-<id>`` and its ``job-name`` label is at most 63). Where the group's name is
+    not a label as written (``1g.6gb`` and ``1g-6gb`` both read ``1g-6gb``) or is too long, a
+    readable start and the digest of the name as written: two groups never share a Job."""
     slug = _NOT_NAME.sub("-", group.lower()).strip("-")
-    name = f"gpuresolve-verify-{slug}"
-    if len(name) <= 52:
-        return name
-    digest = hashlib.sha256(group.encode("utf-8")).hexdigest()[:8]
-    return f"{name[:43].rstrip('-')}-{digest}"
+    return bounded_name(f"{PREFIX}{slug}", group, limit=JOB_NAME, clash=slug != group)
 
 
 def node_terms(

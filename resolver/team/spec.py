@@ -40,6 +40,9 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
       - name: hpc                    # a Slurm cluster: `scontrol show node --oneliner` output;
         slurm: nodes.txt             # groups: partition x GPU type x features
         driver: "550.54.15"          # optional: else each node's driver-NNN feature
+        gpu_model: a100              # optional: the model of Gres=gpu:N (no type), or rules
+                                     # [{partition: P | nodes: PATTERN, model: M}, ...]
+        include_unavailable: false   # true: drained, down... nodes get the verify job too
 
 Every error names the file and the key (and, for YAML syntax, the line); nothing is written then.
 """
@@ -87,7 +90,7 @@ SPLIT_VALUES = ("auto", "true", "false")
 LOCK_VALUES = ("full", "top-level")
 PACKAGE_KEYS = {"torch", "with", "pip"}
 TARGET_KEYS = {"name", "count", "platform", "driver", "gpus", "no_gpu", "detect"}
-TARGET_KEYS |= {"kubernetes", "selector", "slurm"}  # many machines: resolver/team/expand.py
+TARGET_KEYS |= {"kubernetes", "selector", "slurm", "gpu_model", "include_unavailable"}  # expand.py
 RESERVED_PIP = {"torch", "torchvision", "torchaudio"}
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the output folder's name: no "/", ".."
 
