@@ -124,7 +124,7 @@ def target_options(func: F) -> F:
             "gpus",
             multiple=True,
             metavar="SPEC",
-            help="A GPU: compute capability (8.6, sm_86) or model name; repeat for several.",
+            help="A GPU: compute capability (8.6, sm_86) or model (RTX 4090, or 4090); repeatable.",
             shell_complete=_complete("complete_gpu"),
         ),
         click.option("--no-gpu", is_flag=True, help="Describe a machine without an NVIDIA GPU."),

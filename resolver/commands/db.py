@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from resolver.commands.group import SuggestingGroup
+
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
 from resolver.commands.params import SafePath
@@ -25,7 +27,7 @@ _DATA_OPTION = click.option(
 )
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def db() -> None:
     """The compatibility database: check it, show it, update it."""
 
