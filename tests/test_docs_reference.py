@@ -1,0 +1,65 @@
+"""The generated command reference (mkdocs-click over the click definitions, through
+tools/mkdocs_hooks.py) shows each option's real default or nothing, never click's marker."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _hooks() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("hooks", ROOT / "tools" / "mkdocs_hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    return hooks
+
+
+def _reference(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The command reference's markdown, as docs/reference/commands.md asks for it."""
+    docs = pytest.importorskip("mkdocs_click._docs", reason="mkdocs-click is in the docs extra")
+    from resolver.cli import cli
+
+    monkeypatch.setattr(docs, "_format_table_option_row", docs._format_table_option_row)
+    _hooks().on_config({})  # the build's own hook: its row for mkdocs-click's table
+    lines = docs.make_command_docs(
+        prog_name="gpuresolve", command=cli, depth=1, style="table", list_subcommands=True
+    )
+    return "\n".join(lines)
+
+
+def _row(reference: str, option: str) -> list[str]:
+    row = next(ln for ln in reference.splitlines() if ln.startswith(f"| `{option}`"))
+    return [cell.strip() for cell in row.strip("|").split(" | ")]
+
+
+def test_the_reference_holds_no_sentinel_and_the_real_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reference = _reference(monkeypatch)
+    assert "Sentinel" not in reference
+    assert "| Default |" in reference  # the table style the page asks for
+    assert _row(reference, "--driver-policy")[-1] == "`compat`"
+    assert _row(reference, "--evidence")[-1] == "`documented`"
+    assert _row(reference, "--json")[-1] == ""  # a flag declared without a default
+    assert _row(reference, "--gpu")[-1] == ""  # repeatable, none given
+
+
+def test_the_page_in_use_asks_for_the_reference() -> None:
+    page = (ROOT / "docs" / "reference" / "commands.md").read_text(encoding="utf-8")
+    assert "::: mkdocs-click" in page
+    assert ":style: table" in page
+
+
+def test_a_page_with_the_marker_fails_the_build() -> None:
+    errors = pytest.importorskip("mkdocs.exceptions", reason="mkdocs is in the docs extra")
+    page = SimpleNamespace(file=SimpleNamespace(src_path="reference/commands.md"))
+    hooks = _hooks()
+    assert hooks.on_page_content("<td>`compat`</td>", page=page) == "<td>`compat`</td>"
+    with pytest.raises(errors.PluginError, match="reference/commands.md"):
+        hooks.on_page_content("<td><code>Sentinel.UNSET</code></td>", page=page)
