@@ -63,3 +63,26 @@ def test_a_page_with_the_marker_fails_the_build() -> None:
     assert hooks.on_page_content("<td>`compat`</td>", page=page) == "<td>`compat`</td>"
     with pytest.raises(errors.PluginError, match="reference/commands.md"):
         hooks.on_page_content("<td><code>Sentinel.UNSET</code></td>", page=page)
+
+
+def test_no_page_shows_an_escaped_pipe() -> None:
+    """In a code span `\\|` is shown as typed (a reader copies the backslash): a pipe in a table's
+    code is written ``<code>a &#124; b</code>`` instead."""
+    pages = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
+    found = [
+        f"{page.relative_to(ROOT)}:{n}"
+        for page in pages
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if "\\|" in line
+    ]
+    assert found == []
+
+
+def test_long_console_lines_wrap_on_the_page() -> None:
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    sheets = [ROOT / "docs" / name for name in config["extra_css"]]
+    css = "".join(sheet.read_text(encoding="utf-8") for sheet in sheets)
+    rule = css[css.index(".md-typeset pre > code") :]
+    assert "white-space: pre-wrap" in rule[: rule.index("}")]
