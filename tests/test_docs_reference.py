@@ -86,3 +86,32 @@ def test_long_console_lines_wrap_on_the_page() -> None:
     css = "".join(sheet.read_text(encoding="utf-8") for sheet in sheets)
     rule = css[css.index(".md-typeset pre > code") :]
     assert "white-space: pre-wrap" in rule[: rule.index("}")]
+
+
+def test_every_environment_variable_the_code_reads_is_documented() -> None:
+    """Every ``GPURESOLVE`` and ``GPURESOLVE_*`` name in the package (read by gpuresolve, or by a
+    script or file it writes: an sbatch script, a Dockerfile, a Job) has a row in
+    docs/reference/environment.md."""
+    import re
+
+    names: set[str] = set()
+    for module in (ROOT / "resolver").rglob("*.py"):
+        text = module.read_text(encoding="utf-8")
+        names |= set(re.findall(r"(?<![A-Za-z0-9])_?GPURESOLVE(?:_[A-Z0-9]+)*(?![a-z0-9])", text))
+    assert {"GPURESOLVE", "GPURESOLVE_NODE_NAME", "GPURESOLVE_DEBUG"} <= names  # the scan works
+    page = (ROOT / "docs" / "reference" / "environment.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `(_?GPURESOLVE[A-Z0-9_]*)` \|", page, re.M))
+    missing = sorted(n for n in names if n not in documented and f"_{n}" not in documented)
+    assert missing == []
+
+
+def test_every_team_spec_key_has_a_row() -> None:
+    """docs/reference/team-spec.md names every key the spec reader accepts (it refuses others)."""
+    import re
+
+    from resolver.team.spec import PACKAGE_KEYS, TARGET_KEYS, TOP_KEYS
+
+    page = (ROOT / "docs" / "reference" / "team-spec.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `([a-z_.]+)`", page, re.M))
+    wanted = TOP_KEYS | TARGET_KEYS | {f"packages.{key}" for key in PACKAGE_KEYS}
+    assert sorted(wanted - rows - {"packages"}) == []
