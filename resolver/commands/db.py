@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from resolver.commands.group import SuggestingGroup
-
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
+from resolver.commands.group import SuggestingGroup
 from resolver.commands.params import SafePath
 from resolver.commands.ui import echo, note
 

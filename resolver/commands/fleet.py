@@ -7,10 +7,9 @@ from pathlib import Path
 
 import click
 
-from resolver.commands.group import SuggestingGroup
-
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
+from resolver.commands.group import SuggestingGroup
 from resolver.commands.ui import echo
 
 

@@ -18,9 +18,9 @@ class SuggestingGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         known = self.list_commands(ctx)
-        if name and not name.startswith("-") and name not in known and not ctx.resilient_parsing:
-            if self.get_command(ctx, name) is None:
-                ctx.fail(no_such_command(name, known))
+        unknown = name not in known and self.get_command(ctx, name) is None
+        if name and not name.startswith("-") and unknown and not ctx.resilient_parsing:
+            ctx.fail(no_such_command(name, known))
         return super().resolve_command(ctx, args)
 
 
@@ -35,4 +35,3 @@ def no_such_command(name: str, known: list[str]) -> str:
     if close:
         return f"{message} Did you mean one of: {', '.join(map(repr, close))}?"
     return message
-
