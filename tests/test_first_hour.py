@@ -90,3 +90,63 @@ def test_a_number_no_model_has_is_exit_2(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 2
     assert "'9999' is neither a known compute capability" in err
     assert "999.9" not in err  # not read as a compute capability
+
+
+# --- offline: an index out of reach is said at once, not after seconds of retries -------------
+
+
+def test_a_refused_connection_is_not_retried() -> None:
+    from pytorch_index import closed_port
+
+    from resolver.io.http import Client, FetchError
+
+    pauses: list[float] = []
+    client = Client(tries=3, sleep=pauses.append, timeout=10)
+    with pytest.raises(FetchError, match=r"connection refused; not retried"):
+        client.get(f"http://127.0.0.1:{closed_port()}/simple/torch/")
+    assert client.requests == 1 and pauses == []
+
+
+def test_a_name_that_does_not_resolve_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resolver's answer as the socket module gives it offline (EAI_NONAME / EAI_AGAIN)."""
+    import socket
+
+    from resolver.io.http import Client, FetchError, unreachable
+
+    def no_dns(*args: object, **kwargs: object) -> list[object]:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    for proxy in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(proxy, raising=False)
+    pauses: list[float] = []
+    client = Client(tries=3, sleep=pauses.append, timeout=10)
+    with pytest.raises(FetchError, match=r"does not resolve.*not retried"):
+        client.get("https://index.example/simple/torch/")
+    assert client.requests == 1 and pauses == []
+    said = unreachable("https://user:secret@index.example/whl/cu126")
+    assert said is not None
+    assert said.startswith("https://index.example/whl/cu126 (the host name does not resolve")
+    assert "secret" not in said
+
+
+def test_a_failure_a_retry_may_cure_is_still_retried() -> None:
+    """A 503 (a server restarting) is worth another try: the classification keeps that."""
+    from pytorch_index import Behaviour, serve
+
+    from resolver.io.http import Client
+
+    with serve({"/": (b"<html></html>", "text/html")}, Behaviour(mode="flaky")) as srv:
+        pauses: list[float] = []
+        client = Client(tries=3, sleep=pauses.append, timeout=10)
+        assert client.get(srv.url + "/").body == b"<html></html>"
+    assert client.requests == 3 and len(pauses) == 2
+
+
+def test_a_reachable_host_is_not_unreachable() -> None:
+    from pytorch_index import serve
+
+    from resolver.io.http import unreachable
+
+    with serve({"/": (b"<html></html>", "text/html")}) as srv:
+        assert unreachable(srv.url + "/whl/cu126") is None
