@@ -58,11 +58,15 @@ def test_the_page_in_use_asks_for_the_reference() -> None:
 
 def test_a_page_with_the_marker_fails_the_build() -> None:
     errors = pytest.importorskip("mkdocs.exceptions", reason="mkdocs is in the docs extra")
-    page = SimpleNamespace(file=SimpleNamespace(src_path="reference/commands.md"))
+    source = (ROOT / "docs" / "reference" / "commands.md").read_text(encoding="utf-8")
+    page = SimpleNamespace(file=SimpleNamespace(src_path="reference/commands.md"), markdown=source)
     hooks = _hooks()
     assert hooks.on_page_content("<td>`compat`</td>", page=page) == "<td>`compat`</td>"
     with pytest.raises(errors.PluginError, match="reference/commands.md"):
         hooks.on_page_content("<td><code>Sentinel.UNSET</code></td>", page=page)
+    changelog = SimpleNamespace(file=SimpleNamespace(src_path="changelog.md"), markdown="x")
+    text = "<li>not <code>Sentinel.UNSET</code></li>"  # a page that names the marker: kept
+    assert hooks.on_page_content(text, page=changelog) == text
 
 
 def test_no_page_shows_an_escaped_pipe() -> None:
@@ -115,3 +119,19 @@ def test_every_team_spec_key_has_a_row() -> None:
     rows = set(re.findall(r"^\| `([a-z_.]+)`", page, re.M))
     wanted = TOP_KEYS | TARGET_KEYS | {f"packages.{key}" for key in PACKAGE_KEYS}
     assert sorted(wanted - rows - {"packages"}) == []
+
+
+def test_the_network_page_names_every_command() -> None:
+    """docs/reference/network.md says of each command whether it reaches the network."""
+    import re
+
+    from resolver.cli import COMMANDS
+    from resolver.commands.db import db
+    from resolver.commands.fleet import fleet
+
+    page = (ROOT / "docs" / "reference" / "network.md").read_text(encoding="utf-8")
+    first = " ".join(re.findall(r"^\| ([^|]+) \|", page, re.M))
+    named = set(re.findall(r"`([a-z][a-z -]*?)(?: [A-Z]+)?`", first))
+    commands = {c for c in COMMANDS if c not in ("db", "fleet")}
+    commands |= {f"db {c}" for c in db.commands} | {f"fleet {c}" for c in fleet.commands}
+    assert sorted(c for c in commands if not any(n.startswith(c) for n in named)) == []
