@@ -3,8 +3,9 @@ here, against described hosts (options) or recorded ones (`environments/hosts/h1
 `detect --json` recorded on an H100), and its stdout compared with what the page shows, the
 version and the database date normalised. A page's blocks run in order in one fresh folder
 holding a copy of `environments/` and nothing else the checkout does not ship, so a tutorial
-runs with the files a reader has, and an example may lock and then `--check`. A shown line that starts with `note:` or `warning:`
-is what stderr says (in order, among its other lines); every other line is stdout, compared whole.
+runs with the files a reader has, and an example may lock and then `--check`. A shown line that
+starts with `note:` or `warning:` is what stderr says (in order, among its other lines); every
+other line is stdout, compared whole.
 The command runs exactly as written (not through the suite's helper, which adds `--top-level`
 to a bare `lock`): a page shows what a reader gets.
 """

@@ -3,6 +3,8 @@ GPU given by its model's number."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from cli_support import run_cli
 
@@ -78,7 +80,7 @@ def test_a_bare_number_that_is_a_compute_capability_stays_one(
 def test_a_number_several_models_share_is_exit_2_naming_them(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, err = run_cli(capsys, "suggest", "--gpu", "6000", *DESCRIBED)
+    code, _, err = run_cli(capsys, "suggest", "--gpu", "6000", *DESCRIBED)
     assert code == 2
     assert len(err.splitlines()) == 1
     assert "Quadro RTX 6000 (7.5)" in err
@@ -150,3 +152,35 @@ def test_a_reachable_host_is_not_unreachable() -> None:
 
     with serve({"/": (b"<html></html>", "text/html")}) as srv:
         assert unreachable(srv.url + "/whl/cu126") is None
+
+
+# --- the pre-commit hook's program: which lock each changed file checks -------------------------
+
+
+def test_the_hook_checks_each_changed_files_lock_once(tmp_path: Path) -> None:
+    from resolver.precommit import checks
+
+    envs = tmp_path / "environments"
+    (envs / "lab" / "ws").mkdir(parents=True)
+    spec = envs / "lab.yaml"
+    spec.write_text("name: lab\npython: '3.12'\ntargets:\n  - {no_gpu: true}\n", encoding="utf-8")
+    (envs / "lab" / "ws" / "requirements.txt").write_text("# gpuresolve-inputs: {}\n")
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    (locks / "requirements.txt").write_text("# gpuresolve-inputs: {}\ntorch==2.14.1\n")
+    (locks / "pylock.toml").write_text("# gpuresolve-inputs: {}\n")
+    (tmp_path / "requirements.txt").write_text("numpy\n")  # the project's own
+    (tmp_path / "other.yaml").write_text("name: x\n")  # no team spec
+    changed = [
+        envs / "lab" / "ws" / "requirements.txt",
+        spec,
+        locks / "requirements.txt",
+        locks / "pylock.toml",
+        tmp_path / "requirements.txt",
+        tmp_path / "other.yaml",
+        tmp_path / "gone.txt",
+    ]
+    assert checks([str(p) for p in changed]) == [
+        ["lock", str(spec), "--check"],
+        ["lock", "--check", "-o", str(locks)],
+    ]

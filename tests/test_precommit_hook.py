@@ -29,7 +29,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOK = "gpuresolve-lock-check"
-MACHINE = ("--gpu", "RTX 4090", "--driver", "550.54.15", "--python", "3.12")
+MACHINE: tuple[str, ...] = ("--gpu", "RTX 4090", "--driver", "550.54.15", "--python", "3.12")
 MACHINE += ("--platform", "linux-x86_64")
 
 pytestmark = [

@@ -311,7 +311,7 @@ def _numbered_model(catalog: GpuTable, number: str) -> str:
         listed = ", ".join(_with_cc(catalog, n) for n in sorted(found)[:8])
         raise UserError(
             f"GPU {number!r} is no compute capability and names several models: {listed}; "
-            "give the model name (e.g. --gpu \"RTX 4090\") or the compute capability"
+            'give the model name (e.g. --gpu "RTX 4090") or the compute capability'
         )
     raise UserError(
         f"GPU {number!r} is neither a known compute capability (e.g. 8.6, sm_86) nor the number "
