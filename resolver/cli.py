@@ -18,7 +18,7 @@ import click
 
 from resolver import __version__
 from resolver.commands.group import SuggestingGroup
-from resolver.core.errors import EXIT_INTERNAL, GpuresolveError, escaped, exit_code
+from resolver.core.errors import EXIT_INTERNAL, GpuresolveError, escaped, escaped_lines, exit_code
 
 if TYPE_CHECKING:
     from resolver.core.documents.reports import ErrorDoc
@@ -258,7 +258,7 @@ def _run(argv: list[str] | None) -> int | str | None:
         return _error("aborted", code, as_json)
     except click.UsageError as exc:  # one line, as for every other bad input
         if _no_args_help(exc):  # `gpuresolve`, `gpuresolve db`: the help, as pip and uv do
-            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+            click.echo(escaped_lines(exc.ctx.get_help() if exc.ctx else exc.format_message()))
             return 0
         where = exc.ctx.command_path if exc.ctx is not None else "gpuresolve"
         message = _one_line(exc.format_message())

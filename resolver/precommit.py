@@ -82,11 +82,12 @@ def checks(paths: list[str]) -> list[list[str]]:
 def run(paths: list[str]) -> int:
     """Run every check (each prints its own answer); the first failing one's exit code."""
     from resolver.cli import main
+    from resolver.commands.ui import echo
+    from resolver.core.errors import escaped
 
     failed = 0
     for argv in checks(paths):
-        shown = shlex.join(argv).encode("unicode_escape").decode("ascii")  # a name as typed
-        print(f"$ gpuresolve {shown}", flush=True)
+        echo(f"$ gpuresolve {escaped(shlex.join(argv))}")  # file names escaped by the one rule
         try:
             main(argv)
             code: object = 0
