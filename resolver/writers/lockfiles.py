@@ -233,9 +233,10 @@ def making(name: str, options: LockOptions) -> Iterator[None]:
     try:
         yield
     except UserError as exc:
-        said = (
-            str(exc) if str(exc).startswith(name) else f"{name} (--format {FORMAT_OF[name]}): {exc}"
-        )
+        asked = FORMAT_OF[name]
+        if asked not in options.formats and name == REQUIREMENTS:  # the Dockerfile's
+            asked = "dockerfile"
+        said = str(exc) if str(exc).startswith(name) else f"{name} (--format {asked}): {exc}"
         raise UserError(f"{said}; {_advice(name, options)}") from None
 
 
