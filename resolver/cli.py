@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from resolver import __version__
-from resolver.core.errors import EXIT_INTERNAL, GpuresolveError, escaped, exit_code
+from resolver.commands.group import SuggestingGroup
+from resolver.core.errors import EXIT_INTERNAL, GpuresolveError, escaped, escaped_lines, exit_code
 
 if TYPE_CHECKING:
     from resolver.core.documents.reports import ErrorDoc
@@ -50,7 +51,7 @@ def _reader_gone() -> Iterator[None]:
         raise _ReaderGone from None
 
 
-class LazyGroup(click.Group):
+class LazyGroup(SuggestingGroup):
     """A click group whose subcommands are imported on first use."""
 
     def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
@@ -256,6 +257,9 @@ def _run(argv: list[str] | None) -> int | str | None:
         code = 143 if terminated() or isinstance(exc.__cause__, Terminated) else 130
         return _error("aborted", code, as_json)
     except click.UsageError as exc:  # one line, as for every other bad input
+        if _no_args_help(exc):  # `gpuresolve`, `gpuresolve db`: the help, as pip and uv do
+            click.echo(escaped_lines(exc.ctx.get_help() if exc.ctx else exc.format_message()))
+            return 0
         where = exc.ctx.command_path if exc.ctx is not None else "gpuresolve"
         message = _one_line(exc.format_message())
         return _error(f"error: {message} (see `{where} --help`)", exc.exit_code, as_json)
@@ -304,6 +308,11 @@ def _bad_completion() -> str | None:
             "prints sets them"
         )
     return None
+
+
+def _no_args_help(exc: click.UsageError) -> bool:
+    """Whether click raised the help of a group given no subcommand (NoArgsIsHelpError, 8.2+)."""
+    return isinstance(exc, click.exceptions.NoArgsIsHelpError)
 
 
 class Terminated(KeyboardInterrupt):

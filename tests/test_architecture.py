@@ -63,6 +63,7 @@ LAYERS: dict[str, int] = {
     "resolver.cli": COMMANDS,
     "resolver.__main__": COMMANDS,
     "resolver.start": COMMANDS,
+    "resolver.precommit": COMMANDS,  # the pre-commit hook's program: `lock --check` per lock
 }
 
 # Scripts run by other interpreters (the user's, a container image's, a child's): no gpuresolve

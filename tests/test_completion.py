@@ -65,3 +65,20 @@ def test_the_documented_source_scripts_exist(shell: str) -> None:
         check=False,
     )
     assert proc.returncode == 0 and "_GPURESOLVE_COMPLETE" in proc.stdout
+
+
+def test_schema_names() -> None:
+    from resolver import schemas
+
+    assert complete("gpuresolve schema ") == list(schemas.NAMES)
+    assert complete("gpuresolve schema lo") == ["lock", "lock-check"]
+
+
+def test_with_values() -> None:
+    offered = complete("gpuresolve suggest --with ")
+    assert offered[:2] == ["torchvision", "torchaudio"]
+    assert {"xformers", "flash-attn", "vllm"} <= set(offered)
+    assert complete("gpuresolve lock --with x") == ["xformers"]
+    assert complete("gpuresolve install --with torchau") == ["torchaudio"]
+    verify = complete("gpuresolve verify --with ")  # extension packages only: no companions
+    assert "xformers" in verify and "torchvision" not in verify

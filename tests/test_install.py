@@ -371,6 +371,25 @@ def test_a_failed_step_is_said_once_where_its_output_went_too() -> None:
     assert "  | the-cause-line" in apart.stderr  # stdout went elsewhere: the tail is here
 
 
+def test_an_index_out_of_reach_is_one_line_before_anything_runs(
+    isolated: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Offline (refused, no route, no DNS): said at once, no installer started to retry it."""
+    from pytorch_index import closed_port
+
+    python = make_venv(isolated / "venv", "pip")
+    nowhere = f"http://127.0.0.1:{closed_port()}/whl"
+    code, out, err = gpuresolve(
+        capfd, "install", "--python", python, "--pytorch-index", nowhere, "--installer", "pip", *GPU
+    )
+    assert code == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"gpuresolve: error: cannot reach {nowhere}/"), err
+    assert "(connection refused)" in last and "--pytorch-index" in last
+    assert "\n$ " not in out  # no step ran
+    assert "torch" not in installed(python)
+
+
 @needs_uv
 def test_install_exits_with_verify_code(
     isolated: Path, index_url: str, capfd: pytest.CaptureFixture[str]

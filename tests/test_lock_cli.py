@@ -157,24 +157,25 @@ def test_missing_solver_is_one_line_and_writes_nothing(
     monkeypatch.setattr(conda_solve, "rattler_available", lambda: False)
     out = tmp_path / "out"
     code, _, stderr = run(
-        capsys, "lock", "--no-gpu", "--python", "3.11", "--format", "all", "-o", str(out)
+        capsys, "lock", "--no-gpu", "--python", "3.11", "--format", "conda-lock", "-o", str(out)
     )
     assert code == 2
     assert stderr.strip() == (
         "gpuresolve: error: conda-lock.yml needs a conda solver: "
-        "pip install 'gpuresolve[conda]' (py-rattler)"
+        "pip install 'gpuresolve[conda]' (py-rattler); or leave out --format conda-lock"
     )
     assert not out.exists()
 
 
 @pytest.mark.skipif(importlib.util.find_spec("rattler") is None, reason="py-rattler not installed")
-def test_all_formats_with_a_channel_setting(
+def test_conda_formats_with_a_channel_setting(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     channel = make_channel(tmp_path / "channel", forge_packages(pythons=("3.11",)))
     monkeypatch.setenv("GPURESOLVE_CONDA_CHANNEL", channel)  # the setting, not the option
     out = tmp_path / "out"
-    args = ["lock", "--gpu", "8.6", "--driver", "575.51.03", "--python", "3.11", "--format", "all"]
+    args = ["lock", "--gpu", "8.6", "--driver", "575.51.03", "--python", "3.11"]
+    args += ["--format", "requirements", "--format", "conda-lock"]
     args += ["--conda-source", "conda-forge", "-o", str(out)]
     code, stdout, _ = run(capsys, *args)
     assert code == 0, stdout

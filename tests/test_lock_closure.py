@@ -4,6 +4,7 @@ today's top-level pins and says so; no reachable index is one line and exit 2.""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Iterator
 from email.parser import BytesParser
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from cli_support import write_db
 from closure_index import FIXTURE, ClosureIndex, entry, manifest, serve_closure_index
+from conda_channel import forge_packages, make_channel
 from lock_support import lock_raw
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -207,3 +209,49 @@ def test_a_spec_says_lock_top_level(tmp_path: Path, capsys: pytest.CaptureFixtur
     spec.write_text(f"name: team\nlock: partial\n{body}")
     code, _, err = run_cli(capsys, "lock", str(spec))
     assert code == 2 and "lock: 'partial': expected full or top-level" in err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("rattler") is None, reason="py-rattler not installed")
+def test_format_all_writes_every_format(
+    tmp_path: Path, index: ClosureIndex, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--format all` is every format: the closures from the index, conda-lock.yml from a real
+    solve of the channel; a macOS target gets no Dockerfile (containers run Linux)."""
+    channel = make_channel(tmp_path / "channel", forge_packages(pythons=("3.11",)))
+    out = tmp_path / "out"
+    _lock(capsys, index, out, "--format", "all", "--channel", channel)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "conda-lock.yml",
+        "environment.yml",
+        "pylock.toml",
+        "pyproject.toml",
+        "requirements.txt",
+        "virtual-packages.yml",
+    ]
+    code, _, err = run_cli(capsys, "lock", "--check", "-o", str(out))
+    assert code == 0, err
+
+
+def test_format_all_with_an_index_out_of_reach_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One line naming the format that needs the index and what to do; no partial set, even where
+    another format (a top-level requirements.txt) needs no index."""
+    nowhere = f"http://127.0.0.1:{closed_port()}/whl"
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "requirements.txt").write_text("old\n", encoding="utf-8")
+    code, _, err = run_cli(
+        capsys,
+        *("lock", *MAC, "--top-level", "--format", "all", "--pytorch-index", nowhere),
+        *("-o", str(out)),
+    )
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("gpuresolve: error: pylock.toml (--format pylock): ")
+    assert "connection refused" in lines[0]
+    assert "--top-level pins only" not in lines[0]  # given already: no use suggesting it
+    assert "a top-level lock pins requirements.txt alone" in lines[0]
+    assert [p.name for p in out.iterdir()] == ["requirements.txt"]
+    assert (out / "requirements.txt").read_text(encoding="utf-8") == "old\n"

@@ -76,8 +76,9 @@ def test_needs_a_linux_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert not any(tmp_path.iterdir())  # nothing written
 
 
-def test_all_is_the_lock_files_only() -> None:
-    assert lockfiles.DOCKERFILE not in lockfiles.file_names(["all"])
+def test_all_is_every_format() -> None:
+    assert lockfiles.DOCKERFILE in lockfiles.file_names(["all"])
+    assert lockfiles.file_names(["all"]) == lockfiles.file_names(lockfiles.FORMATS)
     assert lockfiles.file_names(["dockerfile"]) == (
         lockfiles.REQUIREMENTS,
         lockfiles.DOCKERFILE,

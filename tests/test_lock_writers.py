@@ -361,6 +361,11 @@ def test_file_names() -> None:
         "environment.yml",
         "virtual-packages.yml",
         "conda-lock.yml",
+        "pylock.toml",
+        "pyproject.toml",
+        "Dockerfile",
+        "gpuresolve-check.py",
+        "gpuresolve-probe.py",
     )
     with pytest.raises(ValueError):
         file_names(["pipfile"])

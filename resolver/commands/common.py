@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
-from resolver.commands.params import SAFE_TEXT, SafePath, check_url
+from resolver.commands.params import SAFE_TEXT, SafePath, check_url, lazy_complete
 from resolver.commands.ui import echo
 from resolver.core.errors import UserError
 from resolver.flows.target import TargetOptions
@@ -103,18 +103,6 @@ def _bundle(func: F, key: str, cls: type[Any], options: list[Callable[[Any], Any
     return command  # type: ignore[no-any-return]
 
 
-def _complete(name: str) -> Callable[[click.Context, click.Parameter, str], list[Any]]:
-    """A completion callback of resolver.commands.completion, imported only when completing."""
-
-    def callback(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-        from resolver.commands import completion
-
-        result: list[Any] = getattr(completion, name)(ctx, param, incomplete)
-        return result
-
-    return callback
-
-
 def target_options(func: F) -> F:
     """--driver/--gpu/--no-gpu/--python/--platform/--host: describe a machine, not probe it."""
     options = [
@@ -124,8 +112,8 @@ def target_options(func: F) -> F:
             "gpus",
             multiple=True,
             metavar="SPEC",
-            help="A GPU: compute capability (8.6, sm_86) or model name; repeat for several.",
-            shell_complete=_complete("complete_gpu"),
+            help="A GPU: compute capability (8.6, sm_86) or model (RTX 4090, or 4090); repeatable.",
+            shell_complete=lazy_complete("complete_gpu"),
         ),
         click.option("--no-gpu", is_flag=True, help="Describe a machine without an NVIDIA GPU."),
         click.option(
@@ -138,7 +126,7 @@ def target_options(func: F) -> F:
             "--platform",
             metavar="NAME",
             help="linux-x86_64, linux-aarch64, windows-x86_64 or macos-arm64.",
-            shell_complete=_complete("complete_platform"),
+            shell_complete=lazy_complete("complete_platform"),
         ),
         click.option(
             "--host",
@@ -163,6 +151,7 @@ def request_options(func: F) -> F:
             metavar="PKG",
             help="Also install: torchvision, torchaudio, or an extension package (xformers, "
             "flash-attn, bitsandbytes, torchao, vllm, triton), with an optional specifier.",
+            shell_complete=lazy_complete("complete_with"),
         ),
         click.option("--cuda", metavar="X.Y", help="Only builds for this CUDA version."),
         click.option(

@@ -1,4 +1,5 @@
-"""Shell completion for option values: platforms, GPU models and compute capabilities.
+"""Shell completion for option values: platforms, GPU models and compute capabilities, `--with`
+packages, schema names.
 
 Click completes commands, options and choices (``--format``) itself once the shell is set up
 (`gpuresolve completion bash`, or ``_GPURESOLVE_COMPLETE=bash_source gpuresolve``); these
@@ -52,6 +53,34 @@ def complete_gpu(ctx: click.Context, param: click.Parameter, incomplete: str) ->
         if text.startswith(wanted):
             items.setdefault(text, "compute capability")
     return [CompletionItem(name, help=why) for name, why in sorted(items.items())]
+
+
+def complete_with(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """`--with` values: torch's companions, then the extension packages the database knows."""
+    from resolver.solve.solver import COMPANIONS
+
+    wanted = incomplete.lower()
+    ours = [CompletionItem(n, help="built with torch's variant") for n in COMPANIONS]
+    return [c for c in ours if c.value.startswith(wanted)] + complete_extension(ctx, param, wanted)
+
+
+def complete_extension(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """The extension packages the database knows (`verify --with`)."""
+    try:
+        from resolver import catalog as catalog_mod
+
+        names = sorted(catalog_mod.load().extensions)
+    except Exception:  # completion must never print a traceback into the shell
+        return []
+    wanted = incomplete.lower()
+    return [CompletionItem(n, help="extension package") for n in names if n.startswith(wanted)]
+
+
+def complete_schema(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """The published schemas' names (`gpuresolve schema --list`)."""
+    from resolver import schemas
+
+    return [CompletionItem(name) for name in schemas.NAMES if name.startswith(incomplete)]
 
 
 @click.command()

@@ -11,6 +11,7 @@ import click
 
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
+from resolver.commands.group import SuggestingGroup
 from resolver.commands.params import SafePath
 from resolver.commands.ui import echo, note
 
@@ -25,7 +26,7 @@ _DATA_OPTION = click.option(
 )
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def db() -> None:
     """The compatibility database: check it, show it, update it."""
 

@@ -9,10 +9,11 @@ import click
 
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
+from resolver.commands.group import SuggestingGroup
 from resolver.commands.ui import echo
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def fleet() -> None:
     """Verify a whole fleet: read back what its nodes' `verify --json` runs answered."""
 

@@ -52,7 +52,7 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
     help="requirements: requirements.txt; conda: environment.yml + virtual-packages.yml; "
     "conda-lock: those and conda-lock.yml (a real solve); pylock: pylock.toml (PEP 751); "
     "uv: the torch set in pyproject.toml for uv; dockerfile: requirements.txt and a Dockerfile "
-    "that installs it; repeat, or all (the first three).",
+    "that installs it; repeat, or all (every one; the Dockerfile for Linux targets).",
 )
 @click.option(
     "-o",

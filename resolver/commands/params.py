@@ -4,13 +4,34 @@ characters."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from resolver.core.errors import unsafe_char
 
-__all__ = ["SAFE_TEXT", "SafePath", "SafeText", "Seconds", "check_channel", "check_url"]
+__all__ = [
+    "SAFE_TEXT",
+    "SafePath",
+    "SafeText",
+    "Seconds",
+    "check_channel",
+    "check_url",
+    "lazy_complete",
+]
+
+
+def lazy_complete(name: str) -> Callable[[click.Context, click.Parameter, str], list[Any]]:
+    """A completion callback of resolver.commands.completion, imported only when completing."""
+
+    def callback(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+        from resolver.commands import completion
+
+        result: list[Any] = getattr(completion, name)(ctx, param, incomplete)
+        return result
+
+    return callback
 
 
 def _source_name(ctx: click.Context, param: click.Parameter) -> str:

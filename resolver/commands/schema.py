@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from resolver.commands.config import standard_options
+from resolver.commands.params import lazy_complete
 from resolver.commands.ui import echo
 
 
 @click.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=lazy_complete("complete_schema"))
 @click.option("--list", "list_", is_flag=True, help="Print the schema names, one a line.")
 @standard_options
 def schema(name: str | None, list_: bool) -> None:

@@ -10,7 +10,7 @@ import click
 
 from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
-from resolver.commands.params import SAFE_TEXT, Seconds
+from resolver.commands.params import SAFE_TEXT, Seconds, lazy_complete
 from resolver.commands.ui import echo, note
 from resolver.commands.verify_text import report_text
 from resolver.flows import verify as verify_flow
@@ -72,6 +72,7 @@ VERIFY_JSON_VERSION = 1
     metavar="PKG",
     help="Also import an extension package and run one small operation of it on the GPU "
     "(xformers, flash-attn, bitsandbytes, torchao, vllm, triton), each capped by --timeout.",
+    shell_complete=lazy_complete("complete_extension"),
 )
 @click.option(
     "--no-record",

@@ -251,6 +251,8 @@ def resolve_gpu(catalog: GpuTable, spec: str) -> tuple[CC, str | None]:
     text = spec.strip()
     if re.fullmatch(r"(?i)(sm_|compute_)?[0-9]+(\.[0-9])?[af]?", text):
         cc = parse_cc(text)
+        if cc not in catalog.architectures and text.isdigit():  # "4090": a model's number
+            return resolve_gpu(catalog, _numbered_model(catalog, text))
         if cc not in catalog.architectures:
             known = ", ".join(cc_str(c) for c in sorted(catalog.architectures))
             raise UserError(f"unknown compute capability {cc_str(cc)} (known: {known})")
@@ -287,6 +289,34 @@ def resolve_gpu(catalog: GpuTable, spec: str) -> tuple[CC, str | None]:
             f"GPU {text!r} has compute capability {cc_str(cc)}, unknown to the database"
         )
     return cc, hit.name
+
+
+def _numbered_model(catalog: GpuTable, number: str) -> str:
+    """The one model a bare number names ("4090": the RTX 4090, not its variants such as the
+    RTX 4090 D): the known names up to that number; a number that names none, or several models
+    ("6000": Quadro RTX 6000, RTX 6000 Ada, RTX PRO 6000; exit 2, listing them), is an error."""
+    keys = {name_words(g.name) for g in catalog.gpus} | set(name_table(catalog).names)
+    found: dict[str, str] = {}  # the model's name -> the words to resolve it by
+    ccs: set[tuple[CC, ...]] = set()
+    for key in keys:
+        if number in key:
+            model = key[: key.index(number) + 1]
+            hit = find(catalog, " ".join(model)) or find(catalog, " ".join(key))
+            if hit is not None:
+                found.setdefault(hit.name, " ".join(model if hit.extra == () else key))
+                ccs.add(hit.ccs)
+    if len(found) == 1 or (found and len(ccs) == 1 and len(next(iter(ccs))) == 1):
+        return found[min(found, key=len)]  # one model, or its variants ("GTX 2080 ES"): one CC
+    if found:
+        listed = ", ".join(_with_cc(catalog, n) for n in sorted(found)[:8])
+        raise UserError(
+            f"GPU {number!r} is no compute capability and names several models: {listed}; "
+            'give the model name (e.g. --gpu "RTX 4090") or the compute capability'
+        )
+    raise UserError(
+        f"GPU {number!r} is neither a known compute capability (e.g. 8.6, sm_86) nor the number "
+        f"of a GPU model (e.g. 4090 for the RTX 4090); {_FIND_CC} for a GPU"
+    )
 
 
 def _with_cc(catalog: GpuTable, name: str) -> str:

@@ -238,6 +238,7 @@ def execute(plan: Plan, echo: Callable[[str], None], tail: int) -> Failed | None
     that fails stops the run and is returned with its last ``tail`` lines."""
     from resolver.install.run import run_step
 
+    _reachable(plan)
     done: list[str] = []
     for step in plan.steps:
         echo(f"$ {step.command}")
@@ -246,6 +247,27 @@ def execute(plan: Plan, echo: Callable[[str], None], tail: int) -> Failed | None
             return Failed(step.purpose, result.returncode, tuple(done), tuple(result.tail[-tail:]))
         done.append(step.purpose)
     return None
+
+
+INDEX_OPTIONS = ("--index-url", "--extra-index-url", "--index", "--default-index")
+
+
+def _reachable(plan: Plan) -> None:
+    """Fail at once, before anything is removed, where an index the installer is told of on its
+    command line cannot be reached (offline, no DNS, refused): uv and pip would retry it for
+    seconds. A lock file's own index lines are the installer's to read."""
+    from resolver.io.http import unreachable
+
+    for step in plan.steps:
+        pairs = zip(step.argv, step.argv[1:], strict=False)
+        urls = [b for a, b in pairs if a in INDEX_OPTIONS]
+        for url in dict.fromkeys(urls):
+            why = unreachable(url)
+            if why is not None:
+                raise UserError(
+                    f"cannot reach {why}: installing needs the index; --pytorch-index names "
+                    "a mirror (file:///path for a local one)"
+                )
 
 
 def environment(python: str | None, system: bool, installer: str) -> tuple[EnvInfo, Tools]:

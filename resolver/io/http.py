@@ -267,6 +267,9 @@ class Client:
         except requests.ConnectionError as exc:
             if deadline.expired:
                 raise _Retry("the answer's status line and headers never came whole") from None
+            unreachable = _unreachable(exc)
+            if unreachable is not None:  # another try gets the same answer: fail fast
+                raise FetchError(url, f"cannot connect ({unreachable}; not retried)") from None
             raise _Retry(f"cannot connect ({_root_cause(exc)})") from None
         except requests.RequestException as exc:
             raise _Retry(f"{type(exc).__name__}: {_root_cause(exc)}") from None
@@ -367,6 +370,56 @@ def _read_local(url: str, limit: int) -> Page:
         raise FetchError(url, f"file larger than {limit} bytes")
     ctype = "text/html" if path.endswith((".html", ".htm")) else "application/octet-stream"
     return Page(url, body, "application/json" if path.endswith(".json") else ctype)
+
+
+def unreachable(url: str, timeout: float = 5.0) -> str | None:
+    """``URL (why)`` when ``url``'s host cannot be reached at all (see `_unreachable`), asked with
+    one connection before a child that retries on its own (uv) is started; None when it can be,
+    when the answer is slow (the child may fare better), or when a proxy stands in between. The
+    URL is named without its credentials."""
+    from urllib.parse import urlsplit
+    from urllib.request import getproxies, proxy_bypass
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    host = parts.hostname
+    if parts.scheme not in ("http", "https") or not host:
+        return None
+    if getproxies().get(parts.scheme) and not proxy_bypass(host):
+        return None
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        why = _unreachable(exc)
+        shown = f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
+        return None if why is None else f"{shown} ({why})"
+
+
+def _unreachable(exc: BaseException) -> str | None:
+    """Why the host cannot be reached, where the first answer is final: its name does not resolve
+    (no DNS, offline), no route to it, or nothing listens on the port; None for a failure a
+    retry may cure (a reset, a timeout). Read from the exception chain (requests wraps urllib3,
+    which wraps the socket's error)."""
+    import errno
+
+    seen: BaseException | None = exc
+    for _ in range(16):  # a chain is a few links deep; bound it all the same
+        if seen is None:
+            break
+        if isinstance(seen, socket.gaierror) or type(seen).__name__ == "NameResolutionError":
+            return "the host name does not resolve: offline, or no DNS"
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(seen, OSError) and seen.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
+            return "no route to the host: offline"
+        reason = getattr(seen, "reason", None)  # urllib3's MaxRetryError and NewConnectionError
+        nested = reason if isinstance(reason, BaseException) else None
+        seen = seen.__cause__ or nested or seen.__context__
+    return None
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -105,7 +105,7 @@ def team_inputs(spec: EnvSpec, options: lockfiles.LockOptions, split: str) -> di
             or "documented",
         },
         "files": {
-            "formats": sorted(options.formats),
+            "formats": ["all"] if options.every else sorted(options.formats),
             "hashes": options.with_hashes,
             "top_level": options.top_level,
             "conda_source": options.conda_source,

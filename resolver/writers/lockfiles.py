@@ -8,7 +8,8 @@ atomically or diffs them (``--check``). A fleet calls ``render_files`` once per 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,7 +42,6 @@ __all__ = [
 ]
 
 FORMATS = ("requirements", "conda", "conda-lock", "pylock", "uv", "dockerfile")
-ALL_FORMATS = ("requirements", "conda", "conda-lock")  # --format all: the lock files themselves
 REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK, PYLOCK, PYPROJECT = (
     "requirements.txt",
     "environment.yml",
@@ -97,8 +97,8 @@ CondaSolver = Callable[[Sequence[str], Sequence[str], str, Mapping[str, str]], l
 def file_names(formats: Iterable[str]) -> tuple[str, ...]:
     """The files the formats write, in a stable order ("all" is every format)."""
     wanted = set(formats)
-    if "all" in wanted:  # the formats that need no project file of the user's
-        wanted = (wanted - {"all"}) | set(ALL_FORMATS)
+    if "all" in wanted:
+        wanted = (wanted - {"all"}) | set(FORMATS)
     unknown = wanted - set(FORMATS)
     if unknown:
         raise ValueError(f"unknown format(s) {', '.join(sorted(unknown))}")
@@ -118,9 +118,15 @@ class LockOptions:
     name: str | None = None  # the conda environment's name
     extra_requirements: tuple[str, ...] = ()  # other pip packages (a team spec's packages.pip)
     default_index: str | None = None  # the index outside the PyTorch index (None: installer's)
+    # --format all: every format (its name replaced by theirs, so that a team can take one out),
+    # the Dockerfile only for a Linux target (containers run Linux)
+    every: bool = False
 
     def __post_init__(self) -> None:
         file_names(self.formats)  # validates
+        if "all" in self.formats:
+            object.__setattr__(self, "formats", frozenset(FORMATS))
+            object.__setattr__(self, "every", True)
         if self.top_level and self.hashes:
             raise ValueError("top-level pins carry no hashes: hashes need the whole closure")
         if self.conda_source not in CONDA_SOURCES:
@@ -219,6 +225,36 @@ def _default_conda(
     return conda_solve(channels, specs, subdir, virtual)
 
 
+@contextmanager
+def making(name: str, options: LockOptions) -> Iterator[None]:
+    """A file that needs an index or a channel it cannot read: one line naming the file, its
+    format, and what to do given the options passed (nothing is written: files are rendered
+    before any is)."""
+    try:
+        yield
+    except UserError as exc:
+        asked = FORMAT_OF[name]
+        if asked not in options.formats and name == REQUIREMENTS:  # the Dockerfile's
+            asked = "dockerfile"
+        said = str(exc) if str(exc).startswith(name) else f"{name} (--format {asked}): {exc}"
+        raise UserError(f"{said}; {_advice(name, options)}") from None
+
+
+def _advice(name: str, options: LockOptions) -> str:
+    mirror = "--pytorch-index and --default-index name a reachable mirror"
+    drop = (
+        "ask for the formats you need instead of all"
+        if options.every
+        else (f"leave out --format {FORMAT_OF[name]}")
+    )
+    if name == REQUIREMENTS:
+        return f"--top-level pins only what was asked, with no index to reach; or {mirror}"
+    if name == CONDA_LOCK:
+        return f"or {drop}"  # the channel's own message names --channel
+    given = " (a top-level lock pins requirements.txt alone)" if options.top_level else ""
+    return f"{name} always pins the whole closure{given}: {mirror}; or {drop}"
+
+
 def render_files(
     catalog: Catalog,
     lock: LockInput,
@@ -259,7 +295,8 @@ def render_files(
             index = index_lines(
                 catalog, cand, options.pytorch_index, bool(extra), options.default_index
             )
-            whole = closure([*pins(cand), *extra], index, decision.target)
+            with making(REQUIREMENTS, options):
+                whole = closure([*pins(cand), *extra], index, decision.target)
         files[REQUIREMENTS] = render_requirements(
             catalog,
             decision,
@@ -270,7 +307,8 @@ def render_files(
             hashes=options.with_hashes,
         )
     if PYLOCK in names:
-        files[PYLOCK] = render_pylock_file(catalog, decision, options, closure)
+        with making(PYLOCK, options):
+            files[PYLOCK] = render_pylock_file(catalog, decision, options, closure)
     if PYPROJECT in names:
         files[PYPROJECT] = render_uv_project(
             catalog, [decision], options, (existing or {}).get(PYPROJECT)
@@ -298,8 +336,9 @@ def render_files(
         if CONDA_LOCK in names:
             hashes = content_hashes(files[ENVIRONMENT], files[VIRTUAL])  # before the slow solve
             channels = [c for c in env.channels if c != "nodefaults"]
-            records = conda_run(channels, env.specs, env.platform, vp)
-            pip = closure(env.pip, env.pip_index, target) if env.pip else []
+            with making(CONDA_LOCK, options):
+                records = conda_run(channels, env.specs, env.platform, vp)
+                pip = closure(env.pip, env.pip_index, target) if env.pip else []
             if pip and pip_resolver is None:  # uv's closure: the specifiers from the metadata
                 from resolver.writers.closure.dist_metadata import with_requires
 
@@ -311,7 +350,7 @@ def render_files(
             )
             locked = [LockedPlatform(env, vp, records, pip)]
             files[CONDA_LOCK] = render_conda_lock(header, locked, hashes)
-    if DOCKERFILE in names:
+    if DOCKERFILE in names and (decision.target.platform.os == "linux" or not options.every):
         from resolver.db import imagesdata
         from resolver.images import facts as image_facts
         from resolver.writers.formats.dockerfile import probe_files, render_dockerfile
@@ -351,9 +390,11 @@ def render_fleet_pylock(
     """One pylock.toml for several platforms: packages carry their platforms' markers."""
     from resolver.writers.formats.pylock import fleet_document, render_pylock
 
-    closures = [
-        (d.target.platform, d.target.python, pylock_closure(catalog, d, options)) for d in decisions
-    ]
+    with making(PYLOCK, options):
+        closures = [
+            (d.target.platform, d.target.python, pylock_closure(catalog, d, options))
+            for d in decisions
+        ]
     return render_pylock(header, fleet_document(closures))
 
 

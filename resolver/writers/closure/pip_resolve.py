@@ -99,6 +99,7 @@ def resolve(
     markers on the running interpreter), so a macOS lock made on Linux has no Linux-only deps.
     """
     uv = find_uv()
+    _reachable(index_lines)
     with tempfile.TemporaryDirectory(prefix="gpuresolve-uv-") as tmp:
         req = Path(tmp) / "requirements.in"
         req.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
@@ -107,6 +108,17 @@ def resolve(
             cmd = uv_command(uv, req, index_lines, target, glibc, fmt)
             outputs[fmt] = _run(cmd, target, index_lines)
     return parse_uv(outputs["pylock.toml"], outputs["requirements.txt"], target, glibc)
+
+
+def _reachable(index_lines: Sequence[str]) -> None:
+    """Fail at once where an index's host cannot be reached (offline, no DNS, refused): uv
+    would retry it for seconds before saying the same."""
+    from resolver.io.http import unreachable
+
+    for line in index_lines:
+        why = unreachable(line.partition(" ")[2].strip())
+        if why is not None:
+            raise UserError(f"cannot compute the whole closure: cannot reach {why}")
 
 
 def _indexes(index_lines: Sequence[str]) -> str:
@@ -125,17 +137,16 @@ def _run(cmd: list[str], target: Target, index_lines: Sequence[str] = ()) -> str
         proc = subprocs.run(cmd, timeout=PIP_TIMEOUT_S, env=env)
     except OSError as exc:
         raise UserError(f"cannot run uv ({exc})") from None
-    where = f"from {_indexes(index_lines)}"
-    top = "--top-level pins only what was asked, without the closure"
+    where = f"from {_indexes(index_lines)}"  # what to do instead: the caller knows the format
     if proc.timed_out:
         raise UserError(
             f"cannot compute the whole closure {where}: uv did not resolve the set within "
-            f"{PIP_TIMEOUT_S} s; {top}"
+            f"{PIP_TIMEOUT_S} s"
         )
     if proc.returncode != 0:
         raise UserError(
             f"cannot compute the whole closure {where}: uv could not resolve the set for the "
-            f"target: {_uv_error(proc)}; {top}"
+            f"target: {_uv_error(proc)}"
         )
     return proc.stdout
 
