@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # The CLI's progress bars: (label, total) -> what to tell of each part done.
 ProgressBars = Callable[[str, int], Callable[[int], None]]
 
-KUBERNETES_KEYS = {"kubernetes", "selector", "name"}
+KUBERNETES_KEYS = {"kubernetes", "selector", "name", "include_unavailable"}
 DETECT_DIR_KEYS = {"detect", "name"}
 # Slurm does not report the driver (`driver:` may) nor, for `Gres=gpu:8`, the model (`gpu_model:`)
 SLURM_KEYS = {"slurm", "driver", "name", "gpu_model", "include_unavailable"}
@@ -74,7 +74,7 @@ def expand_entry(
     path = spec_path.parent / rel
     try:
         if kind == "kubernetes":
-            groups = _kubernetes(path, rel, entry.get("selector"), catalog, prefix, fail, progress)
+            groups = _kubernetes(path, rel, entry, catalog, prefix, fail, progress)
         elif kind == "slurm":
             groups = _slurm(path, rel, entry, catalog, prefix, fail)
         else:
@@ -88,7 +88,7 @@ def expand_entry(
 def _kubernetes(
     path: Path,
     rel: str,
-    selector: Any,
+    entry: dict[str, Any],
     catalog: Catalog,
     prefix: str | None,
     fail: Any,
@@ -96,6 +96,10 @@ def _kubernetes(
 ) -> list[ShapeGroup]:
     from resolver.team.kubernetes import read_node_list
 
+    selector = entry.get("selector")
+    include = entry.get("include_unavailable", False)
+    if not isinstance(include, bool):
+        raise fail("include_unavailable", f"expected true or false, got {include!r}")
     wanted: dict[str, str] = {}
     if selector is not None:
         if not isinstance(selector, dict) or not selector:
@@ -110,7 +114,9 @@ def _kubernetes(
             wanted[label] = value
     if not path.is_file():
         raise fail("kubernetes", f"no such file: {rel} (write it with `kubectl get nodes -o json`)")
-    nodes = read_node_list(path, catalog, wanted, shown=rel, progress=progress)
+    nodes = read_node_list(
+        path, catalog, wanted, shown=rel, progress=progress, include_unavailable=include
+    )
     return group(
         nodes.machines,
         source=rel,

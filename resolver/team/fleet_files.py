@@ -5,7 +5,8 @@ manifest (``team/manifests_k8s.py``) or an ``sbatch`` script (``team/slurm.py``)
 lock; per set, with the spec's ``image:``, the Dockerfile that builds that image (multi-arch when
 the set spans x86-64 and arm64); and ``fleet.yaml`` at the top: which nodes should answer, in
 which group (`gpuresolve fleet report --expect`). Control-plane and GPU-less nodes are left out,
-each with the reason.
+each with the reason, and so are nodes that cannot run a job now (cordoned or NotReady; drained,
+down... on Slurm) unless the spec entry says ``include_unavailable: true``.
 """
 
 from __future__ import annotations
@@ -192,7 +193,8 @@ def _claim(objects: dict[str, str], name: str, group: str) -> None:
 
 def _left_out(p: Any, gpu: bool) -> str | None:
     """Why a node gets no job: a control plane, no GPU, or a state that cannot run one now
-    (a drained or down Slurm node: its group's job would pend or fail there)."""
+    (a cordoned or NotReady Kubernetes node, a drained or down Slurm node: its group's job
+    would pend there, or never be placed)."""
     if _control(p):
         return "control-plane node"
     if not gpu:

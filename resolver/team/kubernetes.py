@@ -18,6 +18,26 @@ each GPU node. What is read, and why (label names and formats from NVIDIA/k8s-de
 
 A node without NVIDIA labels is a CPU machine. Any label read that holds nonsense is one error
 naming the node and the label; nothing is written then.
+
+What a node's verification Job asks for (``Placement.requests``) follows the NVIDIA device
+plugin's README (NVIDIA/k8s-device-plugin ``README.md``, "Shared Access to GPUs"; labels from
+``internal/lm/resource.go``, which writes ``<resource>.product``, ``.count``, ``.replicas`` and
+``.sharing-strategy`` for ``nvidia.com/gpu`` and, under MIG "mixed", for each
+``nvidia.com/mig-<profile>``):
+
+- no sharing (``replicas`` 1, ``sharing-strategy`` ``none``), MIG "single" (``nvidia.com/gpu``
+  counts MIG devices) and "mixed" (one resource per profile): every device the node lists as
+  allocatable, so verify sees all of them;
+- time-slicing and MPS (``replicas`` > 1, ``sharing-strategy`` ``time-slicing`` / ``mps``, the
+  product with ``-SHARED``; ``renameByDefault: true`` advertises ``<resource>.shared`` instead
+  and leaves ``-SHARED`` off): ONE replica of each shared resource. The README: a shared
+  request of more than one "does not imply that you will get guaranteed access to a
+  proportional amount of compute power", and ``failRequestsGreaterThanOne: true`` (always on
+  for MPS: ``api/config/v1/config.go``) fails such a pod with ``UnexpectedAdmissionError``.
+
+A node that is cordoned (``spec.unschedulable: true``) or NotReady (its ``Ready`` condition is
+not ``"True"``) is locked with its group but left out of the Jobs (``Placement.unavailable``,
+listed under ``left_out`` in ``fleet.yaml``), unless the entry says ``include_unavailable``.
 """
 
 from __future__ import annotations
@@ -30,7 +50,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from resolver.catalog import Catalog
-from resolver.core.errors import UserError, unsafe_char
+from resolver.core.errors import UserError, escaped, unsafe_char
 from resolver.core.platforms import Platform, by_kubernetes
 from resolver.core.versions import Driver
 from resolver.io.bounded import open_regular
@@ -92,7 +112,13 @@ _WORD = re.compile(r"^[a-z][a-z-]{0,31}$")
 _SHARING_VALUE = re.compile(r"^(|[a-z][a-z-]{0,31})$")
 _REVISION = re.compile(r"^[0-9]{0,4}$")
 _MIG_COUNT_KEY = re.compile(r"^nvidia\.com/mig-([0-9a-z.+_-]{1,40})\.count$")
-_NVIDIA_RESOURCE = re.compile(r"^nvidia\.com/(gpu|mig-[0-9a-z.+_-]{1,40})$")
+# A device plugin resource: nvidia.com/gpu or a MIG profile, ".shared" where renamed
+_NVIDIA_RESOURCE = re.compile(r"^(nvidia\.com/(?:gpu|mig-[0-9a-z.+_-]{1,40}?))(\.shared)?$")
+# GFD's labels of a MIG "mixed" profile: <resource>.count, .replicas, .sharing-strategy
+_MIG_LABEL_KEY = re.compile(
+    r"^nvidia\.com/mig-[0-9a-z.+_-]{1,40}?\.(count|replicas|sharing-strategy|product)$"
+)
+SHARED_STRATEGIES = ("time-slicing", "mps")
 _TAINT_KEY = re.compile(  # a label key: an optional DNS-subdomain prefix, a name of <= 63
     r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
@@ -104,17 +130,29 @@ _ABSENT = repeat(_MISSING)  # labels.get's default: an absent label told apart f
 
 CONTROL_PLANE = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 CONTROL_PLANE_NOTE = "a control-plane node: left out of the verification Jobs (fleet.yaml)"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"  # what a cordon adds (NoSchedule)
+MAX_REASON = 200  # characters of a node's condition reason and message kept for fleet.yaml
 
 
 @dataclass(frozen=True)
 class Placement:
     """What a verification Job needs of a node (``team/manifests_k8s.py``): the labels its shape
-    was read from, its NVIDIA resources, its taints, whether it is a control-plane node."""
+    was read from, its NVIDIA resources and what a Job asks of them, its taints, whether it is
+    a control-plane node, and why it cannot run a Job now (``state``: cordoned, NotReady)."""
 
     labels: tuple[tuple[str, str], ...]
     allocatable: tuple[tuple[str, str], ...]  # nvidia.com/gpu, nvidia.com/mig-1g.5gb, ...
     taints: tuple[tuple[str, str], ...]  # (key, effect)
     control_plane: bool
+    requests: tuple[tuple[str, str], ...] = ()  # what its Job asks for (see the module's doc)
+    state: str | None = None  # "Kubernetes node cordoned (spec.unschedulable)", ...
+    cordoned: bool = False
+    include_unavailable: bool = False  # the spec entry's include_unavailable
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why the node is left out of the Jobs (None: it gets one), as `fleet.yaml` says it."""
+        return None if self.include_unavailable else self.state
 
 
 @dataclass(frozen=True)
@@ -134,11 +172,13 @@ def read_node_list(
     shown: str | None = None,
     max_bytes: int = MAX_NODE_LIST_BYTES,
     progress: Callable[[str, int], Callable[[int], None]] | None = None,
+    include_unavailable: bool = False,
 ) -> NodeList:
     """Read `kubectl get nodes -o json` (a List of Nodes, or one Node) into node shapes.
 
     ``progress(label, total)`` is told of the bytes read, for a list large enough to take a
-    few seconds (``PROGRESS_BYTES``)."""
+    few seconds (``PROGRESS_BYTES``); ``include_unavailable`` keeps cordoned and NotReady
+    nodes in the Jobs."""
     shown = shown or str(path)
     try:
         size = path.stat().st_size
@@ -153,7 +193,7 @@ def read_node_list(
         ) from None
     except OSError as exc:
         raise UserError(f"{shown}: cannot read: {exc.strerror}") from None
-    reader = _Reader(catalog, selector or {}, shown)
+    reader = _Reader(catalog, selector or {}, shown, include_unavailable)
     with fh:
         head = fh.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
         fh.seek(0)
@@ -248,8 +288,15 @@ def _memo(cache: dict[Any, _T], key: Any, make: Callable[[], _T]) -> _T:
 class _Reader:
     """Turns each node into (name, shape) as the stream hands it over; keeps nothing else."""
 
-    def __init__(self, catalog: Catalog, selector: Mapping[str, str], shown: str) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        selector: Mapping[str, str],
+        shown: str,
+        include_unavailable: bool = False,
+    ) -> None:
         self.catalog = catalog
+        self.include_unavailable = include_unavailable
         self.selector = selector
         self.shown = shown
         self.machines: list[tuple[str, Shape]] = []
@@ -296,6 +343,8 @@ class _Reader:
         status = item.get("status")
         status = status if isinstance(status, dict) else {}
         spec = item.get("spec")
+        cordoned = isinstance(spec, dict) and spec.get("unschedulable") is True
+        ready = _ready(status.get("conditions"))
         raw = spec.get("taints") if isinstance(spec, dict) else None
         taints: tuple[Any, ...] = ()
         if raw:
@@ -317,11 +366,13 @@ class _Reader:
                 else info,
                 tuple(alloc.items()) if isinstance(alloc, dict) else alloc,
                 taints,
+                cordoned,
+                ready,
             )
 
         def work_out() -> tuple[Shape, tuple[str, ...], Placement]:
             shape, notes = self._shape_of(name, labels, status)
-            placement = self._placement(name, labels, status, taints)
+            placement = self._placement(name, labels, status, taints, cordoned, ready)
             if placement.control_plane:
                 notes = (*notes, CONTROL_PLANE_NOTE)
             return (shape, notes, placement)
@@ -356,13 +407,15 @@ class _Reader:
         labels: dict[str, Any],
         status: dict[str, Any],
         taints: tuple[tuple[Any, Any], ...],
+        cordoned: bool = False,
+        ready: tuple[Any, ...] | None = None,
     ) -> Placement:
         """Only the few keys a Job selects on are looked at; a cluster's thousands of nodes
         share a few placements (one object each, interned)."""
         keys = self._selection_keys
         if labels.get(MIG_STRATEGY) == "mixed":
             keys = keys + tuple(
-                k for k in labels if isinstance(k, str) and _MIG_COUNT_KEY.fullmatch(k)
+                k for k in labels if isinstance(k, str) and _MIG_LABEL_KEY.fullmatch(k)
             )
         read = tuple(sorted((k, labels[k]) for k in keys if isinstance(labels.get(k), str)))
         alloc = status.get("allocatable")
@@ -376,8 +429,10 @@ class _Reader:
         control_plane = any(k in labels for k in CONTROL_PLANE)
         return _memo(
             self._placements,
-            (read, resources, taints, control_plane),
-            lambda: self._check_placement(node, read, resources, taints, control_plane),
+            (read, resources, taints, control_plane, cordoned, ready),
+            lambda: self._check_placement(
+                node, read, resources, taints, control_plane, cordoned, ready
+            ),
         )
 
     def _check_placement(
@@ -387,17 +442,25 @@ class _Reader:
         resources: tuple[tuple[str, Any], ...],
         taints: tuple[tuple[Any, Any], ...],
         control_plane: bool,
+        cordoned: bool = False,
+        ready: tuple[Any, ...] | None = None,
     ) -> Placement:
         for key, value in read:  # a Job selects on them: they must be label values
             if not _LABEL_VALUE.fullmatch(value):
                 raise self.fail(node, key, f"not a label value: {value!r}"[:200])
+        have = dict(read)
         gpus = []
+        requests = []
         for key, qty in resources:
-            if not _NVIDIA_RESOURCE.fullmatch(key):
+            hit = _NVIDIA_RESOURCE.fullmatch(key)
+            if hit is None:
                 continue  # another NVIDIA resource (a NIC's): not what verify needs
             if not isinstance(qty, str) or not _SMALL_INT.fullmatch(qty):
                 raise self.fail(node, f"status.allocatable.{key}", f"not a count: {qty!r}")
             gpus.append((key, qty))
+            if int(qty):
+                shared = hit.group(2) is not None or _shared(have, hit.group(1))
+                requests.append((key, "1" if shared else str(int(qty))))
         for tkey, effect in taints:
             if (
                 not isinstance(tkey, str)
@@ -412,6 +475,10 @@ class _Reader:
             tuple(gpus),
             tuple(sorted(set(taints))),
             control_plane,
+            tuple(requests),
+            _state(cordoned, ready),
+            cordoned,
+            self.include_unavailable,
         )
 
     def _label(self, node: str, labels: dict[str, Any], key: str) -> str | None:
@@ -598,3 +665,43 @@ class _Reader:
             return Driver.parse(text)
         except UserError:
             raise self.fail(node, label, f"not a driver version: {text!r}") from None
+
+
+def _shared(labels: Mapping[str, str], resource: str) -> bool:
+    """Whether the device plugin shares ``resource`` (time-slicing or MPS), from the labels GFD
+    writes for it (``internal/lm/resource.go``: ``replicas`` > 1, ``sharing-strategy``, and
+    ``-SHARED`` on the product where the resource is not renamed)."""
+    replicas = labels.get(f"{resource}.replicas", "")
+    return (
+        (replicas.isdigit() and int(replicas) > 1)
+        or labels.get(f"{resource}.sharing-strategy") in SHARED_STRATEGIES
+        or labels.get(f"{resource}.product", "").endswith("-SHARED")
+    )
+
+
+def _ready(conditions: Any) -> tuple[Any, ...] | None:
+    """None for a node whose ``Ready`` condition is ``"True"``; else what it says instead
+    (status, reason, message), or ``("absent",)`` where it has no Ready condition."""
+    if isinstance(conditions, list):
+        for c in conditions:
+            if isinstance(c, dict) and c.get("type") == "Ready":
+                status = c.get("status")
+                if status == "True":
+                    return None
+                return (status, c.get("reason"), c.get("message"))
+    return ("absent",)
+
+
+def _state(cordoned: bool, ready: tuple[Any, ...] | None) -> str | None:
+    """Why a node cannot take a Job now, as `fleet.yaml` lists it (node text escaped, bounded)."""
+    said = []
+    if cordoned:
+        said.append("Kubernetes node cordoned (spec.unschedulable)")
+    if ready == ("absent",):
+        said.append("Kubernetes node NotReady (no Ready condition in status.conditions)")
+    elif ready is not None:
+        status, reason, message = ready
+        words = [str(w)[:MAX_REASON] for w in (reason, message) if isinstance(w, str) and w]
+        text = f"Kubernetes node NotReady (Ready={str(status)[:20]})"
+        said.append(escaped(": ".join([text, *words])))
+    return "; ".join(said) or None

@@ -10,8 +10,21 @@ The selection: required node affinity with one ``nodeSelectorTerm`` per distinct
 Feature Discovery labels the group's nodes were grouped by (terms are ORed, a term's expressions
 ANDed; an exact ``nodeSelector`` cannot say "this product or that driver spelling", nor that a
 label is absent), each term also requiring ``kubernetes.io/arch`` and the absence of every read
-label the node does not carry and of the control-plane role. ``k8s_selector`` proves, at lock time,
-that the terms admit exactly the group's nodes of the node list, or the lock is refused.
+label the node does not carry and of the control-plane role; nodes of those labels that are left
+out (cordoned, NotReady: ``Placement.unavailable``) are named in the term's ``matchFields``
+(``metadata.name NotIn``), so the Job cannot land there once they are back. ``k8s_selector``
+proves, at lock time, that the terms admit exactly the group's nodes of the node list, or the
+lock is refused.
+
+What each pod asks for is the node's ``Placement.requests`` (``team/kubernetes.py``: all of an
+unshared node's GPUs or MIG devices, one replica of a time-sliced or MPS-shared resource).
+
+Pod security: the pod meets the Kubernetes "restricted" Pod Security Standard
+(kubernetes.io/docs/concepts/security/pod-security-standards; ``tests/test_fleet_k8s.py`` checks
+each of its controls): it runs as the image's non-root user (``fleet_dockerfile.USER_ID``) with
+``runAsNonRoot``, the ``RuntimeDefault`` seccomp profile, no privilege escalation and every
+capability dropped; its root filesystem is read-only, so everything verify writes (``HOME``, the
+temporary folder, ``/dev/shm``) is on an ``emptyDir``; it mounts no service account token.
 """
 
 from __future__ import annotations
@@ -25,7 +38,8 @@ import yaml
 from resolver.core.errors import UserError
 from resolver.solve.shapes import bounded_name
 from resolver.team import k8s_selector
-from resolver.team.kubernetes import CONTROL_PLANE, Placement
+from resolver.team.kubernetes import CONTROL_PLANE, UNSCHEDULABLE_TAINT, Placement
+from resolver.writers.formats.fleet_dockerfile import USER_HOME, USER_ID
 
 CONFIGMAP_LIMIT = 1 << 20  # the API server refuses a ConfigMap over 1 MiB
 LOCK_DIR = "/etc/gpuresolve"
@@ -38,6 +52,13 @@ NCCL_OFF = (  # NVLink multicast off: verify measures the links, not a fabric fe
     ("NCCL_NVLS_ENABLE", "0"),
     ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
     ("NVSHMEM_DISABLE_NVLS", "1"),
+)
+TMP = "/tmp"
+SCRATCH = "4Gi"  # HOME's caches (CUDA's JIT cache, Triton's kernels) and verify's temporary files
+WRITABLE = (  # the root filesystem is read-only: everything written goes to an emptyDir
+    ("HOME", USER_HOME),
+    ("TMPDIR", TMP),
+    ("PYTHONDONTWRITEBYTECODE", "1"),
 )
 GPU_TAINT = "nvidia.com/gpu"  # the GPU Operator's and the cloud GPU pools' usual taint
 _NOT_NAME = re.compile(r"[^a-z0-9-]+")
@@ -55,13 +76,20 @@ def job_name(group: str) -> str:
 
 
 def node_terms(
-    placement: Mapping[str, Placement], read_keys: Sequence[str]
+    placement: Mapping[str, Placement],
+    read_keys: Sequence[str],
+    left_out: Mapping[str, Placement] | None = None,
 ) -> list[dict[str, Any]]:
-    """One term per distinct set of read labels among the nodes (control-plane nodes left out)."""
+    """One term per distinct set of read labels among the nodes (control-plane nodes left out);
+    ``left_out``: nodes that must not be picked though they may carry the same labels."""
     seen: dict[tuple[tuple[str, str], ...], None] = {}
     for p in placement.values():
         if not p.control_plane:
             seen.setdefault(p.labels, None)
+    excluded: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for node, p in (left_out or {}).items():
+        if p.labels in seen:
+            excluded.setdefault(p.labels, []).append(node)
     terms = []
     for labels in seen:
         have = dict(labels)
@@ -73,18 +101,23 @@ def node_terms(
             for k in sorted({*read_keys, *CONTROL_PLANE})
             if k not in have
         ]
-        terms.append({"matchExpressions": exprs})
+        term: dict[str, Any] = {"matchExpressions": exprs}
+        if labels in excluded:
+            names = sorted(excluded[labels])
+            term["matchFields"] = [{"key": "metadata.name", "operator": "NotIn", "values": names}]
+        terms.append(term)
     return terms
 
 
 def resources(placement: Mapping[str, Placement]) -> dict[str, str]:
-    """Every NVIDIA resource the group's nodes list as allocatable (the least, where they
-    differ): the pod takes the whole node, so verify sees every GPU or MIG device."""
+    """What the group's nodes ask of their NVIDIA resources (the least, where they differ): an
+    unshared node's every GPU or MIG device, so verify sees them all; one replica of a shared
+    one (``Placement.requests``)."""
     counts: dict[str, int] | None = None
     for p in placement.values():
         if p.control_plane:
             continue
-        mine = {k: int(v) for k, v in p.allocatable}
+        mine = {k: int(v) for k, v in p.requests}
         counts = (
             mine if counts is None else {k: min(v, mine[k]) for k, v in counts.items() if k in mine}
         )
@@ -93,12 +126,18 @@ def resources(placement: Mapping[str, Placement]) -> dict[str, str]:
 
 def tolerations(placement: Mapping[str, Placement]) -> list[dict[str, Any]]:
     """The usual GPU taint, and every taint the group's nodes carry (but a control plane's and
-    the node lifecycle's ``node.kubernetes.io/*``, which mean "do not run here now")."""
+    the node lifecycle's ``node.kubernetes.io/*``, which mean "do not run here now", unless the
+    spec sent the Job to such a node: ``include_unavailable``; a cordoned node then needs the
+    ``node.kubernetes.io/unschedulable`` toleration, which the scheduler's NodeUnschedulable
+    check accepts in place of an uncordon)."""
     keys = {GPU_TAINT: "Exists"}
     found: dict[tuple[str, str], None] = {}
     for p in placement.values():
+        if p.cordoned and p.state and not p.unavailable:
+            found.setdefault((UNSCHEDULABLE_TAINT, "NoSchedule"), None)
         for key, effect in p.taints:
-            if key not in CONTROL_PLANE and not key.startswith("node.kubernetes.io/"):
+            lifecycle = key.startswith("node.kubernetes.io/")
+            if key not in CONTROL_PLANE and (not lifecycle or (p.state and not p.unavailable)):
                 found.setdefault((key, effect), None)
     out: list[dict[str, Any]] = [{"key": k, "operator": op} for k, op in keys.items()]
     out += [
@@ -149,12 +188,21 @@ def render(
         )
     wanted = [n for n in nodes if n in placement and not placement[n].control_plane]
     labels = {"app.kubernetes.io/name": "gpuresolve-verify", "app.kubernetes.io/instance": name}
+    mine = {n: placement[n] for n in wanted}
+    away = {n: p for n, p in everyone.items() if p.unavailable and n not in mine}
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
+        "automountServiceAccountToken": False,  # verify never calls the API server
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": USER_ID,
+            "runAsGroup": USER_ID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
         "affinity": {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": node_terms({n: placement[n] for n in wanted}, read_keys)
+                    "nodeSelectorTerms": node_terms(mine, read_keys, away)
                 }
             },
             "podAntiAffinity": {
@@ -166,7 +214,7 @@ def render(
                 ]
             },
         },
-        "tolerations": tolerations({n: placement[n] for n in wanted}),
+        "tolerations": tolerations(mine),
         "containers": [
             {
                 "name": "verify",
@@ -177,18 +225,27 @@ def render(
                         "name": "GPURESOLVE_NODE_NAME",
                         "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
                     },
-                    *({"name": k, "value": v} for k, v in NCCL_OFF),
+                    *({"name": k, "value": v} for k, v in (*NCCL_OFF, *WRITABLE)),
                 ],
-                "resources": {"limits": resources({n: placement[n] for n in wanted})},
+                "resources": {"limits": resources(mine)},
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"]},
+                    "readOnlyRootFilesystem": True,
+                },
                 "volumeMounts": [
                     {"name": "lock", "mountPath": LOCK_DIR, "readOnly": True},
                     {"name": "dshm", "mountPath": "/dev/shm"},
+                    {"name": "home", "mountPath": USER_HOME},
+                    {"name": "tmp", "mountPath": TMP},
                 ],
             }
         ],
         "volumes": [
             {"name": "lock", "configMap": {"name": name}},
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM}},
+            {"name": "home", "emptyDir": {"sizeLimit": SCRATCH}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": SCRATCH}},
         ],
     }
     if not pod_spec["containers"][0]["resources"]["limits"]:
@@ -240,13 +297,14 @@ def prove_only(
 ) -> None:
     """Refuse a selection that admits a node outside the group (each distinct label set is
     judged once: a large cluster has few)."""
-    verdict: dict[tuple[tuple[str, str], ...], bool] = {}
+    verdict: dict[Any, bool] = {}
     for node, p in everyone.items():
         if node in wanted:
             continue
-        if p.labels not in verdict:
-            verdict[p.labels] = k8s_selector.pod_admits(pod_spec, node, dict(p.labels))
-        if verdict[p.labels]:
+        key = (p.labels, node) if p.unavailable else p.labels  # matchFields name these
+        if key not in verdict:
+            verdict[key] = k8s_selector.pod_admits(pod_spec, node, dict(p.labels))
+        if verdict[key]:
             raise UserError(f"{group}: the Job's node selection would also pick node {node}")
 
 

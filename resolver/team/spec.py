@@ -36,6 +36,7 @@ Schema (every key but `name`, `python` and `targets` optional; unknown keys are 
       - name: prod                   # a prefix here: one target per machine shape
         kubernetes: nodes.json       # `kubectl get nodes -o json`, read through GFD's labels
         selector: {nvidia.com/gpu.present: "true"}   # optional: label: value, all must match
+        include_unavailable: false   # true: cordoned and NotReady nodes get the verify Job too
       - detect: fleet/               # a folder of `detect --json` files: one target per shape
       - name: hpc                    # a Slurm cluster: `scontrol show node --oneliner` output;
         slurm: nodes.txt             # groups: partition x GPU type x features

@@ -6,7 +6,10 @@ linux/amd64,linux/arm64` builds it once per platform, and BuildKit's ``TARGETARC
 both (the official PyTorch images are x86-64 only); the pinned wheels bring their CUDA libraries.
 gpuresolve itself goes into its own virtualenv (``/opt/gpuresolve/venv``), so the lock's
 environment holds nothing but the lock; the start-up check of the single-machine Dockerfile runs
-before the container's command, as there.
+before the container's command, as there. The image runs as a user of its own, ``USER_ID`` (not
+root; numeric, so the kubelet can hold it to ``runAsNonRoot``), whose home the verification Jobs
+mount an ``emptyDir`` on (``team/manifests_k8s.py``: the Kubernetes "restricted" Pod Security
+Standard).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from resolver.standalone.startup import CHECK_NAME, PROBE_NAME
 CHECK_DIR = "/opt/gpuresolve"
 LOCK_PATH = f"{CHECK_DIR}/requirements.txt"
 DOCKER_ARCH = {"linux-x86_64": "amd64", "linux-aarch64": "arm64"}
+USER_ID = 10001  # outside the base image's system range (Debian: below 1000) and its 65534
+USER_NAME = "gpuresolve"
+USER_HOME = f"/home/{USER_NAME}"
 
 
 def render_fleet_dockerfile(
@@ -83,6 +89,14 @@ def render_fleet_dockerfile(
         "torch",
         "# imports, has the lock's pins and computes correctly on every GPU model.",
         f"COPY {CHECK_NAME} {PROBE_NAME} {CHECK_DIR}/",
+        "",
+        f"# Not root: the verification Jobs run as user {USER_ID} (Kubernetes' restricted Pod "
+        "Security Standard), HOME on a volume of its own.",
+        f"RUN groupadd --gid {USER_ID} {USER_NAME} \\",
+        f"    && useradd --uid {USER_ID} --gid {USER_ID} --home-dir {USER_HOME} --create-home "
+        f"--shell /usr/sbin/nologin {USER_NAME}",
+        f"USER {USER_ID}:{USER_ID}",
+        f"ENV HOME={USER_HOME}",
         f'ENTRYPOINT ["python", "{CHECK_DIR}/{CHECK_NAME}", "{LOCK_PATH}"]',
         'CMD ["python"]',
     ]
