@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import repeat
 from pathlib import Path
 from typing import Any, TypeVar
@@ -131,6 +131,7 @@ _ABSENT = repeat(_MISSING)  # labels.get's default: an absent label told apart f
 CONTROL_PLANE = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 CONTROL_PLANE_NOTE = "a control-plane node: left out of the verification Jobs (fleet.yaml)"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"  # what a cordon adds (NoSchedule)
+NO_DEVICE = "no NVIDIA GPU allocatable (status.allocatable: is the device plugin running?)"
 MAX_REASON = 200  # characters of a node's condition reason and message kept for fleet.yaml
 
 
@@ -375,6 +376,9 @@ class _Reader:
             placement = self._placement(name, labels, status, taints, cordoned, ready)
             if placement.control_plane:
                 notes = (*notes, CONTROL_PLANE_NOTE)
+            elif shape.nvidia and not placement.requests:  # a Job asking for none sees none
+                state = "; ".join(s for s in (placement.state, NO_DEVICE) if s)
+                placement = replace(placement, state=state)
             return (shape, notes, placement)
 
         known = _memo(self._kinds, kind_key, work_out)

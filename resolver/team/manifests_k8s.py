@@ -124,6 +124,24 @@ def resources(placement: Mapping[str, Placement]) -> dict[str, str]:
     return {k: str(v) for k, v in sorted((counts or {}).items()) if v > 0}
 
 
+def _one_resource_set(placement: Mapping[str, Placement], group: str) -> None:
+    """One pod template asks the same resources of every node: nodes of one shape whose device
+    plugins name them differently (``nvidia.com/gpu`` here, ``nvidia.com/gpu.shared`` where
+    ``renameByDefault`` is on) would get a Job asking for neither, so the lock says so."""
+    first: tuple[str, frozenset[str]] | None = None
+    for node, p in placement.items():
+        names = frozenset(k for k, _ in p.requests)
+        if first is None:
+            first = (node, names)
+        elif names != first[1]:
+            shown = [", ".join(sorted(n)) or "no NVIDIA resource" for n in (first[1], names)]
+            raise UserError(
+                f"{group}: node {first[0]} offers {shown[0]} and node {node} {shown[1]}: one "
+                "Job cannot ask both (configure their device plugins alike, or give each its "
+                "own spec entry with selector:)"
+            )
+
+
 def tolerations(placement: Mapping[str, Placement]) -> list[dict[str, Any]]:
     """The usual GPU taint, and every taint the group's nodes carry (but a control plane's and
     the node lifecycle's ``node.kubernetes.io/*``, which mean "do not run here now", unless the
@@ -190,6 +208,7 @@ def render(
     labels = {"app.kubernetes.io/name": "gpuresolve-verify", "app.kubernetes.io/instance": name}
     mine = {n: placement[n] for n in wanted}
     away = {n: p for n, p in everyone.items() if p.unavailable and n not in mine}
+    _one_resource_set(mine, group)
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,  # verify never calls the API server
