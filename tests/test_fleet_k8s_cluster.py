@@ -216,7 +216,10 @@ def test_a_gpu_node_without_allocatable_gpus_is_left_out(shipped: Catalog, tmp_p
 # "Baseline", plus Volume Types, Privilege Escalation (v1.8+), Running as Non-root, Running as
 # Non-root user (v1.23+), Seccomp (v1.19+) and Capabilities (v1.22+). Each control lists its
 # restricted fields over spec.containers[*], spec.initContainers[*] and
-# spec.ephemeralContainers[*] and the values it allows.
+# spec.ephemeralContainers[*] and the values it allows. The same field lists head each check of
+# the reference implementation, kubernetes/pod-security-admission ``policy/check_*.go`` (the
+# Volume Types list read from ``check_restrictedVolumes.go``); written here from the page, not
+# ported from that code.
 
 SAFE_SYSCTLS = {"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range",
                 "net.ipv4.ip_unprivileged_port_start", "net.ipv4.tcp_syncookies",
