@@ -131,7 +131,10 @@ _ABSENT = repeat(_MISSING)  # labels.get's default: an absent label told apart f
 CONTROL_PLANE = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 CONTROL_PLANE_NOTE = "a control-plane node: left out of the verification Jobs (fleet.yaml)"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"  # what a cordon adds (NoSchedule)
-NO_DEVICE = "no NVIDIA GPU allocatable (status.allocatable: is the device plugin running?)"
+NO_DEVICE = (
+    "no NVIDIA GPU allocatable (status.allocatable: is the device plugin running, "
+    "the MIG layout valid?)"
+)
 MAX_REASON = 200  # characters of a node's condition reason and message kept for fleet.yaml
 
 
