@@ -209,6 +209,9 @@ def test_a_gpu_node_without_allocatable_gpus_is_left_out(shipped: Catalog, tmp_p
     p = read_node_list(write(tmp_path / "n.json", [item]), shipped).placement["no-plugin"]
     assert p.requests == () and p.unavailable is not None
     assert "device plugin" in p.unavailable
+    path = write(tmp_path / "n.json", [item])  # include_unavailable cannot give it a GPU
+    p = read_node_list(path, shipped, include_unavailable=True).placement["no-plugin"]
+    assert p.unavailable is not None and "device plugin" in p.unavailable
 
 
 # --- the restricted Pod Security Standard, as the page defines it ------------------------------

@@ -381,7 +381,7 @@ class _Reader:
                 notes = (*notes, CONTROL_PLANE_NOTE)
             elif shape.nvidia and not placement.requests:  # a Job asking for none sees none
                 state = "; ".join(s for s in (placement.state, NO_DEVICE) if s)
-                placement = replace(placement, state=state)
+                placement = replace(placement, state=state, include_unavailable=False)
             return (shape, notes, placement)
 
         known = _memo(self._kinds, kind_key, work_out)
