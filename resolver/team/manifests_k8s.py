@@ -20,11 +20,12 @@ What each pod asks for is the node's ``Placement.requests`` (``team/kubernetes.p
 unshared node's GPUs or MIG devices, one replica of a time-sliced or MPS-shared resource).
 
 Pod security: the pod meets the Kubernetes "restricted" Pod Security Standard
-(kubernetes.io/docs/concepts/security/pod-security-standards; ``tests/test_fleet_k8s.py`` checks
-each of its controls): it runs as the image's non-root user (``fleet_dockerfile.USER_ID``) with
-``runAsNonRoot``, the ``RuntimeDefault`` seccomp profile, no privilege escalation and every
-capability dropped; its root filesystem is read-only, so everything verify writes (``HOME``, the
-temporary folder, ``/dev/shm``) is on an ``emptyDir``; it mounts no service account token.
+(kubernetes.io/docs/concepts/security/pod-security-standards; ``tests/test_fleet_k8s_cluster.py``
+checks each of its controls): it runs as the image's non-root user
+(``fleet_dockerfile.USER_ID``) with ``runAsNonRoot``, the ``RuntimeDefault`` seccomp profile, no
+privilege escalation and every capability dropped; its root filesystem is read-only, so
+everything verify writes (``HOME``, the temporary folder, ``/dev/shm``) is on an ``emptyDir``;
+it mounts no service account token.
 """
 
 from __future__ import annotations
