@@ -36,6 +36,27 @@ COMMANDS = {
     "schema": "resolver.commands.schema:schema",
     "completion": "resolver.commands.completion:completion",
 }
+# command name -> the first paragraph of its help, what `gpuresolve --help` lists, so that the
+# list imports no command (importing all ten was most of `--help`'s time); a test holds each to
+# its command's own help.
+SUMMARIES = {
+    "detect": "Report platform, Python, glibc, NVIDIA driver and each GPU (with the source of "
+    "each fact).",
+    "suggest": "Say what to install: the pip command, why, and the runner-up.",
+    "db": "The compatibility database: check it, show it, update it.",
+    "verify": "Check that torch in an environment imports, matches this host and really uses "
+    "the GPU.",
+    "install": "Install the build that runs here (or a lock) into an environment, then verify "
+    "it.",
+    "lock": "Write the build for this machine (or a described one) as files to commit and "
+    "install from.",
+    "image": "Say what an image holds (torch, CUDA, cuDNN, NCCL, Python, kernels) and whether "
+    "it runs.",
+    "fleet": "Verify a whole fleet: read back what its nodes' `verify --json` runs answered.",
+    "schema": "Print the JSON Schema (draft 2020-12) of a `--json` document or of the team "
+    "spec.",
+    "completion": "Print the shell completion script Click generates for gpuresolve.",
+}
 
 
 class _ReaderGone(Exception):
@@ -57,6 +78,7 @@ class LazyGroup(SuggestingGroup):
     def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy = lazy
+        self._listing = False  # writing --help's list of commands
 
     def make_context(
         self,
@@ -75,27 +97,29 @@ class LazyGroup(SuggestingGroup):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy})
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Click's list of commands, each not imported yet summarised from ``SUMMARIES`` (a
+        stand-in command with that help, which click shortens by its own rule)."""
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy:
             module, _, attr = self.lazy[cmd_name].partition(":")
+            if self._listing and cmd_name in SUMMARIES and module not in sys.modules:
+                return click.Command(cmd_name, help=SUMMARIES[cmd_name])
             command: click.Command = getattr(importlib.import_module(module), attr)
             return command
         return super().get_command(ctx, cmd_name)
 
 
-def version_line() -> str:
-    """``gpuresolve 0.1.0 (database 2026-11-24)``: which code, and which facts it decides with."""
-    try:
-        from resolver import catalog as catalog_mod
-
-        updated = f"database {catalog_mod.load().updated}"
-    except Exception as exc:  # --version must answer even when the database cannot be read
-        updated = f"database unreadable: {_one_line(str(exc), 200)}"
-    return f"gpuresolve {__version__} ({updated})"
-
-
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value and not ctx.resilient_parsing:
+        from resolver.commands.version import version_line
+
         click.echo(escaped(version_line()))
         ctx.exit()
 

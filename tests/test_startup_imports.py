@@ -53,3 +53,109 @@ def test_suggest_imports_only_what_the_answer_needs(tmp_path: Path, fmt: list[st
     modules = set(json.loads(proc.stderr.rsplit("MODULES ", 1)[1]))
     assert "resolver.solve.solver" in modules  # it did answer
     assert modules & UNNEEDED == set()
+
+
+# The console script's own route (resolver.start), its modules read at its last step: every way
+# out of it is os._exit (the interpreter's teardown skipped), which this wraps.
+SCRIPT = """
+import os, sys
+real_exit = os._exit
+def spy(code):
+    sys.stdout.flush()
+    sys.stderr.write("\\nMODULES " + " ".join(sorted(sys.modules)) + "\\n")
+    sys.stderr.flush()
+    real_exit(code)
+os._exit = spy
+sys.argv = ["gpuresolve", *sys.argv[1:]]
+from resolver.start import entry
+entry()
+"""
+
+
+def _started(tmp_path: Path, args: list[str], **extra: str) -> tuple[int, str, set[str]]:
+    """(exit code, stdout, modules imported) of the console script run with ``args``."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env.pop("GPURESOLVE_DATA_DIR", None)
+    env.update(XDG_DATA_HOME=str(tmp_path / "data"), COLUMNS="100", **extra)
+    proc = run_child([sys.executable, "-c", SCRIPT, *args], env, tmp_path)
+    modules = set(proc.stderr.rsplit("MODULES ", 1)[1].split())
+    return proc.returncode, proc.stdout, modules
+
+
+# What answers no command's question: the database, the solver, any command's module.
+NOT_FOR_HELP = {
+    "resolver.catalog",
+    "resolver.db.models",
+    "resolver.solve",
+    "resolver.commands.suggest",
+    "resolver.commands.common",
+    "resolver.flows.target",
+    "json",
+    *UNNEEDED,
+}
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_reads_no_database_and_no_click(tmp_path: Path, flag: str) -> None:
+    code, out, modules = _started(tmp_path, [flag])
+    assert code == 0
+    assert out.startswith("gpuresolve ") and "(database " in out
+    assert "click" not in modules
+    assert modules & NOT_FOR_HELP == set()
+
+
+def test_version_names_the_chosen_databases_date(tmp_path: Path) -> None:
+    """A user database newer than the shipped one is the one named (as `load` would pick)."""
+    import shutil
+
+    from resolver import catalog as catalog_mod
+
+    user = tmp_path / "data" / "gpuresolve" / "data"
+    shutil.copytree(catalog_mod.shipped_data_dir(), user)
+    torch_yaml = user / "torch.yaml"
+    text = torch_yaml.read_text(encoding="utf-8")
+    torch_yaml.write_text(
+        text.replace('updated: "2026-11-24"', 'updated: "2099-01-02T03:04:05Z"', 1)
+        if 'updated: "2026-11-24"' in text
+        else text.replace("updated:", 'updated: "2099-01-02T03:04:05Z"\nold_updated:', 1),
+        encoding="utf-8",
+    )
+    code, out, _ = _started(tmp_path, ["--version"])
+    assert code == 0 and out.endswith("(database 2099-01-02T03:04:05Z)\n"), out
+    assert catalog_mod.load(user).updated == "2099-01-02T03:04:05Z"
+
+
+def test_version_answers_when_the_database_cannot_be_read(tmp_path: Path) -> None:
+    code, out, _ = _started(tmp_path, ["--version"], GPURESOLVE_DATA_DIR=str(tmp_path / "none"))
+    assert code == 0 and "(database unreadable: " in out and "torch.yaml" in out
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], []], ids=["help", "h", "none"])
+def test_help_imports_no_command(tmp_path: Path, args: list[str]) -> None:
+    code, out, modules = _started(tmp_path, args)
+    assert code == 0 and "Commands:" in out
+    assert modules & NOT_FOR_HELP == set()
+    assert not {m for m in modules if m.startswith("resolver.commands.")} - {
+        "resolver.commands.group"
+    }
+
+
+def test_help_lists_each_command_as_its_own_help_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list `--help` writes from SUMMARIES is the one click writes from the commands."""
+    import click
+    from cli_support import run_cli
+
+    from resolver.cli import COMMANDS, SUMMARIES, cli
+
+    ctx = click.Context(cli)
+    for name in COMMANDS:  # every command imported: click summarises the real ones
+        command = cli.get_command(ctx, name)
+        assert command is not None and command.help is not None
+        first = command.help.split("\n\n", 1)[0]
+        assert " ".join(first.split()) == SUMMARIES[name], name
+    monkeypatch.setenv("COLUMNS", "100")
+    code, real, _ = run_cli(capsys, "--help")
+    assert code == 0
+    assert _started(tmp_path, ["--help"])[1] == real

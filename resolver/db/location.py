@@ -118,6 +118,12 @@ def read_version(directory: Path) -> Version:
     No ``schema:`` line means a database from before schema numbers (LEGACY_SCHEMA); no
     ``updated:`` line sorts before every dated database.
     """
+    return read_head(directory)[0]
+
+
+def read_head(directory: Path) -> tuple[Version, str | None]:
+    """The version in ``directory/torch.yaml`` and its ``updated:`` as written (None: no such
+    line): what `--version` prints, read without loading the database."""
     path = directory / "torch.yaml"
     try:
         with open_regular(path, what="a database file") as fh:
@@ -156,7 +162,7 @@ def read_version(directory: Path) -> Version:
                 f"{path}: 'updated' must be a date or an ISO 8601 time, "
                 f"got {found['updated'][:40]!r}"
             ) from None
-    return Version(schema, updated)
+    return Version(schema, updated), found.get("updated") or None
 
 
 class Choice(NamedTuple):

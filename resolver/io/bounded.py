@@ -8,7 +8,6 @@ alias bomb once grew to 39 MB from a 700-byte spec).
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
@@ -118,6 +117,8 @@ def parse_json(text: str, origin: str | Path, *, what: str) -> Any:
     depth = json_depth(text)
     if depth > MAX_DEPTH:
         raise UserError(f"{origin}: nested {depth} levels deep (at most {MAX_DEPTH}): not {what}")
+    import json  # here: `--version` reads a database's head through this module, and no JSON
+
     try:
         return json.loads(text)
     except ValueError as exc:  # JSONDecodeError, and integers past Python's digit limit
