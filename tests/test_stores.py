@@ -232,3 +232,18 @@ def test_a_read_only_folder_is_one_line(tmp_path: Path) -> None:
         assert list(folder.iterdir()) == []
     finally:
         folder.chmod(0o755)
+
+
+def test_recording_what_the_file_holds_leaves_it_untouched(tmp_path: Path) -> None:
+    """A verify of a build already seen today writes nothing: a rewrite's new time made the next
+    command's catalog cache, keyed on it, a miss (issue 40)."""
+    path = tmp_path / store.FILE
+    assert store.record(path, _runtime(1), "runtime")[0] == "added"
+    before = path.stat()
+    assert store.record(path, _runtime(1), "runtime")[0] == "same"
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    later = {**_runtime(1), "seen": "2026-11-27"}  # a later day is news: written
+    assert store.record(path, later, "runtime")[0] == "same"
+    assert store.load(path).runtime[0]["seen"] == "2026-11-27"
+    assert path.stat().st_ino != before.st_ino

@@ -293,12 +293,27 @@ def load_required(path: Path) -> Observations:
 
 
 def save(path: Path, doc: Observations) -> None:
-    """Write atomically (a reader sees the old file or the new one)."""
+    """Write atomically (a reader sees the old file or the new one); a file that already holds
+    the same text is left as it is: every `verify` of a build seen today rewrote it, and the
+    new time made the next command's catalog cache (keyed on it) a miss."""
+    text = doc.to_yaml()
+    if _holds(path, text):
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, doc.to_yaml())
+        atomic_write(path, text)
     except OSError as exc:  # a full or read-only disk: the old file stands, no temporary left
         raise write_error(path, exc) from None
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether the regular file at ``path`` holds exactly ``text`` (False when unreadable)."""
+    data = text.encode()
+    try:
+        with open_regular(path) as fh:
+            return fh.read(len(data) + 1) == data
+    except (OSError, UserError):
+        return False
 
 
 def written_by_us(path: Path) -> bool:
