@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from resolver import __version__
 from resolver.commands.group import SuggestingGroup
 from resolver.core.errors import EXIT_INTERNAL, GpuresolveError, escaped, escaped_lines, exit_code
 
@@ -46,15 +45,13 @@ SUMMARIES = {
     "db": "The compatibility database: check it, show it, update it.",
     "verify": "Check that torch in an environment imports, matches this host and really uses "
     "the GPU.",
-    "install": "Install the build that runs here (or a lock) into an environment, then verify "
-    "it.",
+    "install": "Install the build that runs here (or a lock) into an environment, then verify it.",
     "lock": "Write the build for this machine (or a described one) as files to commit and "
     "install from.",
     "image": "Say what an image holds (torch, CUDA, cuDNN, NCCL, Python, kernels) and whether "
     "it runs.",
     "fleet": "Verify a whole fleet: read back what its nodes' `verify --json` runs answered.",
-    "schema": "Print the JSON Schema (draft 2020-12) of a `--json` document or of the team "
-    "spec.",
+    "schema": "Print the JSON Schema (draft 2020-12) of a `--json` document or of the team spec.",
     "completion": "Print the shell completion script Click generates for gpuresolve.",
 }
 

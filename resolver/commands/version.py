@@ -11,10 +11,12 @@ The console script answers a lone ``--version`` or ``-V`` here before click is i
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from resolver import __version__
 from resolver.core.errors import GpuresolveError, escaped
+
 
 def version_line() -> str:
     """``gpuresolve 0.1.0 (database 2026-11-24)``."""
@@ -33,18 +35,14 @@ def answer() -> int:
     cannot be written), as the CLI's ``main`` ends."""
     import os
 
-    try:
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # "é" under an ASCII locale
         sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
-    except (AttributeError, OSError, ValueError):
-        pass
     try:
         sys.stdout.write(escaped(version_line()) + "\n")
         sys.stdout.flush()
     except BrokenPipeError:  # `gpuresolve --version | true`: the flush at exit must not fail
-        try:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (AttributeError, OSError, ValueError):
-            pass
         return 141
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
