@@ -6,7 +6,8 @@ each case, so a machine shared with other work slows them alike; the medians of 
 catalog cache written by an earlier run), warm with a user observations file of
 ``--observations`` wheels (what `verify` and `db import` record), and a fresh HOME (empty data
 and cache folders every run: what a first run, a container or a CI job finds); and, warm,
-`gpuresolve --version` and `gpuresolve --help` (what a newcomer types first).
+`gpuresolve --version`, `--help` and `detect --json` (what a newcomer types first; detect's
+probes take what this machine's driver takes: no budget).
 Budgets (issue 40): warm `suggest --json` at most 4x the bare interpreter, `--version` and
 `--help` at most 2.5x; a fresh HOME at most 1.5x warm.
 CPU time (the child's user + system) is printed beside the wall time: the steadier figure.
@@ -130,8 +131,8 @@ def main() -> None:
             timed(cmd, 2, envs[case])  # warm the page cache and the catalog cache
         fresh = Path(tmp) / "fresh-HOME"
         runs = {c: cmd for c in envs}
-        for flag in ("--version", "--help"):  # warm, as the first command a newcomer types
-            envs[flag], runs[flag] = envs["warm"], [*cmd[: len(cmd) - len(args)], flag]
+        for flag in ("--version", "--help", "detect --json"):  # warm, as a newcomer's first
+            envs[flag], runs[flag] = envs["warm"], [*cmd[: len(cmd) - len(args)], *flag.split()]
         results: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in ("bare", *envs)}
         for _ in range(opts.runs):
             for case, env in (("bare", dict(os.environ)), *envs.items()):

@@ -268,6 +268,8 @@ def test_collect_without_pynvml(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_pynvml)
+    # where the driver's library loads (without it, pynvml is not even imported)
+    monkeypatch.setattr(nvml, "_library_loads", lambda preload: True)
     assert "import_error" in nvml.collect()
 
 
@@ -315,3 +317,42 @@ def test_driver_branch_before_r560_is_recorded_as_missing() -> None:
 )
 def test_branch_text_is_validated(text: str | None, branch: str | None) -> None:
     assert nvml.branch_str(text) == branch
+
+
+def _nvml_library_loads() -> bool:
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(
+    _nvml_library_loads() or __import__("os").name == "nt",
+    reason="needs a non-Windows machine without libnvidia-ml.so.1",
+)
+def test_no_nvml_library_answers_as_pynvml_without_importing_it(tmp_path: Path) -> None:
+    """Without the driver's library, the collector says what pynvml's init says (so detection
+    reports the same), and never imports pynvml (its import was most of `detect` there)."""
+    import subprocess
+    import sys
+
+    import pynvml
+
+    assert nvml.collect() == nvml.collect(pynvml)
+    code = (
+        "import sys; from resolver.host import nvml; nvml.collect(); print('pynvml' in sys.modules)"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**__import__("os").environ, "PYTHONPATH": root},
+        timeout=120,
+        check=True,
+    ).stdout
+    assert out.strip() == "False"

@@ -40,6 +40,10 @@ def collect(module: Any = None, *, preload: Sequence[str] = ()) -> dict[str, Any
     retrying when ``libnvidia-ml.so.1`` is not on the loader path (WSL2's /usr/lib/wsl/lib).
     """
     if module is None:
+        if os.name != "nt" and not _library_loads(preload):
+            # what pynvml's nvmlInit answers then, without importing it (15 ms, a bare
+            # interpreter's start: most of `detect` on a machine without the driver)
+            return {"init_error": "NVML_ERROR_LIBRARY_NOT_FOUND"}
         try:
             import pynvml
         except ImportError as exc:
@@ -106,6 +110,18 @@ def _collect_device(
     mig = call("mig_mode", lambda: module.nvmlDeviceGetMigMode(handle), errors)
     dev["mig_mode"] = list(mig) if mig is not None else None
     return dev
+
+
+def _library_loads(preload: Sequence[str]) -> bool:
+    """Whether the library pynvml loads on Linux (``libnvidia-ml.so.1``, by the loader's search)
+    or one of ``preload`` loads here."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return _preload(preload)
+    return True
 
 
 def _preload(paths: Sequence[str]) -> bool:
