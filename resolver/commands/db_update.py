@@ -130,7 +130,10 @@ def update(
             "--pypi-index): skipping which build it carries and the extension packages' "
             "releases there"
         )
-    echo(f"reading {pytorch_index.rstrip('/')}/ (database: {base})", err=True)
+    click.echo(f"reading {pytorch_index.rstrip('/')}/ (database: {base})", err=True)
+    from resolver.dbupdate.exthistory import read_state_file, write_state_file
+
+    state_file = catalog_mod.cache_dir() / "ext-pages.json"
     try:
         with Client(timeout=timeout) as fetcher:
             outcome = run_update(
@@ -141,6 +144,7 @@ def update(
                 fetcher=fetcher,
                 progress=_no_progress if as_json or not progress_allowed() else _progress,
                 dry_run=dry_run,
+                ext_state=read_state_file(state_file),
             )
     except (UpdateError, ReadError, IndexFormatError) as exc:
         echo(f"gpuresolve: db update failed: {exc}; the database is unchanged", err=True)
@@ -153,7 +157,16 @@ def update(
             }
             emit_json(failed)
         sys.exit(1)
-    echo(f"{outcome.requests} requests", err=True)
+    click.echo(f"{outcome.requests} requests", err=True)
+    if outcome.history is not None:
+        hist = outcome.history
+        click.echo(
+            f"extension history: {hist.wheels_read} wheels read, {hist.bytes_read / 2**20:.1f} "
+            f"MiB fetched, {hist.seconds:.1f} s",
+            err=True,
+        )
+        if not dry_run:
+            write_state_file(state_file, hist.state)
     if as_json:
         done: DbUpdateDone = {
             "ok": True,

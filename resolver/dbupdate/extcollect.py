@@ -270,10 +270,13 @@ def collect_extensions(
     *,
     progress: Progress = no_progress,
     mirror: bool = False,
+    pages: Mapping[str, list[Link]] | None = None,
 ) -> ExtFacts:
     """New releases of every package extensions.yaml lists, from the default index and the
     PyTorch index's variant folders ``variants`` (a 404 there: the package is not served;
     not read from a ``mirror``: a build recorded with index "pytorch" is offered to every user).
+    With ``pages`` (URL -> links, as ``exthistory.read_pages`` read them), no page is asked for
+    again: a URL not in it is unchanged since the last update, or absent.
 
     Raises FetchError, IndexFormatError or MetadataError: the caller keeps the old database.
     """
@@ -296,7 +299,7 @@ def collect_extensions(
             base = pytorch_index.rstrip("/")
             places += [(v, f"{base}/{v}/{package}/") for v in variants if variant_cuda(v)]
         for folder, url in places:
-            links = reader.page(url, package)
+            links = pages.get(url) if pages is not None else reader.page(url, package)
             if links is None:
                 continue
             todo += reader.new_releases(links, package, folder, known[package])

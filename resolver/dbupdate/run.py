@@ -12,7 +12,9 @@ from resolver.db.check import check
 from resolver.db.yamlfile import read_yaml
 from resolver.dbupdate import UpdateError
 from resolver.dbupdate.collect import Progress, collect, no_progress
-from resolver.dbupdate.extcollect import collect_extensions
+from resolver.dbupdate.extcollect import collect_extensions, known_versions
+from resolver.dbupdate.exthistmerge import merge_history
+from resolver.dbupdate.exthistory import History, PageState, history, pages_for
 from resolver.dbupdate.extmerge import merge_extensions
 from resolver.dbupdate.merge import Summary, merge, stamp_torch
 from resolver.io import ReadError
@@ -29,6 +31,7 @@ class Outcome:
     requests: int  # HTTP requests made
     extensions_read: int = 0  # extension packages' index pages read (0: none listed)
     extension_wheels: int = 0  # extension wheels read
+    history: History | None = None  # the extension packages' history gather (its figures)
 
 
 EXTENSIONS = "extensions.yaml"
@@ -53,12 +56,16 @@ def run_update(
     progress: Progress = no_progress,
     dry_run: bool = False,
     read_at: str | None = None,
+    ext_state: dict[str, PageState] | None = None,
 ) -> Outcome:
     """Update ``base`` from the indexes into ``target`` (atomically), or raise UpdateError
     (the write) or FetchError, IndexFormatError, MetadataError (the read).
 
     Nothing is written when the index has nothing new, on ``dry_run``, or on any error; a
     folder a killed update left beside ``target`` is removed either way (not on ``dry_run``).
+    The extension packages' pages are read once each (``ext_state``: their ETags and serials
+    from the last update, so an unchanged page costs one request and no body); every release
+    since torch 2.1.0 the database lacks is read cheaply (``exthistory``), the newest whole.
     """
     if not dry_run:
         from resolver.dbupdate.write import clean_leftovers
@@ -75,19 +82,35 @@ def run_update(
             progress=progress,
             read_at=read_at,
         )
+        ext_doc = raw.get(EXTENSIONS) or {}
+        mirror = _is_mirror(raw["torch.yaml"], pytorch_index)
+        pages, elsewhere = pages_for(
+            ext_doc, pypi_index, None if mirror else pytorch_index, _all_variants(raw["torch.yaml"])
+        )
+        hist = history(
+            fetcher,
+            lambda: Client(timeout=fetcher.timeout, tries=fetcher.tries),
+            pages,
+            known_versions(ext_doc),
+            ext_state or {},
+            elsewhere=elsewhere,
+            progress=progress,
+        )
         ext = collect_extensions(
             fetcher,
-            raw.get(EXTENSIONS) or {},
+            ext_doc,
             pypi_index,
             pytorch_index,
             _torch_variants(raw["torch.yaml"]),
             progress=progress,
-            mirror=_is_mirror(raw["torch.yaml"], pytorch_index),
+            mirror=mirror,
+            pages=hist.links,
         )
     except (ReadError, IndexFormatError) as exc:
         raise UpdateError(str(exc)) from None
     new_raw, summary = merge(raw, facts)
     merge_extensions(new_raw, ext, facts.read_date, summary)
+    merge_history(new_raw, hist, facts.read_date, summary, _build_configs(base))
     _keep_extensions_sound(raw, new_raw, summary, known_problems)
     if new_raw.get(EXTENSIONS) != raw.get(EXTENSIONS):
         # the database's version is torch.yaml's stamp: without it a database whose only
@@ -113,8 +136,9 @@ def run_update(
         written,
         facts.pypi_read,
         fetcher.requests,
-        ext.pages,
-        ext.wheels_read,
+        hist.pages,
+        ext.wheels_read + hist.wheels_read,
+        hist,
     )
 
 
@@ -142,6 +166,25 @@ def _is_mirror(torch_doc: Any, pytorch_index: str) -> bool:
     """Whether the PyTorch index read is not the database's own (``index_url``)."""
     own = str(torch_doc.get("index_url") or "").split("{variant}")[0].rstrip("/")
     return pytorch_index.rstrip("/") != own
+
+
+def _build_configs(base: Path) -> Any:
+    """ext_build_configs.yaml (the arch lists of releases' build configurations at their tags),
+    the database's own, else the shipped one's."""
+    for directory in (base, catalog.shipped_data_dir()):
+        if (directory / BUILD_CONFIGS).is_file():
+            return read_yaml(directory / BUILD_CONFIGS)
+    return {}
+
+
+BUILD_CONFIGS = "ext_build_configs.yaml"
+
+
+def _all_variants(torch_doc: Any) -> list[str]:
+    """Every CUDA variant folder torch.yaml names (the history reaches back to torch 2.1)."""
+    from resolver.dbupdate.merge import series_of, variant_names
+
+    return sorted({n for s in series_of(torch_doc) for n in variant_names(s) if n.startswith("cu")})
 
 
 def _torch_variants(torch_doc: Any) -> list[str]:

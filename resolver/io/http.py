@@ -155,6 +155,8 @@ class Page:
     url: str  # after redirects
     body: bytes
     content_type: str
+    etag: str | None = None  # the answer's ETag (a later ``get_if_changed`` sends it back)
+    not_modified: bool = False  # a 304 to ``get_if_changed``: no body, the page is unchanged
 
 
 class Client:
@@ -186,12 +188,21 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def get(self, url: str, accept: str | None = None, limit: int = MAX_BODY) -> Page:
-        """The body of a 200 answer (at most ``limit`` bytes); FetchError otherwise. A body
-        that stalls or breaks off is asked for again, like a refused connection."""
+    def get(
+        self,
+        url: str,
+        accept: str | None = None,
+        limit: int = MAX_BODY,
+        etag: str | None = None,
+    ) -> Page:
+        """The body of a 200 answer (at most ``limit`` bytes); FetchError otherwise (status 304
+        when ``etag`` is sent back and still current). A body that stalls or breaks off is asked
+        for again, like a refused connection."""
         if url.lower().startswith("file:"):
             return _read_local(url, limit)
         headers = {"Accept": accept} if accept else {}
+        if etag and len(etag) <= 200 and etag.isprintable():
+            headers["If-None-Match"] = etag
         deadline = Deadline(self.timeout)
 
         def once() -> Page:
@@ -205,7 +216,8 @@ class Client:
                     if deadline.expired or deadline.left() <= 0:
                         raise
                     raise _Retry(exc.reason) from None
-                return Page(resp.url, body, resp.headers.get("Content-Type", ""))
+                tag = resp.headers.get("ETag")
+                return Page(resp.url, body, resp.headers.get("Content-Type", ""), tag)
 
         try:
             return self._retrying(url, once, deadline)
@@ -217,6 +229,18 @@ class Client:
         try:
             return self.get(url, accept)
         except FetchError as exc:
+            if exc.status in (404, 410):
+                return None
+            raise
+
+    def get_if_changed(self, url: str, accept: str, etag: str | None) -> Page | None:
+        """Like ``get_optional``, sending ``etag`` back: None for 404/410, and a ``Page``
+        marked ``not_modified`` for a 304 (the page the ETag names has not changed)."""
+        try:
+            return self.get(url, accept, etag=etag)
+        except FetchError as exc:
+            if exc.status == 304:
+                return Page(url, b"", "", etag, not_modified=True)
             if exc.status in (404, 410):
                 return None
             raise
