@@ -190,7 +190,7 @@ def test_an_unreachable_index_is_recorded_not_fatal() -> None:
     with Client(timeout=2, tries=1) as client:
         hist = history(client, lambda: Client(timeout=2, tries=1), pages, KNOWN, {})
     assert hist.pages == 1  # the second folder of a dead index is not tried
-    assert len(hist.notes) == 1 and "could not be reached" in hist.notes[0]
+    assert len(hist.notes) == 1 and "could not be read" in hist.notes[0]
 
 
 def test_elf_head_names_the_cuda_runtime_and_the_abi() -> None:

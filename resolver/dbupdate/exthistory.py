@@ -125,14 +125,15 @@ def _serial(body: bytes) -> int | None:
 
 
 def read_pages(
-    client: Client, urls: Iterable[tuple[str, str]], state: Mapping[str, PageState]
+    client: Client, urls: Iterable[tuple[str, str, str]], state: Mapping[str, PageState]
 ) -> History:
-    """Each ``(package, url)`` page, asked for with its recorded ETag: its links where it
-    changed; a page that is unchanged, absent (404) or unreachable gets none (a note says
-    which index could not be reached, once)."""
+    """Each ``(package, folder, url)`` page, asked for with its recorded ETag: its links where
+    it changed; a page that is unchanged or absent (404) gets none. A PyTorch variant folder
+    that cannot be read is recorded (a note names its index, once) and its index passed over;
+    the default index failing fails the update (FetchError), as torch's pages do."""
     out = History()
     dead: set[str] = set()
-    for package, url in urls:
+    for package, folder, url in urls:
         root = url.rsplit("/", 3)[0]
         if root in dead:
             continue
@@ -141,12 +142,12 @@ def read_pages(
         try:
             page = client.get_if_changed(url, ACCEPT, was.etag)
         except FetchError as exc:
-            if exc.status is not None:
+            if folder == "default":
                 raise
             dead.add(root)
             out.notes.append(
-                f"{root}/ could not be reached ({exc}): its folders' {package} builds and the "
-                "others' are not gathered from here (recorded: curate)"
+                f"{root}/ could not be read ({exc}): the builds in its variant folders "
+                f"({package}'s and the others') are not gathered (recorded: curate)"
             )
             continue
         if page is None:
@@ -350,7 +351,7 @@ def history(
     whose wheels are not on these indexes, their source-only releases too)."""
     start = time.monotonic()
     listed = list(pages)
-    out = read_pages(client, [(p, u) for p, _f, u in listed], state)
+    out = read_pages(client, listed, state)
     todo: list[tuple[HistRelease, dict[str, Link]]] = []
     for package, folder, url in listed:
         if url in out.links:
