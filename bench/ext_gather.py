@@ -55,14 +55,22 @@ def main() -> int:
     torch_doc = read_yaml(args.data / "torch.yaml")
     pytorch = str(torch_doc.get("index_url") or "").split("{variant}")[0] or None
     variants = sorted(
-        {str(v.get("name")) for r in torch_doc.get("releases") or [] for v in r.get("variants") or []}
+        {
+            str(v.get("name"))
+            for r in torch_doc.get("releases") or []
+            for v in r.get("variants") or []
+        }
         if isinstance(torch_doc.get("releases"), list)
         else set()
     )
     variants = [v for v in variants if v.startswith("cu")]
     configs_path = args.data / "ext_build_configs.yaml"
     configs = read_yaml(configs_path) if configs_path.is_file() else {}
-    state = load_state(json.loads(args.state.read_text())) if args.state and args.state.is_file() else {}
+    state = (
+        load_state(json.loads(args.state.read_text()))
+        if args.state and args.state.is_file()
+        else {}
+    )
     known = {
         str(p["name"]): {str(r["version"]) for r in p.get("releases") or []}
         for p in raw["extensions.yaml"].get("packages") or []

@@ -214,6 +214,20 @@ def parse_shipped(path: Path) -> Any:
     return _read_yaml(path, bounded=False)
 
 
+def _deferred(raw: dict[str, Any], directory: Path) -> dict[str, Any]:
+    """``raw`` with extensions.yaml cut to its head (what the cache and snapshot keep): the
+    start path never reads the extension packages' history."""
+    from resolver.db import extdefer
+
+    doc = raw.get(extdefer.FILE)
+    if not isinstance(doc, dict) or extdefer.DEFERRED in doc:
+        return raw
+    stamp = extdefer.stamp_of(directory)
+    if stamp is None:
+        return raw
+    return {**raw, extdefer.FILE: extdefer.head(doc, stamp)}
+
+
 def _read_yaml(path: Path, *, bounded: bool = True) -> Any:
     from resolver.db import yamlfile  # imports PyYAML: only when the cache cannot answer
 

@@ -136,8 +136,9 @@ def _python_span(rel: Release) -> str:
     return f"{versions[0]}–{versions[-1]}" if versions else "-"
 
 
-def show_text(cat: Catalog) -> str:
-    """Releases × platforms: the variants built for each, newest release first."""
+def show_text(cat: Catalog, with_: tuple[str, ...] | None = None) -> str:
+    """Releases × platforms: the variants built for each, newest release first; the extension
+    packages ``with_`` names release by release (the others in one line each)."""
     platforms = [p for p in PLATFORMS if any(p in v.platforms for v in _unique_variants(cat))]
     header = ["torch", "date", "vision", "audio", "python", *platforms]
     rows = [header]
@@ -189,17 +190,28 @@ def show_text(cat: Catalog) -> str:
         + "  ".join(f"{n[g]:6d}" for g in GRADES)
         for k, n in by_kind.items()
     ]
-    lines += _packages_text(cat)
+    lines += _packages_text(cat, with_ or ())
     return "\n".join(lines)
 
 
-def _packages_text(cat: Catalog) -> list[str]:
-    """Extension packages (extensions.yaml): each release, the torch it requires, its CUDA and
-    platforms, where its wheels are."""
+def _packages_text(cat: Catalog, with_: tuple[str, ...]) -> list[str]:
+    """Extension packages (extensions.yaml): one line each (releases, how many prebuilt), and
+    for those ``with_`` names (``db show --with``) each release, the torch it requires, its CUDA
+    and platforms, where its wheels are."""
     if not cat.extensions:
         return []
     lines = ["extension packages (--with; extensions.yaml):"]
     for pkg in cat.extensions.values():
+        if pkg.name not in with_:
+            built = sum(1 for rel in pkg.releases if rel.builds)
+            span = (
+                f"{pkg.releases[-1].version} to {pkg.releases[0].version}" if pkg.releases else "-"
+            )
+            lines.append(
+                f"  {pkg.name}: {len(pkg.releases)} releases ({span}), {built} with prebuilt "
+                f"builds (db show --with {pkg.name} lists them)"
+            )
+            continue
         for rel in pkg.releases:
             if not rel.builds:
                 lines.append(f"  {pkg.name} {rel.version}: source distribution only")
@@ -217,24 +229,9 @@ def _packages_text(cat: Catalog) -> list[str]:
     return lines
 
 
-def _gates_text(rel: ExtRelease) -> str:
-    """The gates a release's builds record beyond the torch requirement (extensions.yaml)."""
-    said: list[str] = []
-    for b in rel.builds:
-        if b.import_gate is not None:
-            said.append(f"its import loads its kernels with torch {b.import_gate.torch}")
-        if b.ceiling is not None:
-            said.append(f"its kernels refuse CC above {cc_str(b.ceiling.cc)}")
-    runtimes = sorted({b.cudart for b in rel.builds if b.cudart is not None})
-    if runtimes:
-        said.append("links libcudart.so." + "/".join(str(n) for n in runtimes))
-    if any(b.cuda_match == "nearest" for b in rel.builds):
-        said.append("its loader takes the nearest CUDA library of torch's major")
-    return "".join(f"; {s}" for s in dict.fromkeys(said))
-
-
-def show_json(cat: Catalog) -> DbShowDoc:
-    """The same, complete, as a JSON document (keys stable)."""
+def show_json(cat: Catalog, with_: tuple[str, ...] | None = None) -> DbShowDoc:
+    """The same, complete, as a JSON document (keys stable); ``with_``: ``packages`` holds only
+    those extension packages."""
 
     def variant_json(var: Variant) -> dict[str, Any]:
         platforms: dict[str, Any] = {}
@@ -293,7 +290,9 @@ def show_json(cat: Catalog) -> DbShowDoc:
             }
             for rel in cat.releases
         ],
-        "packages": describe_extensions(cat),
+        "packages": {
+            k: v for k, v in describe_extensions(cat).items() if with_ is None or k in with_
+        },
     }
 
 

@@ -29,7 +29,11 @@ def test_the_cache_is_plain_json_and_yields_the_same_catalog() -> None:
     assert path is not None and path.suffix == ".json"
     raw = json.loads(path.read_bytes())
     assert set(raw) >= set(catalog_mod.FILES)
-    assert catalog_mod.load(data) == first == catalog_mod.from_raw(raw, origin=str(data))
+    assert "packages" not in raw["extensions.yaml"]  # the history is read only when asked for
+    again, fresh = catalog_mod.load(data), catalog_mod.from_raw(raw, origin=str(data))
+    for cat in (again, first, fresh):  # their sources join the catalog's when they load
+        assert len(cat.extensions) > 0
+    assert again == first == fresh
 
 
 def test_the_parser_is_in_the_key() -> None:

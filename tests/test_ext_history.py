@@ -24,8 +24,8 @@ from local_server import local_server
 from resolver.dbupdate.exthistmerge import merge_history, parse_arch_list
 from resolver.dbupdate.exthistory import (
     ANY,
-    HistRelease,
     History,
+    HistRelease,
     LibFacts,
     PageState,
     WheelFacts,
@@ -45,9 +45,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "ext_history"
 PAGES = json.loads((FIXTURES / "pages.json").read_text(encoding="utf-8"))
 WHEELS = {
     doc["file"]: doc
-    for doc in (
-        json.loads(p.read_text(encoding="utf-8")) for p in FIXTURES.glob("*.ranges.json")
-    )
+    for doc in (json.loads(p.read_text(encoding="utf-8")) for p in FIXTURES.glob("*.ranges.json"))
 }
 XFORMERS = "xformers-0.0.28.post1-cp312-cp312-manylinux_2_28_x86_64.whl"
 TORCHAO = "torchao-0.10.0-cp39-abi3-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl"
@@ -75,7 +73,7 @@ def _handler(replay: Replay) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+        def do_GET(self) -> None:
             rng = self.headers.get("Range", "")
             with replay.lock:
                 replay.asked.append((self.path, rng))
@@ -186,7 +184,10 @@ def test_the_state_survives_a_file_and_damage_is_only_a_miss(tmp_path: Path) -> 
 def test_an_unreachable_index_is_recorded_not_fatal() -> None:
     with local_server(_handler(Replay(etag=False))) as port:
         dead = f"http://127.0.0.1:{port}/whl"
-    pages = [("xformers", "cu121", f"{dead}/cu121/xformers/"), ("xformers", "cu124", f"{dead}/cu124/xformers/")]
+    pages = [
+        ("xformers", "cu121", f"{dead}/cu121/xformers/"),
+        ("xformers", "cu124", f"{dead}/cu124/xformers/"),
+    ]
     with Client(timeout=2, tries=1) as client:
         hist = history(client, lambda: Client(timeout=2, tries=1), pages, KNOWN, {})
     assert hist.pages == 1  # the second folder of a dead index is not tried
@@ -204,10 +205,12 @@ def test_elf_head_names_the_cuda_runtime_and_the_abi() -> None:
     assert code_start(b"not an elf") is None
 
 
-def _raw(template: dict[str, Any]) -> dict[str, Any]:
+def _raw(template: Any) -> dict[str, Any]:
     return {
         "extensions.yaml": {"schema": 1, "packages": [template], "sources": {}},
-        "gpus.yaml": {"architectures": [{"cc": c} for c in ("6.0", "7.0", "7.5", "8.0", "8.6", "8.9", "9.0")]},
+        "gpus.yaml": {
+            "architectures": [{"cc": c} for c in ("6.0", "7.0", "7.5", "8.0", "8.6", "8.9", "9.0")]
+        },
         "cuda.yaml": {"toolkits": [{"version": v} for v in ("11.8", "12.1", "12.4")]},
     }
 
@@ -215,10 +218,13 @@ def _raw(template: dict[str, Any]) -> dict[str, Any]:
 def test_merge_shapes_xformers_from_its_build_record(server: tuple[str, Replay]) -> None:
     index, _replay = server
     hist = _gather(index, KNOWN, {})
-    template = {
+    template: Any = {
         "name": "xformers",
         "releases": [
-            {"version": "0.0.35", "builds": [{"index": "default", "cuda_match": "major", "device_code": True}]}
+            {
+                "version": "0.0.35",
+                "builds": [{"index": "default", "cuda_match": "major", "device_code": True}],
+            }
         ],
     }
     raw = _raw(template)
@@ -238,29 +244,49 @@ def test_merge_shapes_xformers_from_its_build_record(server: tuple[str, Replay])
 
 def _bnb(version: str, libs: list[str]) -> HistRelease:
     wheel = WheelFacts("linux-x86_64", f"bitsandbytes-{version}-py3-none-manylinux.whl", None)
-    wheel.libraries = {f"bitsandbytes/{n}": LibFacts(12 if "cuda12" in n else 11, None, True) for n in libs}
+    wheel.libraries = {
+        f"bitsandbytes/{n}": LibFacts(12 if "cuda12" in n else 11, None, True) for n in libs
+    }
     wheel.torch = ">=2.0"
     rel = HistRelease("bitsandbytes", version, "default", "2024-10-01", False, [wheel])
     return rel
 
 
 def test_merge_takes_arch_lists_from_the_build_configuration() -> None:
-    template = {
+    template: Any = {
         "name": "bitsandbytes",
         "releases": [
-            {"version": "0.50.2", "builds": [{"index": "default", "cuda_match": "exact", "device_code": True}]}
+            {
+                "version": "0.50.2",
+                "builds": [{"index": "default", "cuda_match": "exact", "device_code": True}],
+            }
         ],
     }
     configs = {
-        "sources": {"BNB_X": {"cite": "repo .github/scripts/build-cuda.sh at tag 0.44.1", "kind": "build-config"}},
+        "sources": {
+            "BNB_X": {
+                "cite": "repo .github/scripts/build-cuda.sh at tag 0.44.1",
+                "kind": "build-config",
+            }
+        },
         "packages": {
             "bitsandbytes": [
-                {"versions": ">=0.44,<0.45", "cuda": ["11.8"], "arch_list": "7.5 8.0 8.6 8.9+PTX", "source": ["BNB_X"]},
+                {
+                    "versions": ">=0.44,<0.45",
+                    "cuda": ["11.8"],
+                    "arch_list": "7.5 8.0 8.6 8.9+PTX",
+                    "source": ["BNB_X"],
+                },
                 {"versions": ">=0.44,<0.45", "arch_list": "7.5 8.0 9.0+PTX", "source": ["BNB_X"]},
             ]
         },
     }
-    hist = History(releases=[_bnb("0.44.1", ["libbitsandbytes_cuda118.so", "libbitsandbytes_cuda124.so"]), _bnb("0.41.0", ["libbitsandbytes_cuda121.so"])])
+    hist = History(
+        releases=[
+            _bnb("0.44.1", ["libbitsandbytes_cuda118.so", "libbitsandbytes_cuda124.so"]),
+            _bnb("0.41.0", ["libbitsandbytes_cuda121.so"]),
+        ]
+    )
     raw = _raw(template)
     summary = Summary()
     assert merge_history(raw, hist, "2026-12-02", summary, configs) == {"bitsandbytes": 1}
@@ -292,18 +318,57 @@ def test_release_choice_keeps_the_history_window() -> None:
 
 
 def test_arch_list_text() -> None:
-    assert parse_arch_list("5.0+PTX 6.0;7.5 9.0a 10.0f") == (["5.0", "6.0", "7.5", "9.0", "10.0"], ["5.0"])
+    assert parse_arch_list("5.0+PTX 6.0;7.5 9.0a 10.0f") == (
+        ["5.0", "6.0", "7.5", "9.0", "10.0"],
+        ["5.0"],
+    )
 
 
 def test_pages_for_reads_variant_folders_only_for_cuda_packages() -> None:
     doc = {
         "packages": [
-            {"name": "xformers", "releases": [{"version": "1", "builds": [{"index": "default", "cuda_match": "major"}]}]},
-            {"name": "flash-attn", "releases": [{"version": "2", "builds": [{"index": "release-downloads", "cuda_match": "major"}]}]},
-            {"name": "torchao", "releases": [{"version": "3", "builds": [{"index": "default", "cuda_match": "any"}]}]},
+            {
+                "name": "xformers",
+                "releases": [
+                    {"version": "1", "builds": [{"index": "default", "cuda_match": "major"}]}
+                ],
+            },
+            {
+                "name": "flash-attn",
+                "releases": [
+                    {
+                        "version": "2",
+                        "builds": [{"index": "release-downloads", "cuda_match": "major"}],
+                    }
+                ],
+            },
+            {
+                "name": "torchao",
+                "releases": [
+                    {"version": "3", "builds": [{"index": "default", "cuda_match": "any"}]}
+                ],
+            },
         ]
     }
     pages, elsewhere = pages_for(doc, "http://d/simple", "http://p/whl", ["cu121", "cpu"])
     assert ("xformers", "cu121", "http://p/whl/cu121/xformers/") in pages
     assert not any(p == "torchao" and f != "default" for p, f, _u in pages)
     assert elsewhere == frozenset({"flash-attn"})
+
+
+def test_db_show_lists_a_package_s_history_only_with_with(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from cli_support import run_cli
+
+    code, out, _err = run_cli(capsys, "db", "show")
+    assert code == 0
+    assert "db show --with xformers lists them" in out and "xformers 0.0.28.post1:" not in out
+    code, out, _err = run_cli(capsys, "db", "show", "--with", "xformers")
+    assert code == 0
+    assert "  xformers 0.0.28.post1: torch ==2.4.1; CUDA 12.1; linux-x86_64" in out
+    code, out, _err = run_cli(capsys, "db", "show", "--json", "--with", "xformers")
+    packages = json.loads(out)["packages"]
+    assert list(packages) == ["xformers"] and len(packages["xformers"]) > 20
+    code, _out, err = run_cli(capsys, "db", "show", "--with", "no-such-package")
+    assert code == 2 and "not an extension package" in err

@@ -177,7 +177,7 @@ def test_explain_and_db_show_name_the_packages(capsys: pytest.CaptureFixture[str
     )
     assert code == 1
     assert "  FAIL packages: vllm: no release in the database (0.33.0, 0.32.0, 0.31.0)" in out
-    code, out, _ = run_cli(capsys, "db", "show")
+    code, out, _ = run_cli(capsys, "db", "show", "--with", "flash-attn")
     assert code == 0 and "  flash-attn 2.8.3.post2: source distribution only" in out
     code, out, _ = run_cli(capsys, "db", "show", "--json")
     packages = json.loads(out)["packages"]

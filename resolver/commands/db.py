@@ -77,17 +77,31 @@ def check(data_dir: str | None, as_json: bool) -> None:
 @db.command()
 @_DATA_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Everything, as JSON (a stable contract).")
+@click.option(
+    "--with",
+    "with_",
+    multiple=True,
+    metavar="PKG",
+    help="List this extension package's releases one by one (repeatable; --json: only these).",
+)
 @standard_options
-def show(data_dir: str | None, as_json: bool) -> None:
+def show(data_dir: str | None, as_json: bool, with_: tuple[str, ...]) -> None:
     """What the database knows: releases × platforms, its date, sourced and unconfirmed facts."""
     from resolver import catalog as catalog_mod
     from resolver import dbshow
+    from resolver.core.errors import UserError
+    from resolver.core.versions import canonical_name
 
     cat = catalog_mod.load(Path(data_dir) if data_dir else None)
+    names = tuple(canonical_name(n) for n in with_)
+    unknown = [n for n in names if n not in cat.extensions]
+    if unknown:
+        have = ", ".join(sorted(cat.extensions))
+        raise UserError(f"--with {unknown[0]}: not an extension package the database has ({have})")
     if as_json:
-        emit_json(dbshow.show_json(cat))
+        emit_json(dbshow.show_json(cat, names or None))
     else:
-        echo(dbshow.show_text(cat))
+        click.echo(dbshow.show_text(cat, names))
 
 
 @db.command()

@@ -41,6 +41,8 @@ DB_FILES = (
     "extensions.yaml",
     "gpu_names.json",  # generated from pci.ids (tools/gen_gpu_names.py), copied as it is
     "catalog.json",  # generated: the shipped files parsed (db/snapshot.py); used there only
+    "extensions.json",  # generated: extensions.yaml parsed (db/extdefer.py); used while it matches
+    "ext_build_configs.yaml",  # release build configurations db update reads (dbupdate/run.py)
     "SCHEMA.md",
 )
 _HEAD_BYTES = 64 * 1024  # `schema:` and `updated:` sit in the first lines of torch.yaml

@@ -8,10 +8,10 @@ resolver/db/check.py's; choosing the directory and the cache are resolver/catalo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from resolver.core.errors import MALFORMED, DataError, UserError, malformed
+from resolver.core.errors import DataError, UserError
 from resolver.core.platforms import PLATFORMS
 from resolver.core.versions import CC, driver_key, parse_cc
 from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
@@ -249,7 +249,11 @@ def _extensions(
     all the same (read when the file has them: a few records)."""
     if doc is None:
         return {}, None, ()
+    from resolver.db.extdefer import LazyExtensions
+
     top = _Reader("extensions.yaml", "top level", doc)
+    hooks = (_parse_whole, _merge_doc_sources)
+    lazy = LazyExtensions(doc, origin, sources, lenient, hooks)
     abi = top.data.get("torch_cxx11_abi")
     if abi is None:
         return _LazyExtensions(top, _Reader.kinds, origin), None, ()
@@ -258,42 +262,23 @@ def _extensions(
     return _LazyExtensions(top, _Reader.kinds, origin), r.req("since"), builds
 
 
-class _LazyExtensions(Mapping[str, ExtPackage]):
-    """extensions.yaml's packages, checked and built the first time one is looked up.
+def _parse_whole(doc: Any, kinds: Mapping[str, str]) -> dict[str, ExtPackage]:
+    """extensions.yaml's packages, graded with ``kinds`` (``extdefer.LazyExtensions`` calls it
+    when one is first looked up)."""
+    from resolver.db.extensions import parse_extensions
 
-    Only `--with` an extension, `db show` and `db check` look: parsing them (and importing
-    `packaging` to check their specifiers) was ~5 ms of every `suggest`. The checks are the
-    same, only later: a damaged file is a DataError naming the record when first read."""
+    saved = _Reader.kinds, _Reader.memo
+    _Reader.kinds, _Reader.memo = kinds, {}  # the grades of this load
+    try:
+        top = _Reader("extensions.yaml", "top level", doc)
+        sub = lambda where, data: _Reader("extensions.yaml", where, data)  # noqa: E731
+        return parse_extensions(top, sub)[0]
+    finally:
+        _Reader.kinds, _Reader.memo = saved
 
-    def __init__(self, top: _Reader, kinds: Mapping[str, str], origin: str) -> None:
-        self._top, self._kinds, self._origin = top, kinds, origin
-        self._parsed: dict[str, ExtPackage] | None = None
 
-    def _packages(self) -> dict[str, ExtPackage]:
-        if self._parsed is None:
-            from resolver.db.extensions import parse_extensions
-
-            saved = _Reader.kinds, _Reader.memo
-            _Reader.kinds, _Reader.memo = self._kinds, {}  # the grades of this load
-            try:
-                self._parsed = parse_extensions(
-                    self._top, lambda where, data: _Reader("extensions.yaml", where, data)
-                )[0]
-            except MALFORMED as exc:
-                # what the checks do not name is malformed all the same (as `catalog.load` says)
-                raise malformed(f"{self._origin}: malformed extensions.yaml", exc) from None
-            finally:
-                _Reader.kinds, _Reader.memo = saved
-        return self._parsed
-
-    def __getitem__(self, name: str) -> ExtPackage:
-        return self._packages()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._packages())
-
-    def __len__(self) -> int:
-        return len(self._packages())
+def _merge_doc_sources(sources: dict[str, Any], doc: Any) -> dict[str, Any]:
+    return _merge_sources(sources, _Reader("extensions.yaml", "top level", doc))
 
 
 def _merge_sources(sources: dict[str, Any], doc: _Reader) -> dict[str, Any]:

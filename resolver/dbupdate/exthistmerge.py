@@ -27,7 +27,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from resolver.core.platforms import PLATFORMS
-from resolver.dbupdate.exthistory import ANY, HistRelease, History, WheelFacts
+from resolver.dbupdate.exthistory import ANY, History, HistRelease, WheelFacts
 from resolver.dbupdate.extmerge import _prefix, _vkey
 from resolver.dbupdate.merge import Summary, _insert_sorted, as_dict, as_list
 
@@ -101,7 +101,9 @@ class _HistMerger:
             pkg = self.package(rel.package)
             if pkg is None:
                 continue
-            have = {str(r.get("version")) for r in as_list(pkg.get("releases")) if isinstance(r, dict)}
+            have = {
+                str(r.get("version")) for r in as_list(pkg.get("releases")) if isinstance(r, dict)
+            }
             if rel.version in have:
                 continue
             record = self.release(pkg, rel)
@@ -247,14 +249,18 @@ class _HistMerger:
         if not gate:
             build["gate"] = False
         build["source"] = sorted({keys[w.platform] for w in here})
-        majors = sorted({m for w in here for m in w.cudart})
-        build["note"] = (
-            f"history read from the wheels on {self.date}: "
-            + (
-                f"its libraries link libcudart.so.{'/'.join(str(m) for m in majors)}"
-                if majors
-                else "its libraries link no CUDA runtime"
-            )
+        majors = sorted(
+            {
+                lib.cudart
+                for w in here
+                for n, lib in w.libraries.items()
+                if lib.cudart is not None and lib.runtime and (match != "exact" or _names(n, cuda))
+            }
+        )
+        build["note"] = f"history read from the wheels on {self.date}: " + (
+            f"its libraries link libcudart.so.{'/'.join(str(m) for m in majors)}"
+            if majors
+            else "its libraries link no CUDA runtime"
         )
         build["platforms"] = platforms
         return build
@@ -294,7 +300,10 @@ class _HistMerger:
             if plat not in as_list(entry.get("platforms") or list(PLATFORMS)):
                 continue
             prefixes = [str(c) for c in as_list(entry.get("cuda"))]
-            if prefixes and not (cuda and any(cuda == c or (c.endswith(".") and cuda.startswith(c)) for c in prefixes)):
+            if prefixes and not (
+                cuda
+                and any(cuda == c or (c.endswith(".") and cuda.startswith(c)) for c in prefixes)
+            ):
                 continue
             keys = [str(k) for k in as_list(entry.get("source"))]
             for k in keys:

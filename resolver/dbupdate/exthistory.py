@@ -31,6 +31,8 @@ from packaging.version import Version
 from resolver.core.platforms import PLATFORMS
 from resolver.dbupdate.collect import Progress, no_progress
 from resolver.dbupdate.extcollect import ANY, _file_version, _final, _python_rank
+
+__all__ = ["ANY", "FLOOR", "HistRelease", "History", "PageState", "WheelFacts", "history"]
 from resolver.dbupdate.metadata import MetadataError, parse_metadata
 from resolver.io import ReadError
 from resolver.io.http import Client, FetchError
@@ -219,13 +221,16 @@ def _build_record(raw: bytes) -> dict[str, str]:
         return {}
     if not isinstance(doc, dict):
         return {}
-    version = doc.get("version") if isinstance(doc.get("version"), dict) else {}
-    env = doc.get("env") if isinstance(doc.get("env"), dict) else {}
+    version: dict[str, Any] = doc["version"] if isinstance(doc.get("version"), dict) else {}
+    env: dict[str, Any] = doc["env"] if isinstance(doc.get("env"), dict) else {}
     out: dict[str, str] = {}
     cuda = version.get("cuda")
     if isinstance(cuda, int) and not isinstance(cuda, bool) and 1000 <= cuda < 10000:
         out["cuda"] = f"{cuda // 100}.{cuda % 100}"  # 1201 -> 12.1 (major * 100 + minor)
-    for key, value in (("torch", version.get("torch")), ("arch_list", env.get("TORCH_CUDA_ARCH_LIST"))):
+    for key, value in (
+        ("torch", version.get("torch")),
+        ("arch_list", env.get("TORCH_CUDA_ARCH_LIST")),
+    ):
         if isinstance(value, str) and 0 < len(value) <= 200 and value.isprintable():
             out[key] = value
     return out
@@ -256,9 +261,9 @@ def read_wheel(client: Client, package: str, plat: str, link: Link) -> WheelFact
                 if record:
                     facts.build = _build_record(wheel.read(record[0], MAX_BUILD_RECORD))
                 libs = sorted(n for n in names if n.endswith(_ELF_LIB) or ".so." in n)
-                facts.unread_libraries = sorted(
-                    n for n in names if n.endswith((".pyd", ".dll"))
-                ) + libs[MAX_LIBRARIES:]
+                facts.unread_libraries = (
+                    sorted(n for n in names if n.endswith((".pyd", ".dll"))) + libs[MAX_LIBRARIES:]
+                )
                 for lib in libs[:MAX_LIBRARIES]:
                     head = read_head(wheel, lib)
                     majors = head.cuda_majors  # libcudart's, else the CUDA library it links
@@ -314,9 +319,10 @@ def gather_history(
     jobs = [(rel, plat, link) for rel, chosen in todo for plat, link in chosen.items()]
     got: dict[int, WheelFacts] = {}
     try:
-        with progress("reading extension wheels (history)", len(jobs)) as bar, ThreadPoolExecutor(
-            max_workers=max(1, workers)
-        ) as pool:
+        with (
+            progress("reading extension wheels (history)", len(jobs)) as bar,
+            ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
+        ):
 
             def one(job: tuple[HistRelease, str, Link]) -> WheelFacts:
                 return read_wheel(client(), job[0].package, job[1], job[2])
@@ -427,8 +433,6 @@ def load_state(raw: Any) -> dict[str, PageState]:
             serial if isinstance(serial, int) and not isinstance(serial, bool) else None,
         )
     return out
-
-
 
 
 def read_state_file(path: Path) -> dict[str, PageState]:

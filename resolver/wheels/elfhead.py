@@ -3,9 +3,9 @@
 A fat-binary scan inflates a whole library (300 MiB of vllm's). What it links — the CUDA runtime
 (``libcudart.so.12``), torch's libraries — is named in ``.dynstr``, which a linker places in the
 file's first, read-only segment, before the code. So only that head is inflated: the member's
-compressed bytes are fetched by range reads in growing windows (``HEAD_WINDOW`` first) until the
-inflated bytes reach the first executable segment (read from the program headers) or hold
-the version names that end ``.dynstr``, or ``MAX_HEAD``. Every byte fetched is counted by the ``Source``.
+compressed bytes are fetched by range reads in growing windows (``HEAD_WINDOW`` first) until
+the inflated bytes reach the first executable segment (read from the program headers) or hold
+the version names that end ``.dynstr``, or ``MAX_HEAD``. The ``Source`` counts every byte fetched.
 
 Read from those strings, never executed: the shared objects it names (``lib*.so[.N]``, so the CUDA
 majors of ``libcudart``/``libcublas``/...) and the C++ ABI its torch symbols use (``__cxx11``
