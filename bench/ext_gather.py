@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from resolver.db.yamlfile import dump_yaml, read_yaml  # noqa: E402
-from resolver.dbupdate.exthistmerge import merge_history  # noqa: E402
+from resolver.dbupdate.exthistmerge import merge_history, needs_scan  # noqa: E402
 from resolver.dbupdate.exthistory import (  # noqa: E402
     history,
     load_state,
@@ -84,6 +84,7 @@ def main() -> int:
             known,
             state,
             elsewhere=elsewhere,
+            whole=needs_scan(raw["extensions.yaml"], configs),
             workers=args.workers,
         )
         requests = client.requests

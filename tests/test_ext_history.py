@@ -356,6 +356,7 @@ def test_pages_for_reads_variant_folders_only_for_cuda_packages() -> None:
     assert elsewhere == frozenset({"flash-attn"})
 
 
+@pytest.mark.slow
 def test_db_show_lists_a_package_s_history_only_with_with(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -372,3 +373,75 @@ def test_db_show_lists_a_package_s_history_only_with_with(
     assert list(packages) == ["xformers"] and len(packages["xformers"]) > 20
     code, _out, err = run_cli(capsys, "db", "show", "--with", "no-such-package")
     assert code == 2 and "not an extension package" in err
+
+
+# torchao-0.14.1's torchao/__init__.py, the table as the wheel has it (recorded)
+TORCHAO_0141_TABLE = b"""
+        torchao_pytorch_compatible_versions = [
+        # Built against torch 2.8.0
+        (_parse_version("0.13.0"), _parse_version("2.8.0")),
+        (_parse_version("0.13.0"), _parse_version("2.9.0.dev")),
+        (_parse_version("0.14.0"), _parse_version("2.8.0")),
+        (_parse_version("0.14.0"), _parse_version("2.9.0.dev")),
+        # Built against torch 2.9.0
+        (_parse_version("0.14.1"), _parse_version("2.9.0")),
+        (_parse_version("0.14.1"), _parse_version("2.10.0.dev")),
+    ]
+"""
+
+
+def test_an_import_table_becomes_the_release_s_import_gate() -> None:
+    from resolver.dbupdate.exthistory import import_table
+
+    pairs = import_table(TORCHAO_0141_TABLE)
+    assert ("0.14.1", "2.9.0") in pairs and len(pairs) == 6
+    assert import_table(b'_parse_version("1"), _parse_version("2")') == []  # no table
+    wheel = WheelFacts("linux-x86_64", "torchao-0.14.1-cp310-abi3-manylinux.whl", "ab" * 32)
+    wheel.libraries = {"torchao/_C.abi3.so": LibFacts(12, True, True)}
+    wheel.import_table = pairs
+    template: Any = {
+        "name": "torchao",
+        "releases": [
+            {
+                "version": "0.18.0",
+                "builds": [{"cuda_match": "any", "device_code": False, "gate": False}],
+            }
+        ],
+    }
+    raw = _raw(template)
+    rel = HistRelease("torchao", "0.14.1", "default", "2025-10-24", False, [wheel])
+    assert merge_history(raw, History(releases=[rel]), "2026-12-02", Summary(), {}) == {
+        "torchao": 1
+    }
+    (build,) = next(r for r in template["releases"] if r["version"] == "0.14.1")["builds"]
+    assert build["import_gate"]["torch"] == "==2.9.0" and build["gate"] is False
+    cite = raw["extensions.yaml"]["sources"][build["import_gate"]["source"][0]]["cite"]
+    assert "torchao/__init__.py of torchao-0.14.1" in cite
+
+
+def test_where_nothing_cheap_answers_one_release_a_cuda_major_is_read_whole(
+    tmp_path: Path,
+) -> None:
+    """The newest release of each CUDA runtime major whose arch list no cheap part gives is read
+    whole (its fat binaries); older ones of that major are not (their cost is the point)."""
+    from ext_index import library, metadata, wheel
+
+    from resolver.dbupdate.exthistory import read_wheel, scan_whole
+    from resolver.wheels.simple import Link
+
+    # an ELF-shaped library whose .dynstr names libcudart.so.12, holding one fat binary
+    lib = b"\x7fELF\x02\x01\x01" + b"\0" * 57 + b"\0libcudart.so.12\0" + library([80, 90], [90])
+    rels = []
+    with Client(timeout=5, tries=1) as client:
+        for version in ("0.0.30", "0.0.31"):
+            path = tmp_path / f"xformers-{version}-cp39-abi3-manylinux_2_28_x86_64.whl"
+            meta = metadata("xformers-0.0.35", version)
+            path.write_bytes(wheel("xformers", version, meta, {"xformers/_C.so": lib}))
+            link = Link(url=path.as_uri(), filename=path.name)
+            got = read_wheel(client, "xformers", "linux-x86_64", link)
+            rels.append(HistRelease("xformers", version, "default", None, False, [got]))
+        assert [r.wheels[0].cudart for r in rels] == [[12], [12]]
+        spent, notes = scan_whole(client, rels, lambda rel: True)
+    assert spent > 0 and notes == []
+    assert rels[0].wheels[0].fatbins is None  # the older of the same major: not read whole
+    assert rels[1].wheels[0].fatbins == {"xformers/_C.so": {"sass": ["8.0", "9.0"], "ptx": ["9.0"]}}

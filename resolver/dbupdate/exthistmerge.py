@@ -19,7 +19,7 @@ left out, and the summary says so. A release with no readable wheel is not added
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -59,6 +59,18 @@ def _lib_cudas(wheel: WheelFacts) -> set[str]:
             digits = m.group(1)
             out.add(f"{digits[:-1]}.{digits[-1]}")
     return out
+
+
+def _cc_union(lists: Any) -> list[str]:
+    return sorted(
+        {cc for lst in lists for cc in lst}, key=lambda c: tuple(int(p) for p in c.split("."))
+    )
+
+
+def _names(library: str, cuda: str | None) -> bool:
+    """Whether a library is named after ``cuda`` ("libbitsandbytes_cuda121.so", "12.1")."""
+    m = _LIB_CUDA.search(library.rsplit("/", 1)[-1])
+    return cuda is not None and m is not None and m.group(1) == cuda.replace(".", "")
 
 
 class _HistMerger:
@@ -161,8 +173,16 @@ class _HistMerger:
         elif match == "major":
             cudas = sorted({w.build.get("cuda") or "" for w in wheels})
             builds = [self.build(rel, wheels, keys, "major", gate, c or None, coded) for c in cudas]
-        else:
-            builds = [self.build(rel, wheels, keys, match, gate, None, coded)]
+        else:  # as the curated ones: the platform wheels' build, the pure wheel's elsewhere
+            own = [w for w in wheels if w.platform != ANY]
+            pure = [w for w in wheels if w.platform == ANY]
+            groups = [g for g in (own, pure) if g]
+            builds = [self.build(rel, g, keys, match, gate, None, coded) for g in groups]
+            if own and pure:  # pip takes the platform wheel where there is one
+                taken = {w.platform for w in own}
+                for b in builds[1:]:
+                    if b is not None:
+                        b["platforms"] = {p: a for p, a in b["platforms"].items() if p not in taken}
         base["builds"] = [b for b in builds if b is not None]
         if not base["builds"]:
             self.summary.notes.append(f"{name} {rel.version}: no build with a known arch list")
@@ -244,7 +264,11 @@ class _HistMerger:
             "cuda": cuda,
             "cuda_match": match,
             "python": _agreed(where, "python", here, self.summary),
-            "device_code": bool(code or coded or any(a for a in platforms.values())),
+            # code that never decides (gate false: torchao's optional kernels) keeps the
+            # curated judgement
+            "device_code": bool(code or coded or any(a for a in platforms.values()))
+            if gate
+            else coded,
         }
         if not gate:
             build["gate"] = False
@@ -262,13 +286,60 @@ class _HistMerger:
             if majors
             else "its libraries link no CUDA runtime"
         )
+        if len(majors) == 1:
+            build["cudart"] = majors[0]  # the libcudart.so.N its libraries need (DT_NEEDED)
+        gate_of = self.import_gate(rel, here)
+        if gate_of is not None:
+            build["import_gate"] = gate_of
+            build["source"] = sorted({*build["source"], *gate_of["source"]})
         build["platforms"] = platforms
         return build
 
+    def import_gate(self, rel: HistRelease, wheels: list[WheelFacts]) -> dict[str, Any] | None:
+        """The torch a wheel's own ``__init__`` table loads its kernels with, where the table
+        names this release with exactly one released torch (its dev builds aside)."""
+        for w in wheels:
+            torches = sorted(
+                {
+                    t
+                    for v, t in w.import_table
+                    if v == rel.version and "dev" not in t and "+" not in t
+                }
+            )
+            if len(torches) != 1 or not w.libraries:
+                continue
+            pairs = ", ".join(f"{t}" for v, t in w.import_table if v == rel.version)
+            key = self.key(
+                f"{_prefix(rel.package)}_{rel.version}_INIT",
+                f"{rel.package.replace('-', '_')}/__init__.py of {w.filename} sha256 "
+                f"{w.sha256 or 'not listed'}: its table of (package, torch) versions built "
+                f"together names {rel.version} with torch {pairs}: with any other torch its "
+                f"kernels are not loaded (read {self.date})",
+                "observed",
+            )
+            return {"torch": f"=={torches[0]}", "source": [key]}
+        return None
+
     def arch(self, rel: HistRelease, w: WheelFacts, cuda: str | None) -> dict[str, Any] | None:
-        """The wheel's arch list: its build record's, else its release's build configuration."""
+        """The wheel's arch list: its fat binaries where it was read whole, else its build
+        record's, else its release's build configuration."""
         where = f"{rel.package} {rel.version} {w.platform}"
         text = w.build.get("arch_list")
+        if w.fatbins is not None:
+            libs = w.fatbins
+            if cuda and any(_LIB_CUDA.search(n.rsplit("/", 1)[-1]) for n in libs):
+                libs = {n: v for n, v in libs.items() if _names(n, cuda)}
+            key = self.key(
+                f"{_prefix(rel.package)}_{rel.version}_{w.platform}_FATBIN",
+                f"{w.filename} sha256 {w.sha256 or 'not listed'}: read whole ({w.bytes_read} "
+                f"bytes), the fat-binary entry headers of the image its {len(libs)} libraries "
+                f"load (.nv_fatbin), by gpuresolve's extension reader on {self.date}",
+                "observed",
+            )
+            sass = _cc_union(v.get("sass", []) for v in libs.values())
+            ptx = _cc_union(v.get("ptx", []) for v in libs.values())
+            sass, ptx = self.ccs(where, sass), self.ccs(where, ptx)
+            return {"sass": sass, "ptx": ptx, "source": [key]} if sass or ptx else None
         if text:
             key = self.key(
                 f"{_prefix(rel.package)}_{rel.version}_{w.platform}_BUILD",
@@ -324,6 +395,36 @@ def _agreed(where: str, attr: str, wheels: list[WheelFacts], summary: Summary) -
     chosen: str | None = getattr(ranked[0], attr)
     summary.notes.append(f"{where}: its wheels differ in {attr}; {ranked[0].platform}'s recorded")
     return chosen
+
+
+def needs_scan(doc: Any, configs: Mapping[str, Any]) -> Callable[[HistRelease], bool]:
+    """Which gathered releases no cheap part gives an arch list: their package's device code
+    decides (the curated releases say so), no wheel carries a build record and no build
+    configuration covers the release."""
+    gated = set()
+    for pkg in as_list(as_dict(doc).get("packages")):
+        builds = [
+            b
+            for r in as_list(as_dict(pkg).get("releases"))
+            for b in as_list(as_dict(r).get("builds"))
+            if isinstance(b, dict)
+        ]
+        if any(b.get("device_code") and b.get("gate", True) is not False for b in builds):
+            gated.add(canonicalize_name(str(as_dict(pkg).get("name"))))
+    entries = as_dict(configs.get("packages"))
+
+    def wanted(rel: HistRelease) -> bool:
+        if rel.package not in gated or any(w.build.get("arch_list") for w in rel.wheels):
+            return False
+        for e in as_list(entries.get(rel.package)):
+            try:
+                if Version(rel.version) in SpecifierSet(str(as_dict(e).get("versions"))):
+                    return False
+            except InvalidSpecifier:
+                continue
+        return True
+
+    return wanted
 
 
 def merge_history(

@@ -17,6 +17,7 @@ Reads run on ``WORKERS`` threads, each with its own client; each wheel has ``PER
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -76,10 +77,16 @@ class WheelFacts:
     torch: str | None = None  # the Requires-Dist torch specifier
     python: str | None = None
     build: dict[str, str] = field(default_factory=dict)  # cpp_lib.json: torch, cuda, arch_list
+    # (package version, torch version) pairs of an import-time table in its __init__.py
+    # (torchao's ``torchao_pytorch_compatible_versions``: its kernels load only with those)
+    import_table: list[tuple[str, str]] = field(default_factory=list)
     libraries: dict[str, LibFacts] = field(default_factory=dict)
     unread_libraries: list[str] = field(default_factory=list)  # PE, or over MAX_LIBRARIES
     bytes_read: int = 0
     error: str | None = None
+    # read whole (``scan_whole``): each library's SASS/PTX from its loaded fat binaries
+    fatbins: dict[str, dict[str, list[str]]] | None = None
+    url: str = ""
 
     @property
     def cudart(self) -> list[int]:
@@ -236,9 +243,23 @@ def _build_record(raw: bytes) -> dict[str, str]:
     return out
 
 
+_PAIR = re.compile(
+    r'\(\s*_parse_version\("([0-9A-Za-z.+]{1,40})"\)\s*,\s*_parse_version\("([0-9A-Za-z.+]{1,40})"\)\s*\)'
+)
+
+
+def import_table(source: bytes) -> list[tuple[str, str]]:
+    """The (package, torch) version pairs of a compatibility table in ``__init__.py`` (torchao
+    0.14.1 on: ``(_parse_version("0.14.1"), _parse_version("2.9.0"))``); read, never run."""
+    text = source.decode("utf-8", errors="replace")
+    if "compatible_versions" not in text:
+        return []
+    return [(m.group(1), m.group(2)) for m in _PAIR.finditer(text)][:200]
+
+
 def read_wheel(client: Client, package: str, plat: str, link: Link) -> WheelFacts:
     """A wheel's cheap parts (see the module's docstring); an unreadable one gets ``error``."""
-    facts = WheelFacts(plat, link.filename, link.sha256)
+    facts = WheelFacts(plat, link.filename, link.sha256, url=link.url)
     try:
         with open_source(link.url, client=client, budget=PER_WHEEL) as source:
             try:
@@ -260,6 +281,9 @@ def read_wheel(client: Client, package: str, plat: str, link: Link) -> WheelFact
                 record = [n for n in names if n.endswith("/cpp_lib.json") and n.count("/") == 1]
                 if record:
                     facts.build = _build_record(wheel.read(record[0], MAX_BUILD_RECORD))
+                init = f"{package.replace('-', '_')}/__init__.py"
+                if init in names:
+                    facts.import_table = import_table(wheel.read(init, MAX_BUILD_RECORD * 4))
                 libs = sorted(n for n in names if n.endswith(_ELF_LIB) or ".so." in n)
                 facts.unread_libraries = (
                     sorted(n for n in names if n.endswith((".pyd", ".dll"))) + libs[MAX_LIBRARIES:]
@@ -340,6 +364,44 @@ def gather_history(
     return [rel for rel, _c in todo], len(jobs), total
 
 
+MAX_WHOLE = 1024 * 1024 * 1024  # bytes of the whole reads of one update at most
+
+
+def scan_whole(
+    client: Client,
+    releases: list[HistRelease],
+    wanted: Callable[[HistRelease], bool],
+    budget: int = MAX_WHOLE,
+) -> tuple[int, list[str]]:
+    """Where the cheap parts do not answer (no arch list from a build record or a build
+    configuration: ``wanted``), stream further: the newest such release of each CUDA runtime
+    major its libraries link, its Linux x86-64 wheel read whole for the fat binaries the runtime
+    loads (``wheels.extwheel``), within ``budget`` bytes in all. Returns the bytes read and
+    notes (what was not read, and why)."""
+    from resolver.wheels.extwheel import inspect_extension
+
+    newest: dict[tuple[str, int], HistRelease] = {}
+    for rel in releases:
+        for w in rel.wheels:
+            if w.platform == "linux-x86_64" and w.error is None and w.cudart and wanted(rel):
+                key = (rel.package, w.cudart[-1])
+                if key not in newest or Version(rel.version) > Version(newest[key].version):
+                    newest[key] = rel
+    spent, notes = 0, []
+    for (package, major), rel in sorted(newest.items()):
+        w = next(w for w in rel.wheels if w.platform == "linux-x86_64")
+        try:
+            report = inspect_extension(w.url, budget=budget - spent, client=client)
+        except (ReadError, WheelError) as exc:
+            detail = " ".join(str(exc).split())[:160]
+            notes.append(f"{package} {rel.version} (CUDA {major}): not read whole ({detail})")
+            continue
+        spent += report.bytes_read
+        w.bytes_read += report.bytes_read
+        w.fatbins = report.libraries
+    return spent, notes
+
+
 def history(
     client: Client,
     make_client: Callable[[], Client],
@@ -348,13 +410,15 @@ def history(
     state: Mapping[str, PageState],
     *,
     elsewhere: frozenset[str] = frozenset(),
+    whole: Callable[[HistRelease], bool] | None = None,
     floor: str = FLOOR,
     workers: int = WORKERS,
     progress: Progress = no_progress,
 ) -> History:
     """The pages ``(package, folder, url)`` read (one request each), then every release they
     list that ``known`` lacks since ``floor`` read cheaply (for the packages ``elsewhere``,
-    whose wheels are not on these indexes, their source-only releases too)."""
+    whose wheels are not on these indexes, their source-only releases too); ``whole`` names the
+    releases whose arch lists nothing cheap gives (``scan_whole`` reads one a CUDA major whole)."""
     start = time.monotonic()
     listed = list(pages)
     out = read_pages(client, listed, state)
@@ -367,6 +431,10 @@ def history(
     out.releases, out.wheels_read, out.bytes_read = gather_history(
         make_client, todo, workers=workers, progress=progress
     )
+    if whole is not None:
+        spent, notes = scan_whole(client, out.releases, whole)
+        out.bytes_read += spent
+        out.notes += notes
     for rel in out.releases:
         for w in rel.wheels:
             if w.error:

@@ -13,7 +13,7 @@ from resolver.db.yamlfile import read_yaml
 from resolver.dbupdate import UpdateError
 from resolver.dbupdate.collect import Progress, collect, no_progress
 from resolver.dbupdate.extcollect import collect_extensions, known_versions
-from resolver.dbupdate.exthistmerge import merge_history
+from resolver.dbupdate.exthistmerge import merge_history, needs_scan
 from resolver.dbupdate.exthistory import History, PageState, history, pages_for
 from resolver.dbupdate.extmerge import merge_extensions
 from resolver.dbupdate.merge import Summary, merge, stamp_torch
@@ -87,6 +87,7 @@ def run_update(
         pages, elsewhere = pages_for(
             ext_doc, pypi_index, None if mirror else pytorch_index, _all_variants(raw["torch.yaml"])
         )
+        configs = _build_configs(base)
         hist = history(
             fetcher,
             lambda: Client(timeout=fetcher.timeout, tries=fetcher.tries),
@@ -94,6 +95,7 @@ def run_update(
             known_versions(ext_doc),
             ext_state or {},
             elsewhere=elsewhere,
+            whole=needs_scan(ext_doc, configs),
             progress=progress,
         )
         ext = collect_extensions(
@@ -110,7 +112,7 @@ def run_update(
         raise UpdateError(str(exc)) from None
     new_raw, summary = merge(raw, facts)
     merge_extensions(new_raw, ext, facts.read_date, summary)
-    merge_history(new_raw, hist, facts.read_date, summary, _build_configs(base))
+    merge_history(new_raw, hist, facts.read_date, summary, configs)
     _keep_extensions_sound(raw, new_raw, summary, known_problems)
     if new_raw.get(EXTENSIONS) != raw.get(EXTENSIONS):
         # the database's version is torch.yaml's stamp: without it a database whose only
