@@ -200,7 +200,8 @@ def _load_dir(directory: Path, overlay: Path | None = None) -> Catalog:
         except DataError as exc:  # unreadable: warned of, and not cached (so warned again)
             _warn_ignored(overlay, str(exc))
     if cache is not None and (overlay is None or doc is not None):
-        _cache.write(cache, raw if doc is None else {**raw, OVERLAY_KEY: doc})
+        kept = _deferred(raw, directory)
+        _cache.write(cache, kept if doc is None else {**kept, OVERLAY_KEY: doc})
     return catalog if doc is None or overlay is None else _overlay(catalog, overlay, doc)
 
 
@@ -210,7 +211,14 @@ def _cache_file(directory: Path, overlay: Path | None = None) -> Path | None:
 
 
 def parse_shipped(path: Path) -> Any:
-    """One shipped file parsed, as the snapshot's generator (tools/) stores it."""
+    """One shipped file parsed, as the snapshot's generator (tools/) stores it: extensions.yaml
+    as its head only (``db/extdefer``; its packages have their own snapshot)."""
+    doc = _read_yaml(path, bounded=False)
+    return _deferred({path.name: doc}, path.parent).get(path.name)
+
+
+def parse_yaml(path: Path) -> Any:
+    """One shipped file parsed whole (extensions.json's generator)."""
     return _read_yaml(path, bounded=False)
 
 

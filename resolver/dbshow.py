@@ -93,6 +93,7 @@ def grade_counts_by_kind(cat: Catalog) -> dict[str, dict[str, int]]:
 def fact_counts(cat: Catalog) -> dict[str, int]:
     """Records with provenance: how many, how many sourced, unconfirmed, and unknown arch lists."""
     provs, unknown = _provenances(cat)
+    len(cat.extensions)  # their sources join cat.sources when they load (db/extdefer)
     return {
         "releases": len(cat.releases),
         "variants": sum(len(r.variants) for r in cat.releases),
@@ -197,7 +198,7 @@ def show_text(cat: Catalog, with_: tuple[str, ...] | None = None) -> str:
 def _packages_text(cat: Catalog, with_: tuple[str, ...]) -> list[str]:
     """Extension packages (extensions.yaml): one line each (releases, how many prebuilt), and
     for those ``with_`` names (``db show --with``) each release, the torch it requires, its CUDA
-    and platforms, where its wheels are."""
+    and platforms, where its wheels are, and its gates."""
     if not cat.extensions:
         return []
     lines = ["extension packages (--with; extensions.yaml):"]
@@ -227,6 +228,22 @@ def _packages_text(cat: Catalog, with_: tuple[str, ...]) -> list[str]:
                 f"{', '.join(where)} index [{rel.builds[0].prov.grade}]{_gates_text(rel)}"
             )
     return lines
+
+
+def _gates_text(rel: ExtRelease) -> str:
+    """The gates a release's builds record beyond the torch requirement (extensions.yaml)."""
+    said: list[str] = []
+    for b in rel.builds:
+        if b.import_gate is not None:
+            said.append(f"its import loads its kernels with torch {b.import_gate.torch}")
+        if b.ceiling is not None:
+            said.append(f"its kernels refuse CC above {cc_str(b.ceiling.cc)}")
+    runtimes = sorted({b.cudart for b in rel.builds if b.cudart is not None})
+    if runtimes:
+        said.append("links libcudart.so." + "/".join(str(n) for n in runtimes))
+    if any(b.cuda_match == "nearest" for b in rel.builds):
+        said.append("its loader takes the nearest CUDA library of torch's major")
+    return "".join(f"; {s}" for s in dict.fromkeys(said))
 
 
 def show_json(cat: Catalog, with_: tuple[str, ...] | None = None) -> DbShowDoc:

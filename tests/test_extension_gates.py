@@ -195,7 +195,8 @@ def test_torch_abi_is_decided_per_build() -> None:
 
 
 def test_db_show_names_the_gates(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(capsys, "db", "show")
+    with_ = ("--with", "torchao", "--with", "xformers", "--with", "bitsandbytes")
+    code, out, _ = run_cli(capsys, "db", "show", *with_)
     assert code == 0
     lines = {ln.split(":")[0].strip(): ln for ln in out.splitlines() if ln.startswith("  ")}
     assert lines["torchao 0.16.0"].endswith("its import loads its kernels with torch ==2.10.0")

@@ -101,7 +101,7 @@ def show(data_dir: str | None, as_json: bool, with_: tuple[str, ...]) -> None:
     if as_json:
         emit_json(dbshow.show_json(cat, names or None))
     else:
-        click.echo(dbshow.show_text(cat, names))
+        echo(dbshow.show_text(cat, names))
 
 
 @db.command()

@@ -130,7 +130,7 @@ def update(
             "--pypi-index): skipping which build it carries and the extension packages' "
             "releases there"
         )
-    click.echo(f"reading {pytorch_index.rstrip('/')}/ (database: {base})", err=True)
+    echo(f"reading {pytorch_index.rstrip('/')}/ (database: {base})", err=True)
     from resolver.dbupdate.exthistory import read_state_file, write_state_file
 
     state_file = catalog_mod.cache_dir() / "ext-pages.json"
@@ -157,10 +157,10 @@ def update(
             }
             emit_json(failed)
         sys.exit(1)
-    click.echo(f"{outcome.requests} requests", err=True)
+    echo(f"{outcome.requests} requests", err=True)
     if outcome.history is not None:
         hist = outcome.history
-        click.echo(
+        echo(
             f"extension history: {hist.wheels_read} wheels read, {hist.bytes_read / 2**20:.1f} "
             f"MiB fetched, {hist.seconds:.1f} s",
             err=True,

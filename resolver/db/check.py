@@ -19,6 +19,7 @@ from resolver.db.models import Catalog, CondaForge, Release, Variant
 def check(catalog: Catalog) -> list[str]:
     """Cross-record rules of ``db check``; returns the problems (empty when consistent)."""
     problems: list[str] = []
+    len(catalog.extensions)  # loaded first: their sources join catalog.sources (db/extdefer)
 
     def prov_ok(where: str, prov: Provenance) -> None:
         if not prov.source:

@@ -39,7 +39,9 @@ def apply_observations(catalog: Catalog, doc: Any, *, lenient: bool = False) -> 
     """
     if not isinstance(doc, dict) or not isinstance(doc.get("observations"), list):
         raise DataError(f"{FILE}: expected 'observations:' with a list of wheels")
-    sources = dict(catalog.sources)
+    # the load's own dict, added to in place: the extension packages' sources join this same
+    # dict when they load (db/extdefer), so they must be the catalog's after this too
+    sources = catalog.sources if isinstance(catalog.sources, dict) else dict(catalog.sources)
     at: dict[str, int] = {}
     for n, r in enumerate(catalog.releases):
         at.setdefault(r.version, n)  # the first release of that version, as ever

@@ -155,14 +155,14 @@ def from_raw(raw: Mapping[str, Any], origin: str = "<memory>", lenient: bool = F
     if raw.get("conda_forge.yaml") is not None:
         cf_doc = _Reader("conda_forge.yaml", "top level", raw["conda_forge.yaml"])
         sources = _merge_sources(sources, cf_doc)
-    if raw.get("extensions.yaml") is not None:
-        sources = _merge_sources(
-            sources, _Reader("extensions.yaml", "top level", raw["extensions.yaml"])
-        )
+    ext_doc = raw.get("extensions.yaml")
+    if ext_doc is not None:  # its head's sources now, the rest when its packages load
+        ext_head = _ext_head(ext_doc)
+        sources = _merge_sources(sources, _Reader("extensions.yaml", "top level", ext_head))
     _Reader.kinds = {k: source_kind(v) for k, v in sources.items()}
     _Reader.memo = {}
     try:
-        catalog = _records(raw, sources, cf_doc, origin)
+        catalog = _records(raw, sources, cf_doc, origin, lenient)
     finally:
         _Reader.kinds, _Reader.memo = {}, {}
     if raw.get("observations.yaml") is not None:
@@ -174,7 +174,11 @@ def from_raw(raw: Mapping[str, Any], origin: str = "<memory>", lenient: bool = F
 
 
 def _records(
-    raw: Mapping[str, Any], sources: dict[str, Any], cf_doc: _Reader | None, origin: str
+    raw: Mapping[str, Any],
+    sources: dict[str, Any],
+    cf_doc: _Reader | None,
+    origin: str,
+    lenient: bool = False,
 ) -> Catalog:
     """Every record of the database, graded against ``_Reader.kinds``."""
     cuda_doc = _Reader("cuda.yaml", "top level", raw["cuda.yaml"])
@@ -222,7 +226,9 @@ def _records(
         releases.extend(_series(_Reader("torch.yaml", f"series[{i}]", item)))
     releases.sort(key=lambda rel: rel.key, reverse=True)
     conda_forge = _conda_forge(cf_doc) if cf_doc is not None else None
-    extensions, cxx11_since, cxx11_builds = _extensions(raw.get("extensions.yaml"), origin)
+    extensions, cxx11_since, cxx11_builds = _extensions(
+        raw.get("extensions.yaml"), origin, sources, lenient
+    )
     return Catalog(
         sources=sources,
         toolkits=toolkits,
@@ -241,12 +247,20 @@ def _records(
     )
 
 
+def _ext_head(doc: Any) -> Any:
+    """extensions.yaml's head (``db/extdefer``): as stored, or cut from the whole document."""
+    from resolver.db.extdefer import DEFERRED, head
+
+    return doc if not isinstance(doc, dict) or DEFERRED in doc else head(doc, "")
+
+
 def _extensions(
-    doc: Any, origin: str
+    doc: Any, origin: str, sources: dict[str, Any], lenient: bool
 ) -> tuple[Mapping[str, ExtPackage], str | None, tuple[AbiBuilds, ...]]:
-    """extensions.yaml's packages (parsed when first looked at), where the database has the
-    file, the first torch minor built with the C++11 ABI and the earlier builds that use it
-    all the same (read when the file has them: a few records)."""
+    """extensions.yaml's packages (parsed when first looked at: from ``doc``, or from the
+    database's folder ``origin`` where the cache or snapshot held only its head), where the
+    database has the file, the first torch minor built with the C++11 ABI and the earlier
+    builds that use it all the same (read when the file has them: a few records)."""
     if doc is None:
         return {}, None, ()
     from resolver.db.extdefer import LazyExtensions
@@ -256,10 +270,10 @@ def _extensions(
     lazy = LazyExtensions(doc, origin, sources, lenient, hooks)
     abi = top.data.get("torch_cxx11_abi")
     if abi is None:
-        return _LazyExtensions(top, _Reader.kinds, origin), None, ()
+        return lazy, None, ()
     r = _Reader("extensions.yaml", "torch_cxx11_abi", abi)
     builds = abi_builds(r, _Reader) if r.data.get("builds") is not None else ()
-    return _LazyExtensions(top, _Reader.kinds, origin), r.req("since"), builds
+    return lazy, r.req("since"), builds
 
 
 def _parse_whole(doc: Any, kinds: Mapping[str, str]) -> dict[str, ExtPackage]:

@@ -39,9 +39,10 @@ def stamp(directory: Path, names: Iterable[str]) -> dict[str, str] | None:
     return out
 
 
-def read(directory: Path, names: Iterable[str]) -> dict[str, Any] | None:
-    """The parsed files of ``directory``, where its snapshot matches every one; else None."""
-    doc = cache.read(directory / FILE)
+def read(directory: Path, names: Iterable[str], file: str = FILE) -> dict[str, Any] | None:
+    """The parsed files of ``directory``, where its snapshot (``file``) matches every one;
+    else None."""
+    doc = cache.read(directory / file)
     if doc is None or doc.get("schema") != SCHEMA:
         return None
     raw = doc.get("raw")

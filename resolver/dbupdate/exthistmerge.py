@@ -164,6 +164,8 @@ class _HistMerger:
         shape = self.template(pkg, rel.version)
         old = [b for b in as_list(shape.get("builds")) if isinstance(b, dict)]
         match = str(old[0].get("cuda_match") or "any") if old else "any"
+        if match == "nearest":  # a loader rule seen in newer releases is not carried back
+            match = "exact"
         gate = next((b.get("gate") for b in old if "gate" in b), True) is not False
         coded = any(b.get("device_code") for b in old)  # its libraries are GPU code
         keys = {w.platform: self.wheel_key(rel, w) for w in wheels}

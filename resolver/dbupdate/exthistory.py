@@ -65,6 +65,7 @@ class LibFacts:
     cudart: int | None  # the CUDA major it links: libcudart's, else cuBLAS's... (None: none)
     cxx11_abi: bool | None
     complete: bool
+    runtime: bool = True  # ``cudart`` is libcudart's own (DT_NEEDED libcudart.so.N)
 
 
 @dataclass
@@ -292,7 +293,9 @@ def read_wheel(client: Client, package: str, plat: str, link: Link) -> WheelFact
                     head = read_head(wheel, lib)
                     majors = head.cuda_majors  # libcudart's, else the CUDA library it links
                     major = majors.get("cudart", next(iter(sorted(majors.values())), None))
-                    facts.libraries[lib] = LibFacts(major, head.cxx11_abi, head.complete)
+                    facts.libraries[lib] = LibFacts(
+                        major, head.cxx11_abi, head.complete, "cudart" in majors
+                    )
             finally:
                 facts.bytes_read = source.bytes_read
     except (ReadError, WheelError, MetadataError) as exc:
