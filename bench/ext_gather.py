@@ -46,6 +46,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--date", default=time.strftime("%Y-%m-%d", time.gmtime()))
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--whole-budget", type=int, default=1024, help="MiB of whole-wheel reads")
     args = ap.parse_args()
     index = default_index(args.index).url
     if not index:
@@ -85,6 +86,7 @@ def main() -> int:
             state,
             elsewhere=elsewhere,
             whole=needs_scan(raw["extensions.yaml"], configs),
+            whole_budget=args.whole_budget * 2**20,
             workers=args.workers,
         )
         requests = client.requests

@@ -445,3 +445,19 @@ def test_where_nothing_cheap_answers_one_release_a_cuda_major_is_read_whole(
     assert spent > 0 and notes == []
     assert rels[0].wheels[0].fatbins is None  # the older of the same major: not read whole
     assert rels[1].wheels[0].fatbins == {"xformers/_C.so": {"sass": ["8.0", "9.0"], "ptx": ["9.0"]}}
+
+
+def test_a_changed_page_does_not_read_again_what_was_read(server: tuple[str, Replay]) -> None:
+    """A release read before (added, or left out for want of an arch list) is not read again
+    when its page changes for another release: the state keeps what each page gave."""
+    index, replay = server
+    first = _gather(index, KNOWN, {})
+    assert {v for s in first.state.values() for v in s.read} == {"0.0.28.post1", "0.10.0"}
+    changed = {url: PageState(None, None, s.read) for url, s in first.state.items()}
+    replay.etag = False
+    replay.asked.clear()
+    again = _gather(index, KNOWN, changed)
+    assert again.wheels_read == 0 and len(replay.asked) == 2
+    assert {u: s.read for u, s in again.state.items()} == {
+        u: s.read for u, s in first.state.items()
+    }

@@ -58,6 +58,9 @@ class PageState:
 
     etag: str | None = None
     serial: int | None = None
+    # versions of the page the history read whole-heartedly (every wheel answered): what they
+    # gave is in the database or was not enough (left out, said once); not read again
+    read: tuple[str, ...] = ()
 
 
 @dataclass
@@ -167,7 +170,7 @@ def read_pages(
             out.state[url] = was
             continue
         serial = _serial(page.body)
-        out.state[url] = PageState(page.etag, serial)
+        out.state[url] = PageState(page.etag, serial, was.read)
         if serial is not None and serial == was.serial:
             out.unchanged += 1
             continue
@@ -378,20 +381,23 @@ def scan_whole(
 ) -> tuple[int, list[str]]:
     """Where the cheap parts do not answer (no arch list from a build record or a build
     configuration: ``wanted``), stream further: the newest such release of each CUDA runtime
-    major its libraries link, its Linux x86-64 wheel read whole for the fat binaries the runtime
-    loads (``wheels.extwheel``), within ``budget`` bytes in all. Returns the bytes read and
-    notes (what was not read, and why)."""
+    major its libraries link and torch minor it pins (a user pinning torch gets the release
+    built for it), newest first, its Linux x86-64 wheel read whole for the fat binaries the
+    runtime loads (``wheels.extwheel``), within ``budget`` bytes in all. Returns the bytes read
+    and notes (what was not read, and why)."""
     from resolver.wheels.extwheel import inspect_extension
 
-    newest: dict[tuple[str, int], HistRelease] = {}
+    newest: dict[tuple[str, int, str], HistRelease] = {}
     for rel in releases:
         for w in rel.wheels:
             if w.platform == "linux-x86_64" and w.error is None and w.cudart and wanted(rel):
-                key = (rel.package, w.cudart[-1])
+                pin = re.match(r"==\s*([0-9]+\.[0-9]+)", w.torch or "")
+                key = (rel.package, w.cudart[-1], pin.group(1) if pin else "")
                 if key not in newest or Version(rel.version) > Version(newest[key].version):
                     newest[key] = rel
     spent, notes = 0, []
-    for (package, major), rel in sorted(newest.items()):
+    order = sorted(newest.items(), key=lambda kv: Version(kv[1].version), reverse=True)
+    for (package, major, _minor), rel in order:
         w = next(w for w in rel.wheels if w.platform == "linux-x86_64")
         try:
             report = inspect_extension(w.url, budget=budget - spent, client=client)
@@ -414,6 +420,7 @@ def history(
     *,
     elsewhere: frozenset[str] = frozenset(),
     whole: Callable[[HistRelease], bool] | None = None,
+    whole_budget: int = MAX_WHOLE,
     floor: str = FLOOR,
     workers: int = WORKERS,
     progress: Progress = no_progress,
@@ -426,22 +433,29 @@ def history(
     listed = list(pages)
     out = read_pages(client, listed, state)
     todo: list[tuple[HistRelease, dict[str, Link]]] = []
+    page_of: dict[int, str] = {}
     for package, folder, url in listed:
         if url in out.links:
-            have = known.get(package, set())
+            have = known.get(package, set()) | set(state.get(url, PageState()).read)
+            before = len(todo)
             sdist_only = package in elsewhere
             todo += releases_to_read(package, folder, out.links[url], have, floor, sdist_only)
+            page_of.update({id(rel): url for rel, _c in todo[before:]})
     out.releases, out.wheels_read, out.bytes_read = gather_history(
         make_client, todo, workers=workers, progress=progress
     )
     if whole is not None:
-        spent, notes = scan_whole(client, out.releases, whole)
+        spent, notes = scan_whole(client, out.releases, whole, whole_budget)
         out.bytes_read += spent
         out.notes += notes
     for rel in out.releases:
         for w in rel.wheels:
             if w.error:
                 out.notes.append(f"{rel.package} {rel.version} {w.platform}: not read ({w.error})")
+        url = page_of.get(id(rel))
+        if url in out.state and not any(w.error for w in rel.wheels):
+            was = out.state[url]
+            out.state[url] = PageState(was.etag, was.serial, (*was.read, rel.version))
     out.seconds = time.monotonic() - start
     return out
 
@@ -485,7 +499,10 @@ def pages_for(
 
 def state_as_json(state: Mapping[str, PageState]) -> str:
     """The pages' state as the JSON ``load_state`` reads."""
-    doc = {url: {"etag": s.etag, "serial": s.serial} for url, s in sorted(state.items())}
+    doc = {
+        url: {"etag": s.etag, "serial": s.serial, "read": sorted(set(s.read))}
+        for url, s in sorted(state.items())
+    }
     return json.dumps({"schema": 1, "pages": doc}, indent=1, sort_keys=True) + "\n"
 
 
@@ -498,10 +515,13 @@ def load_state(raw: Any) -> dict[str, PageState]:
     for url, value in list(pages.items())[:10_000]:
         if not isinstance(url, str) or not isinstance(value, dict):
             continue
-        etag, serial = value.get("etag"), value.get("serial")
+        etag, serial, read = value.get("etag"), value.get("serial"), value.get("read")
         out[url] = PageState(
             etag if isinstance(etag, str) and len(etag) <= 200 else None,
             serial if isinstance(serial, int) and not isinstance(serial, bool) else None,
+            tuple(v for v in read[:5000] if isinstance(v, str) and len(v) <= 64)
+            if isinstance(read, list)
+            else (),
         )
     return out
 
