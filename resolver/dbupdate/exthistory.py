@@ -452,10 +452,10 @@ def history(
         for w in rel.wheels:
             if w.error:
                 out.notes.append(f"{rel.package} {rel.version} {w.platform}: not read ({w.error})")
-        url = page_of.get(id(rel))
-        if url in out.state and not any(w.error for w in rel.wheels):
-            was = out.state[url]
-            out.state[url] = PageState(was.etag, was.serial, (*was.read, rel.version))
+        page = page_of.get(id(rel))
+        if page is not None and page in out.state and not any(w.error for w in rel.wheels):
+            was = out.state[page]
+            out.state[page] = PageState(was.etag, was.serial, (*was.read, rel.version))
     out.seconds = time.monotonic() - start
     return out
 
