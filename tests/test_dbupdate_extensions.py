@@ -101,6 +101,8 @@ def test_update_adds_new_extension_releases(
     )
     assert "flash-attn 2.8.4: new release (default: sdist)" in changes
     assert doc["extension_wheels_read"] == 6 and doc["extension_pages_read"] >= 4
+    # the history gather found no older release to read here: its figures say so
+    assert doc["extension_bytes_read"] == 0 and doc["extension_seconds"] >= 0
 
     cat = catalog_mod.load(shipped_copy)
     assert db_check(cat) == []

@@ -181,6 +181,9 @@ def update(
             "extension_pages_read": outcome.extensions_read,
             "extension_wheels_read": outcome.extension_wheels,
         }
+        if outcome.history is not None:
+            done["extension_bytes_read"] = outcome.history.bytes_read
+            done["extension_seconds"] = round(outcome.history.seconds, 3)
         emit_json(done)
         sys.exit(0)
     for line in outcome.summary.lines():

@@ -235,6 +235,8 @@ class DbUpdateDone(_DbUpdateDoneKeys, total=False):
     pypi_read: Any
     extension_pages_read: int
     extension_wheels_read: int
+    extension_bytes_read: int
+    extension_seconds: float
 
 
 class DbUpdateFailed(TypedDict):
