@@ -18,6 +18,7 @@ import click
 
 from resolver import __version__
 from resolver.commands.group import SuggestingGroup
+from resolver.core import secrets
 from resolver.core.errors import EXIT_INTERNAL, GpuresolveError, escaped, escaped_lines, exit_code
 
 if TYPE_CHECKING:
@@ -228,7 +229,9 @@ def _error(message: str, code: int, as_json: bool) -> int:
     """The error's one line on stderr; under --json also ``{"error": {"code", "message"}}`` on
     stdout, so a pipeline reading stdout gets a JSON document whatever happened. The line is
     escaped by ``core.errors``' rule: a message quotes files, nodes and options (the JSON is
-    ASCII, its escapes JSON's)."""
+    ASCII, its escapes JSON's). A URL's login in it is masked (``core.secrets``), whichever
+    layer wrote the message."""
+    message = secrets.redact(message)
     click.echo(f"gpuresolve: {escaped(message)}", err=True)
     if as_json:
         import json
@@ -241,6 +244,9 @@ def _error(message: str, code: int, as_json: bool) -> int:
 
 def _run(argv: list[str] | None) -> int | str | None:
     """Run the CLI; the exit code (``sys.exit``'s argument) it ends with."""
+    from resolver.io import credentials
+
+    credentials.forget()  # logins are this command's only (the tests run many in one process)
     as_json = _wants_json(argv)
     refused = _bad_completion()
     if refused is not None:

@@ -1,0 +1,101 @@
+"""The logins of index URLs, kept in this process for the requests that need them.
+
+A URL enters through ``io.urls`` (options, variables, pip's and gpuresolve's configuration, a
+lock's recorded inputs); from there on the program holds only its ``public`` form (no login,
+no conda token), which is what every file records. This store maps each public prefix back to
+the URL as given, for the one use of a secret: the request (``for_request``: the HTTP client,
+the installers' and uv's credential file). A lock read back names the indexes whose login was
+not written (``mark``), so the files say so again however the secret comes this time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit
+
+from resolver.core import secrets
+
+_GIVEN: dict[str, str] = {}  # public prefix (no trailing "/") -> the URL as given
+_PRIVATE: set[str] = set()  # public prefixes whose login the installer supplies
+
+
+def _key(url: str) -> str:
+    return url.rstrip("/")
+
+
+def keep(url: str) -> str:
+    """The public form of ``url``; its login (if any) kept here for the requests."""
+    shown = secrets.public(url)
+    if shown != url:
+        _GIVEN[_key(shown)] = _key(url)
+        _PRIVATE.add(_key(shown))
+    elif secrets.has_variables(url):
+        _PRIVATE.add(_key(url))
+    return shown
+
+
+def mark(urls: Iterable[str]) -> None:
+    """Public URLs a lock recorded as needing a login the installer supplies."""
+    _PRIVATE.update(_key(u) for u in urls)
+
+
+def forget() -> None:
+    """Empty the store (a new command in the same process: the tests)."""
+    _GIVEN.clear()
+    _PRIVATE.clear()
+
+
+def _prefix(url: str, keys: Iterable[str]) -> str | None:
+    """The longest key that is ``url`` or a folder of it."""
+    best = None
+    for key in keys:
+        if (url == key or url.startswith(key + "/")) and (best is None or len(key) > len(best)):
+            best = key
+    return best
+
+
+def private(url: str) -> bool:
+    """Whether ``url`` (public) needs a login that no file carries."""
+    return secrets.has_variables(url) or _prefix(_key(url), _PRIVATE) is not None
+
+
+def private_of(urls: Iterable[str | None]) -> list[str]:
+    """Those of ``urls`` that need a login, sorted, each once (what a lock records)."""
+    return sorted({_key(u) for u in urls if u and private(u)})
+
+
+def given(url: str) -> str:
+    """``url`` with the login it was given with (still with its ``${VAR}`` references)."""
+    found = _prefix(_key(url), _GIVEN)
+    if found is None:
+        return url
+    return _GIVEN[found] + url[len(found) :]
+
+
+def for_request(url: str, environ: Mapping[str, str] | None = None) -> str:
+    """The URL to request: its login as given, ``${VAR}`` expanded from the environment.
+    Without one, the HTTP client's netrc (and the installers' netrc or keyring) apply."""
+    return secrets.expand(given(url), os.environ if environ is None else environ)
+
+
+def shown(url: str) -> str:
+    """``url`` as output shows it: with its login masked as pip does (``user:****@host``)."""
+    return secrets.redact(given(url))
+
+
+def logins(urls: Iterable[str], environ: Mapping[str, str] | None = None) -> dict[str, tuple[str, str]]:
+    """host -> (user, password) of those ``urls`` that have a login here (given, or ``${VAR}``s
+    set in the environment): what a child installer gets in a private netrc file."""
+    from urllib.parse import unquote
+
+    found: dict[str, tuple[str, str]] = {}
+    for url in urls:
+        full = for_request(url, environ)
+        try:
+            parts = urlsplit(full)
+        except ValueError:
+            continue
+        if parts.hostname and parts.username is not None and "${" not in full.split("@")[0]:
+            found[parts.hostname] = (unquote(parts.username), unquote(parts.password or ""))
+    return found
