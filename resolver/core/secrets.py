@@ -88,6 +88,16 @@ def public(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, path=path))
 
 
+def without_login(url: str) -> str:
+    """``url`` without any user information, ``${VARIABLE}`` references included (for uv,
+    which does not expand them in pyproject.toml: it takes ``UV_INDEX_<NAME>_USERNAME``)."""
+    plain = public(url)
+    parts = _split(plain)
+    if parts is None or "@" not in parts.netloc:
+        return plain
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
 def has_secret(url: str) -> bool:
     """Whether ``url`` carries a login or a token that must not be written."""
     return public(url) != url

@@ -17,7 +17,10 @@ from urllib.parse import urlsplit
 from resolver.core import secrets
 
 _GIVEN: dict[str, str] = {}  # public prefix (no trailing "/") -> the URL as given
-_PRIVATE: set[str] = set()  # public prefixes whose login the installer supplies
+_PRIVATE: dict[str, str] = {}  # public prefix -> what it needs: one of KINDS
+LOGIN, TOKEN, VARIABLES = "login", "token", "variables"
+KINDS = (LOGIN, TOKEN, VARIABLES)  # user:password@, conda's /t/<token>/, pip's ${VAR}s
+MAX_RECORDED = 64  # prefixes a lock read back may name
 
 
 def _key(url: str) -> str:
@@ -29,15 +32,21 @@ def keep(url: str) -> str:
     shown = secrets.public(url)
     if shown != url:
         _GIVEN[_key(shown)] = _key(url)
-        _PRIVATE.add(_key(shown))
+        netloc_kept = urlsplit(shown).netloc == urlsplit(url).netloc
+        _PRIVATE[_key(shown)] = TOKEN if netloc_kept else LOGIN
     elif secrets.has_variables(url):
-        _PRIVATE.add(_key(url))
+        _PRIVATE[_key(url)] = VARIABLES
     return shown
 
 
-def mark(urls: Iterable[str]) -> None:
-    """Public URLs a lock recorded as needing a login the installer supplies."""
-    _PRIVATE.update(_key(u) for u in urls)
+def mark(recorded: object) -> None:
+    """The public URLs a lock recorded as needing a login the installer supplies (``logins``:
+    URL -> kind); what is not such a mapping of URLs and kinds is ignored (input, bounded)."""
+    if not isinstance(recorded, dict) or len(recorded) > MAX_RECORDED:
+        return
+    for url, kind in recorded.items():
+        if isinstance(url, str) and len(url) <= 2048 and kind in KINDS and "://" in url:
+            _PRIVATE.setdefault(_key(secrets.public(url)), kind)
 
 
 def forget() -> None:
@@ -55,14 +64,24 @@ def _prefix(url: str, keys: Iterable[str]) -> str | None:
     return best
 
 
-def private(url: str) -> bool:
-    """Whether ``url`` (public) needs a login that no file carries."""
-    return secrets.has_variables(url) or _prefix(_key(url), _PRIVATE) is not None
+def needs(url: str) -> str | None:
+    """What ``url`` (public) needs that no file carries (one of ``KINDS``), or None."""
+    found = _prefix(_key(url), _PRIVATE)
+    if found is not None:
+        return _PRIVATE[found]
+    return VARIABLES if secrets.has_variables(url) else None
 
 
-def private_of(urls: Iterable[str | None]) -> list[str]:
-    """Those of ``urls`` that need a login, sorted, each once (what a lock records)."""
-    return sorted({_key(u) for u in urls if u and private(u)})
+def private_of(urls: Iterable[str]) -> dict[str, str]:
+    """The prefixes known here that ``urls`` fall under, with their kind (what a lock records)."""
+    out: dict[str, str] = {}
+    for url in urls:
+        found = _prefix(_key(url), _PRIVATE)
+        if found is not None:
+            out[found] = _PRIVATE[found]
+        elif secrets.has_variables(url):
+            out[_key(url)] = VARIABLES
+    return dict(sorted(out.items()))
 
 
 def given(url: str) -> str:
