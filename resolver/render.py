@@ -29,7 +29,8 @@ def shown_index(catalog: Catalog, variant: str, pytorch_index: str | None) -> st
 
 def pip_command(catalog: Catalog, cand: Candidate, pytorch_index: str | None = None) -> str:
     pins = " ".join(shlex.quote(f"{n}=={v}") for n, v in cand.packages)
-    return f"pip install {pins} --index-url {shown_index(catalog, cand.variant.name, pytorch_index)}"
+    url = shown_index(catalog, cand.variant.name, pytorch_index)
+    return f"pip install {pins} --index-url {url}"
 
 
 def extension_command(catalog: Catalog, cand: Candidate, python: PythonVersion) -> str | None:

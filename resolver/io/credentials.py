@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from resolver.core import secrets
+from resolver.core.errors import GpuresolveError
 
 _GIVEN: dict[str, str] = {}  # public prefix (no trailing "/") -> the URL as given
 _PRIVATE: dict[str, str] = {}  # public prefix -> what it needs: one of KINDS
@@ -103,7 +104,9 @@ def shown(url: str) -> str:
     return secrets.redact(given(url))
 
 
-def logins(urls: Iterable[str], environ: Mapping[str, str] | None = None) -> dict[str, tuple[str, str]]:
+def logins(
+    urls: Iterable[str], environ: Mapping[str, str] | None = None
+) -> dict[str, tuple[str, str]]:
     """host -> (user, password) of those ``urls`` that have a login here (given, or ``${VAR}``s
     set in the environment): what a child installer gets in a private netrc file."""
     from urllib.parse import unquote
@@ -118,3 +121,38 @@ def logins(urls: Iterable[str], environ: Mapping[str, str] | None = None) -> dic
         if parts.hostname and parts.username is not None and "${" not in full.split("@")[0]:
             found[parts.hostname] = (unquote(parts.username), unquote(parts.password or ""))
     return found
+
+
+_NETRC_BAD = frozenset(" \t\r\n\"'#\\")
+
+
+def child_netrc(directory: str, urls: Iterable[str] = ()) -> str | None:
+    """A netrc file in ``directory`` (a private temporary folder) with the logins a child
+    installer (uv, pip) needs: every login given to this command and those of ``urls`` (their
+    ``${VAR}``s set in the environment), then the user's own netrc. Never on a command line,
+    where other users' ``ps`` would read it. None when there is no login to hand on."""
+    hosts = logins([*_GIVEN, *urls])
+    usable = {
+        h: (u, p) for h, (u, p) in hosts.items() if not (_NETRC_BAD & set(f"{h}{u}{p}")) and u
+    }
+    if not usable:
+        return None
+    text = "".join(f"machine {h} login {u} password {p}\n" for h, (u, p) in usable.items())
+    mine = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
+    try:
+        from resolver.io.bounded import read_text
+
+        text += "\n" + read_text(mine, limit=1024 * 1024, what="your netrc file")
+    except (OSError, GpuresolveError):  # none, or unreadable: the logins above are enough
+        pass
+    path = os.path.join(directory, "netrc")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return path
+
+
+def child_url(url: str) -> str:
+    """The URL a child installer gets on its command line: ``${VAR}``s expanded, no login (that
+    goes in ``child_netrc``)."""
+    return secrets.without_login(secrets.expand(url, os.environ))
