@@ -34,9 +34,16 @@ def _is_variables(text: str) -> bool:
     return bool(text) and ENV_VAR.search(text) is not None and bool(_ONLY_VARS.match(text))
 
 
+def _written(info: str) -> bool:
+    """Whether user information holds no secret as written: its password (or a lone token) is
+    only ``${VAR}`` references (``robot:${TOKEN}``, ``${USER}:${TOKEN}``, ``${TOKEN}``)."""
+    user, colon, password = info.partition(":")
+    return _is_variables(password) if colon else _is_variables(user)
+
+
 def _mask_info(info: str) -> str:
     """pip's ``redact_netloc``: the user name kept, the password masked; a lone token masked."""
-    if _is_variables(info):
+    if _written(info):
         return info
     user, colon, _password = info.partition(":")
     if not colon:
@@ -75,7 +82,7 @@ def public(url: str) -> str:
         return url
     netloc = parts.netloc
     info, at, host = netloc.rpartition("@")
-    if at and not _is_variables(info):
+    if at and not _written(info):
         netloc = host
     path = parts.path
     segments = path.split("/")

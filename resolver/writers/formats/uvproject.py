@@ -311,8 +311,9 @@ def stamp_inputs(text: str, record: Mapping[str, Any]) -> str:
     # A literal string reads as the JSON it is (no escaped quotes) where it can be one.
     table["inputs"] = tomlkit.string(value, literal="'" not in value)
     logins = record.get("logins")
-    if isinstance(logins, dict) and logins:
-        table["login"] = login_note(uv_index_names(tool, logins))
+    names = uv_index_names(tool, logins) if isinstance(logins, dict) and logins else []
+    if names:
+        table["login"] = login_note(names)
     elif "login" in table:
         del table["login"]
     if "note" not in table:
@@ -338,10 +339,7 @@ def login_note(names: Sequence[str]) -> str:
     variables = ", ".join(
         f"UV_INDEX_{re.sub('[^A-Z0-9]', '_', n.upper())}_USERNAME and _PASSWORD" for n in names
     )
-    return (
-        f"the index login is never written here: uv reads {variables or 'netrc'} "
-        "(or netrc, or a keyring)"
-    )
+    return f"the index login is never written here: uv reads {variables} (or netrc, a keyring)"
 
 
 def read_inputs(text: str) -> dict[str, Any] | None:
