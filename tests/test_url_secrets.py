@@ -412,3 +412,38 @@ def test_a_full_lock_from_a_private_index_gets_uv_the_login_through_netrc(
     stdout, err = capsys.readouterr()
     assert done.value.code == 0, stdout + err
     assert not leaks(stdout, err)
+
+
+def test_a_keyring_login_is_asked_for_after_a_401(private_index: ClosureIndex) -> None:
+    """pip's order: no login in the URL and none in netrc, a 401, then the keyring (through its
+    own backend interface: one holding this index's login in memory)."""
+    keyring = pytest.importorskip("keyring", reason="keyring is optional, as for pip")
+    from keyring.backend import KeyringBackend
+    from keyring.credentials import SimpleCredential
+
+    host = f"127.0.0.1:{private_index.port}"
+
+    class Held(KeyringBackend):  # type: ignore[misc,unused-ignore]
+        priority = 1
+
+        def get_password(self, service: str, username: str) -> str | None:
+            return SECRET if service == host and username == USER else None
+
+        def get_credential(self, service: str, username: str | None) -> Any:
+            return SimpleCredential(USER, SECRET) if service == host else None
+
+        def set_password(self, service: str, username: str, password: str) -> None:
+            raise NotImplementedError
+
+        def delete_password(self, service: str, username: str) -> None:
+            raise NotImplementedError
+
+    before = keyring.get_keyring()
+    keyring.set_keyring(Held())  # type: ignore[no-untyped-call,unused-ignore]
+    try:
+        with Client(timeout=5, tries=1) as client:
+            page = client.get(f"{private_index.url}/simple/filelock/")
+    finally:
+        keyring.set_keyring(before)
+    assert page.body and SECRET not in page.url
+    assert private_index.denied == ["/simple/filelock/"]  # once, then with the keyring's login

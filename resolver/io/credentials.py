@@ -99,6 +99,29 @@ def for_request(url: str, environ: Mapping[str, str] | None = None) -> str:
     return secrets.expand(given(url), os.environ if environ is None else environ)
 
 
+def from_keyring(url: str) -> str | None:
+    """``url`` with the login a keyring holds for it, as pip looks one up (the URL, then its
+    host), when the ``keyring`` package is installed; None otherwise. Asked only after a 401:
+    a keyring backend can be slow (a desktop's secret service)."""
+    import importlib.util
+    from urllib.parse import quote
+
+    parts = urlsplit(url)
+    if importlib.util.find_spec("keyring") is None or not parts.hostname or "@" in parts.netloc:
+        return None
+    import keyring
+
+    for service in (url, parts.netloc):
+        try:
+            found = keyring.get_credential(service, None)
+        except Exception:  # any backend's failure means no login from it
+            return None
+        if found is not None and found.username:
+            login = f"{quote(found.username, safe='')}:{quote(found.password or '', safe='')}"
+            return parts._replace(netloc=f"{login}@{parts.netloc}").geturl()
+    return None
+
+
 def shown(url: str) -> str:
     """``url`` as output shows it: with its login masked as pip does (``user:****@host``)."""
     return secrets.redact(given(url))

@@ -260,14 +260,17 @@ class Client:
         self.requests += 1
         left = max(0.001, deadline.left())  # connect and each header read: within the deadline
         _CURRENT.deadline = deadline
+        target = credentials.for_request(url)  # the login kept for this URL, ${VAR}s expanded
         try:
-            resp = self.session.get(  # the login kept for this URL, ${VAR}s expanded
-                credentials.for_request(url),
-                headers=headers,
-                timeout=left,
-                stream=True,
-                allow_redirects=True,
+            resp = self.session.get(
+                target, headers=headers, timeout=left, stream=True, allow_redirects=True
             )
+            if resp.status_code == 401 and (keyed := credentials.from_keyring(target)):
+                resp.close()  # pip's order: the URL's login, netrc, then a keyring on a 401
+                left = max(0.001, deadline.left())
+                resp = self.session.get(
+                    keyed, headers=headers, timeout=left, stream=True, allow_redirects=True
+                )
         except requests.Timeout:
             raise _Retry(f"timed out after {self.timeout:g} s") from None
         except requests.ConnectionError as exc:
