@@ -447,3 +447,25 @@ def test_a_keyring_login_is_asked_for_after_a_401(private_index: ClosureIndex) -
         keyring.set_keyring(before)
     assert page.body and SECRET not in page.url
     assert private_index.denied == ["/simple/filelock/"]  # once, then with the keyring's login
+
+
+def test_a_lock_read_back_keeps_its_login_variables_as_written(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """pip expands ``${VAR}`` in a requirements file; a login there stays as written in what
+    gpuresolve reads back and shows (the variant in the path is still expanded)."""
+    import sys
+
+    from resolver.readers import lockfile
+
+    monkeypatch.setenv("GR_TOKEN", SECRET)
+    monkeypatch.setenv("GR_VARIANT", "cu126")
+    url = "https://robot:${GR_TOKEN}@mirror.example/whl/${GR_VARIANT}"
+    lock = tmp_path / "requirements.txt"
+    lock.write_text(f"--index-url {url}\ntorch==2.14.1+cu126\n", encoding="utf-8")
+    assert lockfile.read(lock).index_urls == ("https://robot:${GR_TOKEN}@mirror.example/whl/cu126",)
+    for extra in ([], ["--json"]):
+        argv = ["install", "--python", sys.executable, "--lock", str(lock), "--dry-run"]
+        code, stdout, err = run_cli(capsys, *argv, "--ignore-target", *extra)
+        assert code == 0, stdout + err
+        assert not leaks(stdout, err)

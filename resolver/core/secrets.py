@@ -119,3 +119,13 @@ def expand(url: str, environ: Mapping[str, str]) -> str:
     """``url`` with each ``${VAR}`` replaced by the variable's value, as pip does for the
     request (an unset variable is left as written)."""
     return ENV_VAR.sub(lambda m: environ.get(m[1], m[0]), url)
+
+
+def expand_outside_login(text: str, environ: Mapping[str, str]) -> str:
+    """``text`` (a requirement file's index line) with its ``${VAR}``s expanded except in a
+    URL's user information: a login read back is shown as written, never expanded."""
+    match = _USERINFO.search(text)
+    if match is None:
+        return expand(text, environ)
+    head, rest = text[: match.end("head")], text[match.end() :]
+    return f"{expand(head, environ)}{match['info']}@{expand(rest, environ)}"
