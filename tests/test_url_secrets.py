@@ -147,7 +147,7 @@ def test_pytorch_mirror_and_channel_logins_never_reach_a_file_or_output(
     assert 'url = "https://mirror.example/whl/cu126"' in pyproject
     assert "UV_INDEX_PYTORCH_CU126_USERNAME and _PASSWORD" in pyproject
     # suggest, text and JSON: the login masked as pip masks it
-    code, text, err = run_cli(capsys, "suggest", *GPU, *given)
+    code, text, err = run_cli(capsys, "suggest", *GPU, *given, "-vv")  # -vv: where from
     assert code == 0 and not leaks(text, err)
     assert f"--index-url https://{USER}:****@mirror.example/whl/cu126" in text
     code, doc, err = run_cli(capsys, "suggest", *GPU, *given, "--json")
@@ -269,32 +269,37 @@ def test_install_dry_run_never_shows_the_login(
         assert not leaks(stdout, err) and "mirror.example/whl/cu126" in stdout
 
 
-SLURM_SPEC = """\
-name: hpc
-python: "3.12"
-lock: top-level
-packages:
-  torch: ">=2.4"
-  pip: [numpy]
-targets:
-  - slurm: nodes.txt
-"""
+CLUSTERS = {
+    "slurm": (
+        "nodes.txt",
+        Path(__file__).parent / "fixtures" / "slurm" / "scontrol_show_node_oneliner.txt",
+    ),
+    "kubernetes": ("nodes.json", Path(__file__).parent / "fixtures" / "kubernetes" / "nodes.json"),
+}
 
 
+@pytest.mark.parametrize("kind", sorted(CLUSTERS))
 def test_cluster_files_never_hold_the_login(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str
 ) -> None:
-    """A Slurm cluster's lock: per-group files, sbatch scripts, fleet.yaml, report.md."""
-    nodes = Path(__file__).parent / "fixtures" / "slurm" / "scontrol_show_node_oneliner.txt"
-    (tmp_path / "nodes.txt").write_bytes(nodes.read_bytes())
-    (tmp_path / "hpc.yaml").write_text(SLURM_SPEC, encoding="utf-8")
+    """A cluster's lock: per-group files, sbatch scripts or Kubernetes Jobs with their lock in a
+    ConfigMap, fleet.yaml, report.md, and what --check prints."""
+    name, nodes = CLUSTERS[kind]
+    (tmp_path / name).write_bytes(nodes.read_bytes())
+    spec = (
+        'name: hpc\npython: "3.12"\nlock: top-level\nimage: registry.example/ml/train:1\n'
+        f'packages:\n  torch: ">=2.4"\n  pip: [numpy]\ntargets:\n  - {kind}: {name}\n'
+    )
+    (tmp_path / "hpc.yaml").write_text(spec, encoding="utf-8")
     monkeypatch.setenv("GPURESOLVE_DEFAULT_INDEX", DEFAULT)
     out = tmp_path / "out"
     argv = ["--pytorch-index", MIRROR, "--channel", CHANNEL, *FORMATS, "-o", str(out), "-v"]
     code, stdout, err = run_cli(capsys, "lock", str(tmp_path / "hpc.yaml"), "--split", *argv)
     assert code == 0, stdout + err
     written = {p.name for p in out.rglob("*")}
-    assert {"fleet.yaml", "report.md"} <= written and any(n.endswith(".sbatch") for n in written)
+    job = ".sbatch" if kind == "slurm" else ".yaml"
+    assert {"fleet.yaml", "report.md"} <= written
+    assert any(n.startswith("verify-") and n.endswith(job) for n in written)
     assert not leaks(stdout, err, folder=out)
     assert "idx.example/simple" in (next(out.rglob("requirements.txt"))).read_text()
     check = ["--split", "--check", "--channel", CHANNEL, "-o", str(out), "--json"]
