@@ -247,6 +247,13 @@ def _run(argv: list[str] | None) -> int | str | None:
     from resolver.io import credentials
 
     credentials.forget()  # logins are this command's only (the tests run many in one process)
+    try:
+        return _run_command(argv)
+    finally:
+        credentials.forget()
+
+
+def _run_command(argv: list[str] | None) -> int | str | None:
     as_json = _wants_json(argv)
     refused = _bad_completion()
     if refused is not None:

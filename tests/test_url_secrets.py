@@ -83,6 +83,12 @@ def leaks(*texts: str, folder: Path | None = None) -> list[str]:
             "https://${U}:${T}@h.example/s",
         ),
         ("https://${U}:raw@h.example/s", "https://${U}:****@h.example/s", "https://h.example/s"),
+        ("https://u:p@ss@h.example/s", "https://u:****@h.example/s", "https://h.example/s"),
+        (
+            "https://robot:${T}@h.example/s",
+            "https://robot:${T}@h.example/s",
+            "https://robot:${T}@h.example/s",
+        ),
     ],
 )
 def test_one_rule_masks_as_pip_and_records_without_the_login(

@@ -24,7 +24,8 @@ ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
 _ONLY_VARS = re.compile(r"^(?:\$\{[A-Z0-9_]+\}|[:])*$")
 MASK = "****"
 # In free text: a scheme, then user information up to the first "@" of the authority.
-_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/\s@?#'\"<>]+)@")
+# (to the last "@" before the path: a password may hold an unquoted "@", as urlsplit reads it)
+_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/\s?#'\"<>]+)@")
 # conda's token path segment (conda.gateways.connection: /t/<token>/), in any URL of the text
 _CONDA_TOKEN = re.compile(r"(?P<head>://[^\s/'\"<>]+(?:/[^\s/'\"<>]+)*?)/t/(?P<token>[^\s/'\"<>]+)")
 

@@ -65,6 +65,11 @@ def _prefix(url: str, keys: Iterable[str]) -> str | None:
     return best
 
 
+def any_private() -> bool:
+    """Whether any URL of this command needs a login no file holds (the writers' fast path)."""
+    return bool(_PRIVATE)
+
+
 def needs(url: str) -> str | None:
     """What ``url`` (public) needs that no file carries (one of ``KINDS``), or None."""
     found = _prefix(_key(url), _PRIVATE)

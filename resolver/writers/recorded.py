@@ -86,6 +86,8 @@ def login_notes(urls: Mapping[str, str]) -> list[str]:
 def _with_logins(name: str, text: str, inputs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """The text with a note for each URL in it whose login it does not hold, and the record
     with every such URL of the lock (``--check`` marks them again: the same notes)."""
+    if not credentials.any_private():  # no login given or recorded: nothing to say
+        return text, dict(inputs)
     logins = credentials.private_of([*_urls(text), *_urls(json.dumps(dict(inputs)))])
     if not logins:
         return text, dict(inputs)
