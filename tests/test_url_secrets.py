@@ -330,9 +330,14 @@ def test_http_errors_name_the_url_without_its_login() -> None:
 
 
 def test_db_update_and_inspect_wheel_errors_never_show_the_login(
-    capsys: pytest.CaptureFixture[str], dbupdate_hermetic: None
+    capsys: pytest.CaptureFixture[str], dbupdate_hermetic: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    base = f"http://{USER}:{SECRET}@127.0.0.1:{closed_port()}"
+    port = closed_port()
+    base = f"http://{USER}:{SECRET}@127.0.0.1:{port}"
+    monkeypatch.setenv("GR_TOKEN", SECRET)
+    written = f"http://{USER}:${{GR_TOKEN}}@127.0.0.1:{port}/whl"  # shown as written
+    code, stdout, err = run_cli(capsys, "db", "update", "--pytorch-index", written, "--no-pypi")
+    assert code != 0 and not leaks(stdout, err) and "${GR_TOKEN}" in stdout + err
     for argv in (
         ["db", "update", "--pytorch-index", f"{base}/whl", "--no-pypi", "--timeout", "2"],
         ["db", "inspect-wheel", f"{base}/torch-2.8.0-cp312-cp312-linux_x86_64.whl"],
