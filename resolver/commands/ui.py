@@ -60,8 +60,8 @@ def echo(message: str = "", err: bool = False, nl: bool = True) -> None:
     override), and a URL's login is masked (``core.secrets``); tests/test_output_escape.py
     holds every other module to it. Written to Python's own stream (not click's choice of one),
     whose encoding escapes what it lacks (cli.py)."""
-    text = escaped_lines(secrets.redact(message))  # no URL's login, whatever wrote the text
-    click.echo(text, file=sys.stderr if err else sys.stdout, nl=nl)
+    out = sys.stderr if err else sys.stdout  # and no URL's login, whatever wrote the text:
+    click.echo(escaped_lines(secrets.redact(message)), file=out, nl=nl)
 
 
 def note(message: str) -> None:
