@@ -485,3 +485,23 @@ def test_a_lock_read_back_keeps_its_login_variables_as_written(
         code, stdout, err = run_cli(capsys, *argv, "--ignore-target", *extra)
         assert code == 0, stdout + err
         assert not leaks(stdout, err)
+
+
+def test_the_childs_netrc_is_private_and_keeps_the_users_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import netrc
+    import stat
+
+    (tmp_path / "mine").write_text("machine other.example login me password theirs\n")
+    monkeypatch.setenv("NETRC", str(tmp_path / "mine"))
+    assert credentials.child_netrc(str(tmp_path)) is None  # no login given: nothing to hand on
+    credentials.keep(MIRROR)
+    credentials.keep(DEFAULT)
+    path = credentials.child_netrc(str(tmp_path))
+    assert path is not None and stat.S_IMODE(Path(path).stat().st_mode) == 0o600
+    hosts = netrc.netrc(path).hosts
+    assert hosts["mirror.example"][0] == USER and hosts["mirror.example"][2] == SECRET
+    assert hosts["idx.example"][0] == SECRET  # a token alone: the login, as pip sends it
+    assert hosts["other.example"][0] == "me"  # the user's own netrc after ours
+    assert credentials.child_url("https://${GR_HOST}/whl") == "https://${GR_HOST}/whl"

@@ -165,7 +165,9 @@ def child_netrc(directory: str, urls: Iterable[str] = ()) -> str | None:
     }
     if not usable:
         return None
-    text = "".join(f"machine {h} login {u} password {p}\n" for h, (u, p) in usable.items())
+    text = "".join(  # a token alone is a login without a password, as pip sends it
+        f"machine {h} login {u}{f' password {p}' if p else ''}\n" for h, (u, p) in usable.items()
+    )
     mine = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
     try:
         from resolver.io.bounded import read_text
