@@ -119,7 +119,7 @@ def _reachable(index_lines: Sequence[str]) -> None:
     from resolver.io.http import unreachable
 
     for line in index_lines:
-        why = unreachable(line.partition(" ")[2].strip())
+        why = unreachable(child_url(line.partition(" ")[2].strip()))  # the host uv will ask
         if why is not None:
             raise UserError(f"cannot compute the whole closure: cannot reach {why}")
 
