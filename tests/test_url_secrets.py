@@ -275,6 +275,7 @@ def test_install_dry_run_never_shows_the_login(
         assert not leaks(stdout, err) and "mirror.example/whl/cu126" in stdout
 
 
+WHEEL = f"mypkg @ https://{USER}:{SECRET}@files.example/mypkg-1.0-py3-none-any.whl"
 CLUSTERS = {
     "slurm": (
         "nodes.txt",
@@ -294,7 +295,7 @@ def test_cluster_files_never_hold_the_login(
     (tmp_path / name).write_bytes(nodes.read_bytes())
     spec = (
         'name: hpc\npython: "3.12"\nlock: top-level\nimage: registry.example/ml/train:1\n'
-        f'packages:\n  torch: ">=2.4"\n  pip: [numpy]\ntargets:\n  - {kind}: {name}\n'
+        f'packages:\n  torch: ">=2.4"\n  pip: [numpy, "{WHEEL}"]\ntargets:\n  - {kind}: {name}\n'
     )
     (tmp_path / "hpc.yaml").write_text(spec, encoding="utf-8")
     monkeypatch.setenv("GPURESOLVE_DEFAULT_INDEX", DEFAULT)
@@ -307,7 +308,10 @@ def test_cluster_files_never_hold_the_login(
     assert {"fleet.yaml", "report.md"} <= written
     assert any(n.startswith("verify-") and n.endswith(job) for n in written)
     assert not leaks(stdout, err, folder=out)
-    assert "idx.example/simple" in (next(out.rglob("requirements.txt"))).read_text()
+    requirements = next(out.rglob("requirements.txt")).read_text()
+    assert "idx.example/simple" in requirements
+    assert "mypkg @ https://files.example/mypkg-1.0-py3-none-any.whl" in requirements
+    assert "# login: https://files.example/mypkg-1.0-py3-none-any.whl is written" in requirements
     check = ["--split", "--check", "--channel", CHANNEL, "-o", str(out), "--json"]
     code, stdout, err = run_cli(capsys, "lock", str(tmp_path / "hpc.yaml"), *check)
     assert code == 0, stdout + err
