@@ -509,3 +509,22 @@ def test_the_childs_netrc_is_private_and_keeps_the_users_own(
     assert hosts["idx.example"][0] == SECRET  # a token alone: the login, as pip sends it
     assert hosts["other.example"][0] == "me"  # the user's own netrc after ours
     assert credentials.child_url("https://${GR_HOST}/whl") == "https://${GR_HOST}/whl"
+
+
+def test_fleet_report_never_repeats_a_login_a_node_said(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A node's verify result is foreign text: a failing check's reason naming a URL with its
+    login is masked in the text, the -o file and --json."""
+    diag = Path(__file__).parent / "fixtures" / "verify" / "h100_diag" / "cvd_empty.json"
+    doc = json.loads(diag.read_text(encoding="utf-8"))
+    doc["checks"][5]["reason"] = f"cannot read {MIRROR}/cu126/torch/: HTTP 403"
+    (tmp_path / "node.json").write_text(json.dumps(doc), encoding="utf-8")
+    report = tmp_path / "report.md"
+    code, out, err = run_cli(
+        capsys, "fleet", "report", str(tmp_path / "node.json"), "-o", str(report)
+    )
+    assert code == 1 and f"{USER}:****@mirror.example" in out
+    assert not leaks(out, err, report.read_text(encoding="utf-8"))
+    code, out, err = run_cli(capsys, "fleet", "report", str(tmp_path / "node.json"), "--json")
+    assert code == 1 and not leaks(out, err)
