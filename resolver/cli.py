@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from resolver.commands.group import SuggestingGroup
+from resolver.core import secrets
 from resolver.core.errors import EXIT_INTERNAL, GpuresolveError, escaped, escaped_lines, exit_code
 
 if TYPE_CHECKING:
@@ -249,7 +250,9 @@ def _error(message: str, code: int, as_json: bool) -> int:
     """The error's one line on stderr; under --json also ``{"error": {"code", "message"}}`` on
     stdout, so a pipeline reading stdout gets a JSON document whatever happened. The line is
     escaped by ``core.errors``' rule: a message quotes files, nodes and options (the JSON is
-    ASCII, its escapes JSON's)."""
+    ASCII, its escapes JSON's). A URL's login in it is masked (``core.secrets``), whichever
+    layer wrote the message."""
+    message = secrets.redact(message)
     click.echo(f"gpuresolve: {escaped(message)}", err=True)
     if as_json:
         import json
@@ -262,6 +265,16 @@ def _error(message: str, code: int, as_json: bool) -> int:
 
 def _run(argv: list[str] | None) -> int | str | None:
     """Run the CLI; the exit code (``sys.exit``'s argument) it ends with."""
+    from resolver.io import credentials
+
+    credentials.forget()  # logins are this command's only (the tests run many in one process)
+    try:
+        return _run_command(argv)
+    finally:
+        credentials.forget()
+
+
+def _run_command(argv: list[str] | None) -> int | str | None:
     as_json = _wants_json(argv)
     refused = _bad_completion()
     if refused is not None:

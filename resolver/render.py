@@ -20,9 +20,17 @@ if TYPE_CHECKING:  # types only: suggest imports nothing more at run time
     from resolver.core.platforms import PythonVersion
 
 
+def shown_index(catalog: Catalog, variant: str, pytorch_index: str | None) -> str:
+    """The variant's index URL as output shows it: a mirror's login masked (``user:****@``)."""
+    from resolver.io.credentials import shown
+
+    return shown(catalog.index_url(variant, pytorch_index))
+
+
 def pip_command(catalog: Catalog, cand: Candidate, pytorch_index: str | None = None) -> str:
     pins = " ".join(shlex.quote(f"{n}=={v}") for n, v in cand.packages)
-    return f"pip install {pins} --index-url {catalog.index_url(cand.variant.name, pytorch_index)}"
+    url = shown_index(catalog, cand.variant.name, pytorch_index)
+    return f"pip install {pins} --index-url {url}"
 
 
 def extension_command(catalog: Catalog, cand: Candidate, python: PythonVersion) -> str | None:
@@ -61,7 +69,7 @@ def candidate_json(
         "cuda": var.cuda,
         "cudnn": var.cudnn.version if var.cudnn else None,
         "nccl": var.nccl.version if var.nccl else None,
-        "index_url": catalog.index_url(var.name, pytorch_index),
+        "index_url": shown_index(catalog, var.name, pytorch_index),
         "packages": dict(cand.packages),
         "pypi": cand.pypi,
         "min_driver": cand.min_driver,

@@ -11,6 +11,7 @@ application/vnd.pypi.simple.v1+json`` and HTML (PEP 503) otherwise; a missing pr
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +31,8 @@ JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 class ClosureIndex:
     port: int = 0
     log: list[str] = field(default_factory=list)
+    login: tuple[str, str] | None = None  # set: every request needs this Basic login, else 401
+    denied: list[str] = field(default_factory=list)  # paths answered 401
 
     @property
     def url(self) -> str:
@@ -66,6 +69,14 @@ def _handler(state: ClosureIndex) -> type[BaseHTTPRequestHandler]:
         def _answer(self, head: bool) -> None:
             path = unquote(urlsplit(self.path).path)
             state.log.append(path)
+            if state.login is not None:
+                wanted = base64.b64encode(":".join(state.login).encode()).decode()
+                if self.headers.get("Authorization") != f"Basic {wanted}":
+                    state.denied.append(path)
+                    self._send(
+                        401, b"login needed", "text/plain", head, {"WWW-Authenticate": "Basic"}
+                    )
+                    return
             local = (root / path.lstrip("/")).resolve()
             if root not in local.parents and local != root:
                 self._send(404, b"not found", "text/plain", head)
@@ -87,11 +98,20 @@ def _handler(state: ClosureIndex) -> type[BaseHTTPRequestHandler]:
         def do_HEAD(self) -> None:
             self._answer(head=True)
 
-        def _send(self, status: int, body: bytes, ctype: str, head: bool) -> None:
+        def _send(
+            self,
+            status: int,
+            body: bytes,
+            ctype: str,
+            head: bool,
+            extra: dict[str, str] | None = None,
+        ) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
+                for key, value in (extra or {}).items():
+                    self.send_header(key, value)
                 self.end_headers()
                 if not head:
                     self.wfile.write(body)
@@ -102,9 +122,10 @@ def _handler(state: ClosureIndex) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve_closure_index() -> Iterator[ClosureIndex]:
-    """The fixture index on 127.0.0.1 for the duration of the block."""
-    state = ClosureIndex()
+def serve_closure_index(login: tuple[str, str] | None = None) -> Iterator[ClosureIndex]:
+    """The fixture index on 127.0.0.1 for the duration of the block (``login``: a private
+    index, answering 401 to a request without that Basic login)."""
+    state = ClosureIndex(login=login)
     with local_server(_handler(state)) as port:
         state.port = port
         yield state

@@ -111,9 +111,10 @@ def stub_wheels(directory: Path) -> list[Path]:
 class Index:
     """A PEP 503 simple index: ``/whl/<variant>/<project>/`` lists that variant's files."""
 
-    def __init__(self, files: Sequence[Path]) -> None:
+    def __init__(self, files: Sequence[Path], login: tuple[str, str] | None = None) -> None:
         self.files = {f.name: f for f in files}
         self.server: http.server.ThreadingHTTPServer | None = None
+        self.login = login  # set: a private index, 401 to a request without this Basic login
 
     def project_files(self, variant: str, project: str) -> list[str]:
         out = []
@@ -145,6 +146,14 @@ class Index:
             timeout = 30
 
             def do_GET(self, head: bool = False) -> None:
+                if index.login is not None:
+                    wanted = base64.b64encode(":".join(index.login).encode()).decode()
+                    if self.headers.get("Authorization") != f"Basic {wanted}":
+                        self.send_response(401)
+                        self.send_header("WWW-Authenticate", "Basic")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
                 body = index.page(urllib.parse.unquote(self.path.split("?")[0]))
                 if body is None:
                     self.send_error(404)
@@ -467,6 +476,33 @@ def test_lock_index_wins_over_the_users_uv_index(
     )
     assert code == 0, out + err
     assert installed(python)["torch"] == "2.14.1+cpu"
+
+
+@needs_uv
+def test_a_login_mirror_installs_through_a_private_netrc(
+    isolated: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock of PyTorch's index installed through a mirror that answers 401 without its login:
+    the staged copy names the mirror without it, the installer gets it in a private netrc (never
+    on its command line), and no line printed holds it."""
+    secret = "Zq9-install-sEcReT"
+    (isolated / "wheels").mkdir()
+    index = Index(stub_wheels(isolated / "wheels"), login=("robot", secret))
+    base = index.start()
+    try:
+        monkeypatch.setenv("NETRC", str(isolated / "no-netrc"))
+        python = make_venv(isolated / "venv", "uv")
+        lock = isolated / "requirements.txt"
+        pt = "https://download.pytorch.org/whl"
+        lock.write_text(f"--index-url {pt}/cpu\ntorch==2.14.1+cpu\n", encoding="utf-8")
+        mirror = base.replace("http://", f"http://robot:{secret}@")
+        argv = ["--python", python, "--lock", str(lock), "--installer", "uv", "--no-verify"]
+        code, out, err = gpuresolve(capfd, "install", *argv, "--pytorch-index", mirror)
+    finally:
+        index.stop()
+    assert code == 0, out + err
+    assert installed(python)["torch"] == "2.14.1+cpu"
+    assert secret not in out + err and "robot:****@" not in out  # the copy names no login
 
 
 def _pylock_text(index_url: str) -> str:

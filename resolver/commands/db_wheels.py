@@ -65,6 +65,10 @@ def inspect_wheel(
 
     if sha256 is not None and not _is_sha256(sha256):
         raise UserError(f"--sha256 {sha256!r}: not 64 hexadecimal digits")
+    if "://" in where:  # a login in the URL is used for the requests, never shown
+        from resolver.io.credentials import keep
+
+        where = keep(where)
     show, done = byte_progress(where.rsplit("/", 1)[-1][:60])
     try:
         with Client(timeout=timeout) as client:

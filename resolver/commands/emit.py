@@ -6,6 +6,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from resolver.core import secrets
+
 if TYPE_CHECKING:
     from resolver.core.documents import Document
 
@@ -32,6 +34,7 @@ def emit_json(data: Document) -> None:
         text = json.dumps(data, indent=2, ensure_ascii=True) + "\n"
     else:
         text = json.dumps(data, separators=(",", ":"), ensure_ascii=True) + "\n"
+    text = secrets.redact(text)  # the one rule: no URL's login in any output
     size = getattr(select, "PIPE_BUF", 512)  # POSIX's least
     for start in range(0, len(text), size):
         sys.stdout.write(text[start : start + size])

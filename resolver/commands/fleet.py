@@ -11,6 +11,7 @@ from resolver.commands.config import standard_options
 from resolver.commands.emit import emit_json
 from resolver.commands.group import SuggestingGroup
 from resolver.commands.ui import echo
+from resolver.core import secrets
 
 
 @click.group(cls=SuggestingGroup)
@@ -56,7 +57,7 @@ def report(paths: tuple[str, ...], as_json: bool, expect: str | None, output: st
     results = read_files(files)
     expected = read_plan(Path(expect)) if expect else None
     done = build_report(results, expected)
-    text = render_markdown(done)
+    text = secrets.redact(render_markdown(done))  # what nodes said may name a URL's login
     if output:
         write_output(Path(output), text, inputs)
     if as_json:

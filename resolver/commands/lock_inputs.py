@@ -205,10 +205,11 @@ def say_index(found: PipIndex, *, verbose: bool, used: bool) -> None:
     """stderr: with -v, the index and its source, and what of the environment uv gets; where
     the lock uses the default index, a note that pip's extra indexes and find-links are not."""
     from resolver.io.childenv import described
+    from resolver.io.credentials import shown
 
     if verbose:
         where = (
-            f"{found.url} (from {escaped(found.source)})"
+            f"{shown(found.url)} (from {escaped(found.source)})"
             if found.url
             else "the installer's own default index (none is set by --default-index, "
             "GPURESOLVE_DEFAULT_INDEX or pip's configuration)"

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import click
 
+from resolver.core import secrets
 from resolver.core.errors import escaped, escaped_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,9 +57,11 @@ def echo(message: str = "", err: bool = False, nl: bool = True) -> None:
     """The one way a command prints text (its answer, notes, diffs, errors it says itself): every
     line escaped by ``core.errors``' rule, so text from files, nodes, the verified environment or
     the network never reaches the terminal raw (a lock line's escape sequences, a node's bidi
-    override); tests/test_output_escape.py holds every other module to it. Written to Python's
-    own stream (not click's choice of one), whose encoding escapes what it lacks (cli.py)."""
-    click.echo(escaped_lines(message), file=sys.stderr if err else sys.stdout, nl=nl)
+    override), and a URL's login is masked (``core.secrets``); tests/test_output_escape.py
+    holds every other module to it. Written to Python's own stream (not click's choice of one),
+    whose encoding escapes what it lacks (cli.py)."""
+    out = sys.stderr if err else sys.stdout  # and no URL's login, whatever wrote the text:
+    click.echo(escaped_lines(secrets.redact(message)), file=out, nl=nl)
 
 
 def note(message: str) -> None:

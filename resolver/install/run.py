@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from resolver.core import secrets
 from resolver.core.errors import UserError
 from resolver.io import subprocs
 from resolver.io.childenv import installer_environment
+from resolver.io.credentials import child_netrc
 
 TAIL_LINES = 25
 
@@ -42,6 +44,16 @@ def run_step(
     # No UV_* setting of the user's replaces the lock's own index lines (childenv says which pass).
     env = installer_environment(os.environ if environ is None else environ)
     env.setdefault("PYTHONUNBUFFERED", "1")  # pip's lines arrive as printed, not in blocks
+    with tempfile.TemporaryDirectory(prefix="gpuresolve-login-") as private:
+        netrc = child_netrc(private)  # a login given to this command: read from a file, not argv
+        if netrc is not None:
+            env["NETRC"] = netrc
+        return _stream(argv, echo, env, tail)
+
+
+def _stream(
+    argv: Sequence[str], echo: Callable[[str], None], env: dict[str, str], tail: deque[str]
+) -> StepResult:
     try:  # Ctrl-C or SIGTERM: the installer gets SIGTERM and a moment, then its group SIGKILL
         with subprocs.started(
             argv,
@@ -56,6 +68,7 @@ def run_step(
             assert proc.stdout is not None
             for raw in proc.stdout:
                 line = raw.rstrip("\r\n").rsplit("\r", 1)[-1]  # a progress bar's last state
+                line = secrets.redact(line)
                 tail.append(line)
                 echo(line)
             proc.stdout.close()

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from resolver import __version__
-from resolver.io import ReadError
+from resolver.core import secrets
+from resolver.io import ReadError, credentials
 from resolver.io.bounded import open_regular
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class FetchError(ReadError):
     """A URL could not be read (after the retries, where retrying made sense)."""
 
     def __init__(self, url: str, reason: str, status: int | None = None) -> None:
+        url, reason = secrets.redact(url), secrets.redact(reason)  # a login is never shown
         super().__init__(f"{url}: {reason}")
         self.url, self.reason, self.status = url, reason, status
 
@@ -217,7 +219,8 @@ class Client:
                         raise
                     raise _Retry(exc.reason) from None
                 tag = resp.headers.get("ETag")
-                return Page(resp.url, body, resp.headers.get("Content-Type", ""), tag)
+                ctype = resp.headers.get("Content-Type", "")
+                return Page(secrets.public(resp.url), body, ctype, tag)
 
         try:
             return self._retrying(url, once, deadline)
@@ -282,10 +285,17 @@ class Client:
         self.requests += 1
         left = max(0.001, deadline.left())  # connect and each header read: within the deadline
         _CURRENT.deadline = deadline
+        target = credentials.for_request(url)  # the login kept for this URL, ${VAR}s expanded
         try:
             resp = self.session.get(
-                url, headers=headers, timeout=left, stream=True, allow_redirects=True
+                target, headers=headers, timeout=left, stream=True, allow_redirects=True
             )
+            if resp.status_code == 401 and (keyed := credentials.from_keyring(target)):
+                resp.close()  # pip's order: the URL's login, netrc, then a keyring on a 401
+                left = max(0.001, deadline.left())
+                resp = self.session.get(
+                    keyed, headers=headers, timeout=left, stream=True, allow_redirects=True
+                )
         except requests.Timeout:
             raise _Retry(f"timed out after {self.timeout:g} s") from None
         except requests.ConnectionError as exc:
@@ -450,7 +460,7 @@ def _root_cause(exc: BaseException) -> str:
     seen = exc
     while seen.__cause__ is not None or seen.__context__ is not None:
         seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
-    text = str(seen) or type(seen).__name__
+    text = secrets.redact(str(seen) or type(seen).__name__)
     if "Connection refused" in text or "Errno 111" in text:
         return "connection refused"
     return text.split("] ", 1)[-1][:200]

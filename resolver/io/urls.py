@@ -3,6 +3,11 @@
 They end up in files other tools read (requirements.txt's ``--index-url`` line, environment.yml,
 the installer's command line), so a newline that would inject an ``--extra-index-url`` line, a
 ``javascript:`` URL or a space that splits an argument is refused before anything is written.
+
+A login in the URL (``user:token@``, a conda ``/t/<token>/``) is taken out here, where the URL
+enters, and kept for the requests (``io.credentials``): what the program passes on is the URL
+without it, so no file or output can carry it. pip's ``${VARIABLE}`` references are accepted
+and kept as written.
 """
 
 from __future__ import annotations
@@ -10,7 +15,9 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+from resolver.core import secrets
 from resolver.core.errors import UserError, shown
+from resolver.io import credentials
 
 MAX_URL = 2048
 _BAD_CHARS = re.compile(r"[\s\x00-\x1f\x7f\"'<>\\^`{|}]")
@@ -25,7 +32,7 @@ def index_url(value: str, what: str) -> str:
     shown = _shown(url)
     if len(url) > MAX_URL:
         raise UserError(f"{what}: a URL longer than {MAX_URL} characters: {shown}")
-    if _BAD_CHARS.search(url):
+    if _BAD_CHARS.search(secrets.ENV_VAR.sub("", url)):
         raise UserError(
             f"{what}: {shown}: URLs may not contain spaces, control characters or quotes"
         )
@@ -38,7 +45,7 @@ def index_url(value: str, what: str) -> str:
     if scheme in ("http", "https"):
         if not parts.hostname:
             raise UserError(f"{what}: {shown}: no host name")
-        return url
+        return credentials.keep(url)
     if scheme == "file":
         if parts.netloc not in ("", "localhost"):
             raise UserError(f"{what}: {shown}: a file: URL names a local path (file:///path)")
@@ -62,4 +69,4 @@ def channel(value: str, what: str) -> str:
 
 def _shown(url: str) -> str:
     """The value as it can be shown in one line of an error message."""
-    return shown(url, 82)
+    return shown(secrets.redact(url), 82)

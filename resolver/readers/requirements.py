@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver.core.errors import UserError
+from resolver.core.secrets import expand_outside_login
 from resolver.io.bounded import LOCK_LIMIT, read_text
 from resolver.readers.pins import Pin, canonical, variant_of_index, variant_of_local
 
@@ -29,12 +30,19 @@ _COMMENT = re.compile(r"(^|\s+)#.*$")
 _ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
 
 
+_INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
+
+
 def logical_lines(text: str, environ: Mapping[str, str] | None = None) -> Iterator[tuple[int, str]]:
-    """(first line number, line) with continuations joined, comments dropped, ${VAR} expanded."""
+    """(first line number, line) with continuations joined, comments dropped, ${VAR} expanded
+    (but in an index URL's user information: a login there is used only for a request, and
+    shown as written)."""
     env = os.environ if environ is None else environ
     for number, line in _joined(text):
         line = _COMMENT.sub("", line).strip()
-        if line:
+        if line.startswith(_INDEX_OPTIONS):
+            yield number, expand_outside_login(line, env)
+        elif line:
             yield number, _ENV_VAR.sub(lambda m: env.get(m.group(1)) or m.group(0), line)
 
 

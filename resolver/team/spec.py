@@ -194,18 +194,26 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     torch_spec = s.string(packages["torch"], "packages.torch") if "torch" in packages else None
     companions = tuple(s.strings(packages.get("with") or [], "packages.with"))
     pip = tuple(s.strings(packages.get("pip") or [], "packages.pip"))
+    kept = []
     for i, item in enumerate(pip):
         from packaging.requirements import InvalidRequirement, Requirement
 
         try:
-            req_name = Requirement(item).name.lower()
+            req = Requirement(item)
         except InvalidRequirement:
             raise s.fail(f"packages.pip[{i}]", f"not a requirement: {item!r}") from None
+        req_name = req.name.lower()
+        if req.url:  # `name @ URL`: a login in it is used for the request, never written
+            from resolver.io.credentials import keep
+
+            item = item.replace(req.url, keep(req.url))
+        kept.append(item)
         if req_name in RESERVED_PIP:
             raise s.fail(
                 f"packages.pip[{i}]",
                 f"{req_name} is resolved by gpuresolve: use packages.torch / packages.with",
             )
+    pip = tuple(kept)
     policy = top.get("driver_policy", "compat")
     if policy not in ("compat", "strict"):
         raise s.fail("driver_policy", f"{policy!r}: expected compat or strict")

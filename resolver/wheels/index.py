@@ -13,7 +13,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from resolver.core.platforms import PythonVersion
 from resolver.host.pipconfig import pip_index_url
-from resolver.io import subprocs
+from resolver.io import credentials, subprocs
 from resolver.io.http import Client
 from resolver.wheels.simple import ACCEPT, Wheel, parse_page, parse_wheel
 
@@ -25,8 +25,8 @@ def pip_default_index() -> str | None:
     written here; None when pip is not installed.
     """
     configured = pip_index_url()
-    if configured:
-        return configured
+    if configured:  # its login kept for the requests, never shown
+        return credentials.keep(configured)
     try:
         out = subprocs.run(
             [

@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 from packaging.version import InvalidVersion, Version
 
 from resolver.core.errors import escaped
+from resolver.core.secrets import redact
 from resolver.writers import recorded
 from resolver.writers.outputs import diff_text, read_current
 
@@ -135,7 +136,7 @@ def _shown(value: object) -> str:
     """A recorded value as one short line for the terminal (escaped by the one rule)."""
     if value is None:
         return "none"
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    text = redact(value if isinstance(value, str) else json.dumps(value, sort_keys=True))
     text = escaped(text)
     return text if len(text) <= 120 else text[:117] + "..."
 

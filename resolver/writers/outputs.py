@@ -21,6 +21,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
 from resolver.core.errors import UserError, escaped, shown, unsafe_char
+from resolver.core.secrets import redact
 from resolver.io.atomic import refuse_input, umask_mode
 
 READ_LIMIT = 16 * 1024 * 1024  # a lock file with hashes for a large closure is a few MB
@@ -148,7 +149,7 @@ def diff_text(name: str, old: str | None, text: str) -> str:
     )
     if out and not out[-1].endswith("\n"):
         out[-1] += "\n\\ No newline at end of file\n"
-    return "".join(out)
+    return redact("".join(out))  # a login in a file written before is never shown
 
 
 def _lines(text: str) -> list[str]:

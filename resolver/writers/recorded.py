@@ -24,6 +24,7 @@ from typing import Any
 from resolver.core.errors import UserError, unsafe_char
 from resolver.core.platforms import PYTHON_RE, Platform, PythonVersion
 from resolver.core.versions import Driver, parse_cc
+from resolver.io import credentials
 from resolver.io.bounded import parse_json
 from resolver.solve import Target, TargetGpu
 
@@ -51,9 +52,65 @@ def _pyproject(name: str) -> bool:
     return name.rsplit("/", 1)[-1] == _PYPROJECT
 
 
+_URL = re.compile(r"\b(?:https?|file)://[^\s\"'<>`\\]+")
+LOGINS = "logins"  # the record's key: URL -> what the installer supplies (io.credentials.KINDS)
+
+
+def _urls(text: str) -> list[str]:
+    return [u.rstrip(".,;:)]}") for u in _URL.findall(text)]
+
+
+def login_notes(urls: Mapping[str, str]) -> list[str]:
+    """How the installer gets each login a file does not hold (``urls``: prefix -> kind)."""
+    notes = []
+    for url, kind in urls.items():
+        if kind == credentials.TOKEN:
+            notes.append(
+                f"login: the channel {url} is written without its token: conda adds it after "
+                "`anaconda login`, or name the channel with its /t/<token>/ in .condarc"
+            )
+        elif kind == credentials.VARIABLES:
+            notes.append(
+                f"login: {url} names ${{VARIABLES}}: pip fills them from the environment when "
+                "it installs (uv: UV_INDEX_<NAME>_USERNAME and _PASSWORD, or netrc)"
+            )
+        else:
+            notes.append(
+                f"login: {url} is written without its login: pip takes it from netrc or keyring, "
+                "or from ${VARIABLES} written in the URL (https://${USER}:${TOKEN}@host/...); "
+                "uv from netrc or UV_INDEX_<NAME>_USERNAME and _PASSWORD"
+            )
+    return notes
+
+
+def _with_logins(name: str, text: str, inputs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The text with a note for each URL in it whose login it does not hold, and the record
+    with every such URL of the lock (``--check`` marks them again: the same notes)."""
+    if not credentials.any_private():  # no login given or recorded: nothing to say
+        return text, dict(inputs)
+    logins = credentials.private_of([*_urls(text), *_urls(json.dumps(dict(inputs)))])
+    if not logins:
+        return text, dict(inputs)
+    record = {**inputs, LOGINS: logins}
+    here = credentials.private_of(_urls(text))
+    if not here or _pyproject(name):
+        return text, record
+    start, end = _comment(name)
+    block = "".join(f"{start}{note}{end}\n" for note in login_notes(here))
+    lines = text.splitlines(keepends=True)
+    if name.endswith(_MARKDOWN) or not lines:
+        return text + ("" if text.endswith("\n") or not text else "\n") + block, record
+    n = 0
+    while n < len(lines) and lines[n].startswith("#"):
+        n += 1
+    return "".join(lines[:n]) + block + "".join(lines[n:]), record
+
+
 def stamp(name: str, text: str, inputs: Mapping[str, Any]) -> str:
     """``text`` with the inputs line closing its leading comment block (ending a Markdown file;
-    in a pyproject.toml, the ``[tool.gpuresolve]`` table)."""
+    in a pyproject.toml, the ``[tool.gpuresolve]`` table). A URL whose login the file does not
+    hold gets a note saying how the installer gets it, and the record names it."""
+    text, inputs = _with_logins(name, text, inputs)
     if _pyproject(name):
         from resolver.writers.formats.uvproject import stamp_inputs
 
@@ -95,14 +152,22 @@ def _split(name: str, text: str) -> tuple[str, dict[str, Any]] | None:
 
 
 def read(name: str, text: str) -> dict[str, Any] | None:
-    """The recorded inputs of a file's text (None: none recorded, or unreadable)."""
+    """The recorded inputs of a file's text (None: none recorded, or unreadable). The URLs it
+    names as needing a login the installer supplies are marked so (``io.credentials``), so the
+    files re-rendered from it carry the same notes whoever runs `--check`."""
     if _pyproject(name):
         from resolver.writers.formats.uvproject import read_inputs
 
         record = read_inputs(text) if len(text) <= MAX_PYPROJECT else None
-        return record if record is not None and len(json.dumps(record)) <= MAX_LINE else None
-    found = _split(name, text)
-    return found[1] if found else None
+        if record is None or len(json.dumps(record)) > MAX_LINE:
+            return None
+    else:
+        found = _split(name, text)
+        if not found:
+            return None
+        record = found[1]
+    credentials.mark(record.get(LOGINS))
+    return record
 
 
 def intact(name: str, text: str) -> bool:

@@ -16,8 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from resolver.core import secrets
 from resolver.core.errors import UserError
 from resolver.io import subprocs
+from resolver.io.credentials import for_request
 from resolver.standalone import RATTLER_CHILD
 
 SOLVE_TIMEOUT_S = 600
@@ -56,8 +58,8 @@ def solve(
         from resolver.catalog import cache_dir as gpuresolve_cache
 
         cache_dir = str(gpuresolve_cache() / "rattler")
-    request = {
-        "channels": list(channels),
+    request = {  # on the child's stdin: a channel's token is used there, never on a command line
+        "channels": [for_request(c) if "://" in c else c for c in channels],
         "specs": list(specs),
         "subdir": subdir,
         "virtual_packages": [_virtual(n, v) for n, v in virtual_packages.items()],
@@ -76,16 +78,17 @@ def solve(
     answer = _answer(proc.stdout)
     if answer is None:
         tail = (proc.stderr or "").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-        raise UserError(f"the conda solver failed: {tail[0]}")
+        raise UserError(f"the conda solver failed: {secrets.redact(tail[0])}")
     if "error" in answer:
-        raise UserError(_one_line(str(answer["kind"]), str(answer["error"]), channels))
+        message = _one_line(str(answer["kind"]), str(answer["error"]), channels)
+        raise UserError(secrets.redact(message))
     return [
         CondaRecord(
             name=r["name"],
             version=r["version"],
             build=r["build"],
             subdir=r["subdir"],
-            url=r["url"],
+            url=secrets.public(r["url"]),  # a channel's token is never written
             md5=r["md5"],
             sha256=r["sha256"],
             depends=tuple(r["depends"]),

@@ -14,10 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from resolver.core import secrets
 from resolver.core.errors import UserError
 from resolver.core.platforms import DEFAULT_MACOS, uv_platform
 from resolver.io import subprocs
 from resolver.io.childenv import uv_environment
+from resolver.io.credentials import child_netrc, child_url
 from resolver.solve import Target
 from resolver.writers.closure.wheel_tags import target_tags
 
@@ -81,9 +83,9 @@ def uv_command(
     if output_format == "requirements.txt":
         cmd += ["--emit-index-annotation", "--annotation-style", "split"]
     # Only the indexes the lock names: "--index-url" the default (none: uv's own, by omission).
-    for line in index_lines:
+    for line in index_lines:  # a login goes in the child's netrc, never on its command line
         option, _, url = line.partition(" ")
-        cmd += [option, url.strip()]
+        cmd += [option, child_url(url.strip())]
     return cmd
 
 
@@ -104,9 +106,10 @@ def resolve(
         req = Path(tmp) / "requirements.in"
         req.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
         outputs = {}
+        netrc = child_netrc(tmp, [line.partition(" ")[2].strip() for line in index_lines])
         for fmt in ("pylock.toml", "requirements.txt"):
             cmd = uv_command(uv, req, index_lines, target, glibc, fmt)
-            outputs[fmt] = _run(cmd, target, index_lines)
+            outputs[fmt] = _run(cmd, target, index_lines, netrc)
     return parse_uv(outputs["pylock.toml"], outputs["requirements.txt"], target, glibc)
 
 
@@ -116,7 +119,7 @@ def _reachable(index_lines: Sequence[str]) -> None:
     from resolver.io.http import unreachable
 
     for line in index_lines:
-        why = unreachable(line.partition(" ")[2].strip())
+        why = unreachable(child_url(line.partition(" ")[2].strip()))  # the host uv will ask
         if why is not None:
             raise UserError(f"cannot compute the whole closure: cannot reach {why}")
 
@@ -129,8 +132,12 @@ def _indexes(index_lines: Sequence[str]) -> str:
     return " and ".join(urls)
 
 
-def _run(cmd: list[str], target: Target, index_lines: Sequence[str] = ()) -> str:
+def _run(
+    cmd: list[str], target: Target, index_lines: Sequence[str] = (), netrc: str | None = None
+) -> str:
     env = uv_environment(os.environ)  # built, never inherited: no UV_* setting steers the lock
+    if netrc is not None:  # the indexes' logins, and the user's own netrc after them
+        env["NETRC"] = netrc
     if target.platform.os == "macos":  # the macOS the wheel tags are judged for
         env["MACOSX_DEPLOYMENT_TARGET"] = DEFAULT_MACOS
     try:
@@ -155,7 +162,7 @@ def _uv_error(proc: subprocs.Result) -> str:
     lines = [ln.strip() for ln in (proc.stderr or "").splitlines() if ln.strip()]
     picked = [ln for ln in lines if not ln.startswith(("warning:", "hint:"))]
     text = " ".join((picked or lines or [f"exit code {proc.returncode}"])[:3])
-    text = text.removeprefix("error:").strip()
+    text = secrets.redact(text.removeprefix("error:").strip())
     return text if len(text) < 600 else text[:597] + "..."
 
 
@@ -236,10 +243,10 @@ def parse_uv(
             ResolvedDist(
                 name=name,
                 version=str(pkg.get("version")),
-                url=best[1],
+                url=secrets.public(best[1]),  # what uv echoes of a login is never written
                 sha256=best[2],
                 requires=dict(sorted(requires.get(name, {}).items())),
-                index=index.get(name),
+                index=secrets.public(index[name]) if name in index else None,
             )
         )
     return sorted(out, key=lambda d: d.name)

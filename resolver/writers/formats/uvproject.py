@@ -26,6 +26,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from resolver.core import secrets
 from resolver.core.errors import UserError
 from resolver.core.platforms import Platform, PythonVersion
 
@@ -163,8 +164,8 @@ def _set_indexes(uv: Any, sets: Sequence[PlatformSet], blank_line: bool) -> None
 
     wanted: dict[str, str] = {}
     for s in sets:
-        if s.index_url is not None:
-            wanted.setdefault(_index_name(s.variant), s.index_url)
+        if s.index_url is not None:  # uv takes a login from UV_INDEX_<NAME>_*, not ${VAR}s
+            wanted.setdefault(_index_name(s.variant), secrets.without_login(s.index_url))
     indexes = uv.get("index")
     if indexes is None:
         if not wanted:
@@ -309,9 +310,36 @@ def stamp_inputs(text: str, record: Mapping[str, Any]) -> str:
     value = json.dumps(record, sort_keys=True, separators=(",", ":"))
     # A literal string reads as the JSON it is (no escaped quotes) where it can be one.
     table["inputs"] = tomlkit.string(value, literal="'" not in value)
+    logins = record.get("logins")
+    names = uv_index_names(tool, logins) if isinstance(logins, dict) and logins else []
+    if names:
+        table["login"] = login_note(names)
+    elif "login" in table:
+        del table["login"]
     if "note" not in table:
         table["note"] = "written by gpuresolve lock; gpuresolve lock --check compares it"
     return str(tomlkit.dumps(doc))
+
+
+def uv_index_names(tool: Any, logins: Mapping[str, str]) -> list[str]:
+    """The names of the ``[[tool.uv.index]]`` entries whose URL needs one of ``logins``."""
+    uv = tool.get("uv") if isinstance(tool, dict) else None
+    indexes = uv.get("index") if isinstance(uv, dict) else None
+    names = []
+    for entry in indexes if isinstance(indexes, list) else []:
+        url = str(entry.get("url", "")).rstrip("/") if isinstance(entry, dict) else ""
+        keys = [secrets.without_login(key).rstrip("/") for key in logins]
+        if any(url == key or url.startswith(key + "/") for key in keys):
+            names.append(str(entry.get("name", "")))
+    return names
+
+
+def login_note(names: Sequence[str]) -> str:
+    """How uv gets the login of the named indexes, which this file does not hold."""
+    variables = ", ".join(
+        f"UV_INDEX_{re.sub('[^A-Z0-9]', '_', n.upper())}_USERNAME and _PASSWORD" for n in names
+    )
+    return f"the index login is never written here: uv reads {variables} (or netrc, a keyring)"
 
 
 def read_inputs(text: str) -> dict[str, Any] | None:
