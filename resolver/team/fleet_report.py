@@ -34,6 +34,7 @@ from enum import Enum
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from resolver.core.collector import collector_paused
 from resolver.core.errors import UserError, escaped
 from resolver.io.bounded import SPEC_MAX_NODES, load_yaml, read_text
 from resolver.team.fleet_results import Result
@@ -222,6 +223,7 @@ def lock_pins(plan: Plan) -> dict[str, Pin]:
     return out
 
 
+@collector_paused()  # the results are acyclic: resolver/core/collector.py
 def build_report(
     results: Iterable[Result],
     expected: dict[str, str] | None = None,
@@ -298,7 +300,11 @@ def _peers(rs: list[Result]) -> _Peers:
     cases: dict[str, list[float]] = {}
     for r in rs:
         for case, value in r.speed.items():
-            cases.setdefault(case, []).append(value)
+            values = cases.get(case)
+            if values is None:
+                cases[case] = [value]
+            else:
+                values.append(value)
     bws = [r.nccl_busbw for r in rs if r.nccl_busbw is not None]
     envs = [set(r.nccl_env.items()) for r in rs if r.nccl_busbw is not None]
     return _Peers(
@@ -360,17 +366,20 @@ def _outliers(rs: list[Result], names: Counter[str], pin: Pin | None = None) -> 
                     _cause(r, "driver"),
                 )
             )
-        for case, value in sorted(r.speed.items()):
+        slow = []
+        for case, value in r.speed.items():
             median, count = mates.medians[case]
             if count > 1 and value < median * (1 - SPEED_MARGIN):
-                found.append(
-                    (
-                        Decides.OTHER,
-                        f"{case} {value:.1f} TFLOP/s, {value / median:.0%} of the median "
-                        f"{median:.1f} of {count} nodes",
-                        _cause(r, "speed", measured=True),
-                    )
+                slow.append((case, value, median, count))
+        for case, value, median, count in sorted(slow):
+            found.append(
+                (
+                    Decides.OTHER,
+                    f"{case} {value:.1f} TFLOP/s, {value / median:.0%} of the median "
+                    f"{median:.1f} of {count} nodes",
+                    _cause(r, "speed", measured=True),
                 )
+            )
         if r.nccl_busbw is not None and mates.busbw is not None and mates.busbw[1] > 1:
             median = mates.busbw[0]
             if r.nccl_busbw < median * (1 - NCCL_MARGIN):
