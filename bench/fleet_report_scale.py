@@ -127,7 +127,9 @@ def main() -> None:
         one = write(base, 1, 1, opts.line_kb)[0]  # start-up: each process reading one line
         start = min(child([*command, str(one)])[1] for _ in range(3))
         start_loads = min(child([sys.executable, "-c", LOADS, str(one)])[1] for _ in range(3))
-        print(f"start-up (CPU): fleet report {start:.2f} s, the json.loads loop {start_loads:.2f} s")
+        print(
+            f"start-up (CPU): fleet report {start:.2f} s, the json.loads loop {start_loads:.2f} s"
+        )
         for total in (int(s) for s in opts.sizes.split(",")):
             folder = base / f"n{total}"
             folder.mkdir(parents=True, exist_ok=True)

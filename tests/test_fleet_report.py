@@ -141,7 +141,8 @@ def test_expect_names_missing_nodes(capsys: pytest.CaptureFixture[str], tmp_path
 
 def test_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Exit 2 is for arguments that cannot be read: a fleet report given as a result, no such
-    path, a folder without results (a node's damaged result is a failed node: test_fleet_verdicts)."""
+    path, a folder without results (a node's damaged result is a failed node:
+    test_fleet_verdicts)."""
     path = tmp_path / "r.json"
     path.write_text('{"fleet_report": 1, "status": "pass", "groups": []}\n', encoding="utf-8")
     code, out, err = run_cli(capsys, "fleet", "report", str(path))

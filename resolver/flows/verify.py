@@ -12,8 +12,8 @@ if TYPE_CHECKING:
     from resolver.core.documents.reports import VerifyDoc
     from resolver.core.hostprofile import HostProfile
     from resolver.observe.runtime import Recorded
-    from resolver.verify.result import CheckResult
     from resolver.verify.expects import Expects
+    from resolver.verify.result import CheckResult
     from resolver.verify.run import ProbeRun
 
 __all__ = [
@@ -46,8 +46,10 @@ def group_expects(lock_file: str | None, group: str) -> Expects:
     from resolver.verify.expects import find_expects
 
     if not lock_file:
-        raise UserError(f"--group {group}: give the lock too (--lock): its fleet.yaml says what "
-                        "the group expects")
+        raise UserError(
+            f"--group {group}: give the lock too (--lock): its fleet.yaml says what "
+            "the group expects"
+        )
     return find_expects(lock_file, group)
 
 

@@ -40,7 +40,12 @@ from resolver.io.bounded import SPEC_MAX_NODES, load_yaml, read_text
 from resolver.team.fleet_results import Result
 
 if TYPE_CHECKING:
-    from resolver.core.documents.reports import FleetGroupJson, FleetReportDoc, OutlierJson
+    from resolver.core.documents.reports import (
+        FleetGroupJson,
+        FleetPinsJson,
+        FleetReportDoc,
+        OutlierJson,
+    )
     from resolver.readers.pins import Pin
 
 REPORT_VERSION = 1
@@ -107,7 +112,7 @@ class Group:
     expected: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     outliers: list[Outlier] = field(default_factory=list)
-    pins: dict[str, str] = field(default_factory=dict)  # --expect: torch, variant its lock pins
+    pins: FleetPinsJson | None = None  # --expect: the torch (and variant) its lock pins
     tally: Counter[str] = field(default_factory=Counter)
 
     def count(self, status: str) -> int:
@@ -124,7 +129,7 @@ class Group:
             "outliers": [o.to_json() for o in self.outliers],
             "missing_nodes": self.missing,
             "no_result": self.count("no-result"),
-            "pins": self.pins or None,
+            "pins": self.pins,
         }
 
 
@@ -257,7 +262,9 @@ def build_report(
     for g in groups.values():
         pin = (pins or {}).get(g.name)
         if pin is not None:
-            g.pins = {"torch": pin.text, **({"variant": pin.variant} if pin.variant else {})}
+            g.pins = {"torch": pin.text}
+            if pin.variant:
+                g.pins["variant"] = pin.variant
         g.outliers = _outliers(g.results, names, pin)
     return FleetReport(sorted(groups.values(), key=lambda g: g.name))
 

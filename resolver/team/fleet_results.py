@@ -167,7 +167,7 @@ class _Seen:
             )
         last = self.last.strip()
         last = last if len(last) <= 120 else last[:119] + "…"
-        return f"no verify result in {self.lines} line(s); the last: {escaped(last)!r}"
+        return f"no verify result in {self.lines} line(s); the last: '{escaped(last)}'"
 
 
 def _judged(doc: dict[str, Any], pod: str | None) -> Result:
@@ -344,10 +344,10 @@ def _result(doc: dict[str, Any], pod: str | None) -> Result:
         if type(c) is not dict:
             continue
         state = c.get("status")
-        if state == "pass" or state == "skip":  # noqa: PLR1714 - the common case, kept quick
+        if state == "pass" or state == "skip":
             if state == "skip" or c.get("id") not in KEPT:
                 continue
-        elif state != "fail" and state != "warn":  # noqa: PLR1714
+        elif state != "fail" and state != "warn":
             continue
         raw_id = c.get("id")
         cid = _intern(_text(raw_id, 40) or "?")
@@ -436,7 +436,7 @@ def _speed(bench: Any) -> dict[str, float]:
         for case, r in table.items():
             if type(r) is not dict:
                 continue
-            tflops = r.get("tflops")
+            tflops: Any = r.get("tflops")  # a number, by its exact type (a bool is none)
             if type(tflops) in _NUMBERS and 0 < tflops < 1e9 and (case in _CASES or _case(case)):
                 prev = out.get(case)
                 out[case] = float(tflops) if prev is None or tflops < prev else prev

@@ -14,6 +14,7 @@ driver fail; a newer driver warns (the lock was chosen for the group's).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ class Expects:
         return (gpus or "no GPU") + driver
 
 
-def expects_json(gpus: list[tuple[str, str | None, int | None]], driver: str | None) -> Any:
+def expects_json(gpus: Sequence[tuple[str, str | None, int | None]], driver: str | None) -> Any:
     """The ``expects`` entry a cluster lock writes in ``fleet.yaml`` for a node group."""
     return {
         "gpus": [{"name": n, "cc": cc, "count": count} for n, cc, count in gpus],
