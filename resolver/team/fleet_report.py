@@ -357,8 +357,7 @@ def _outliers(rs: list[Result], names: Counter[str], pin: Pin | None = None) -> 
             if pin is not None and key in _PINNED:
                 differ = _pinned(r, pin, key)
                 if differ is not None:
-                    said = f"lock: {r.lock_torch}" if r.lock_torch else _cause(r, "import")
-                    found.append((decides, f"{key} {differ[0]} (lock: {differ[1]})", said))
+                    found.append((decides, f"{key} {differ[0]} (lock: {differ[1]})", _torch(r)))
                 continue
             mine, theirs = r.facts.get(key), common[key]
             if theirs is not None and mine != theirs:
@@ -424,6 +423,15 @@ def _outliers(rs: list[Result], names: Counter[str], pin: Pin | None = None) -> 
             differs = list(dict.fromkeys(text for _, text, _ in found))
             out.append(Outlier(_shown(r, names), r.file, differs, cause, found[0][0]))
     return out
+
+
+def _torch(r: Result) -> str | None:
+    """Why a node's torch is not the lock's: its import failure, else what its lock check said
+    of torch, else its first failure."""
+    failed = r.check("import")
+    if failed is not None and failed.status == "fail":
+        return f"import: {failed.reason}"
+    return f"lock: {r.lock_torch}" if r.lock_torch else _cause(r, "import")
 
 
 def _cause(r: Result, check_id: str | None, measured: bool = False) -> str | None:

@@ -387,14 +387,23 @@ def _fact(value: Any, limit: int) -> str | None:
 
 
 def _torch_line(check: dict[str, Any]) -> str | None:
-    """What the lock check said of torch: from its details (every pin that differs) where it
-    listed more than its reason shows."""
+    """What the lock check said of torch: from its details (every pin that differs, where it
+    listed more than its reason shows), else from its reason."""
     lines = check.get("details")
     items = [d for d in lines if isinstance(d, str)] if isinstance(lines, list) else []
-    reason = check.get("reason")
-    items += reason.split("; ") if isinstance(reason, str) else []
     found = next((i for i in items if i.startswith(("torch ", "pytorch "))), None)
+    reason = check.get("reason")
+    if found is None and isinstance(reason, str):
+        m = _TORCH_PIN.search(reason)
+        found = m.group(1) if m else None
     return _text(found, 200)
+
+
+# one item of the lock check's reason: "torch X installed; the lock pins torch==Y" or "torch is
+# not installed; the lock pins ...", items joined by "; "
+_TORCH_PIN = re.compile(
+    r"(?:^|; )((?:py)?torch [^;]{0,120}?(?:; the lock pins [^;]{1,120})?)(?:; |$)"
+)
 
 
 def _get(doc: Any, *keys: str) -> Any:
