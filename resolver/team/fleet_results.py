@@ -92,7 +92,11 @@ def result_files(paths: list[str]) -> list[Path]:
 
 def read_results(paths: list[str]) -> Iterator[Result]:
     """Every verify result under ``paths``, one at a time (every path is checked first)."""
-    files = result_files(paths)
+    return read_files(result_files(paths))
+
+
+def read_files(files: list[Path]) -> Iterator[Result]:
+    """Every verify result of ``files``, one at a time, counted against ``MAX_RESULTS``."""
     count = 0
     for path in files:
         for result in read_file(path):
