@@ -150,10 +150,12 @@ NVIDIA = [
 ]
 
 
-def _lock(path: Path) -> Path:
-    """A lock pinning torch 2.12.0+cu130 and sixteen nvidia-* wheels at other versions than
-    the recorded H100 environment has, sorted as lock files list them (nvidia-* first)."""
-    lines = [f"{name}==99.0.0" for name in NVIDIA] + ["torch==2.12.0+cu130"]
+def _lock(path: Path, cudnn: str = "9.19.0.56") -> Path:
+    """A lock pinning torch 2.12.0+cu130 and fourteen nvidia-* wheels at other versions than
+    the recorded H100 environment has (its cuDNN and NCCL as recorded, unless ``cudnn``),
+    sorted as lock files list them (nvidia-* first)."""
+    kept = {"nvidia-cudnn-cu13": cudnn, "nvidia-nccl-cu13": "2.28.9"}
+    lines = [f"{name}=={kept.get(name, '99.0.0')}" for name in NVIDIA] + ["torch==2.12.0+cu130"]
     path.write_text("\n".join(sorted(lines)) + "\n", encoding="utf-8")
     return path
 
@@ -188,7 +190,7 @@ def test_expect_compares_with_the_lock_not_the_majority(
             doc["torch"], doc["variant"] = "2.12.0+cu130", "cu130"
         else:  # as an older verify listed it: torch after the nvidia-* lines (details: all)
             check = judged["lock"].to_json()
-            check["reason"] = "; ".join(check["details"][1:4]) + "; and 14 more"
+            check["reason"] = "; ".join(check["details"][1:4]) + "; and 12 more"
             check["details"] = [*check["details"][1:], check["details"][0]]
             doc["checks"] = [c for c in doc["checks"] if c["id"] != "lock"] + [check]
             doc["status"] = "fail"
@@ -200,13 +202,22 @@ def test_expect_compares_with_the_lock_not_the_majority(
     code, doc, err = _report(capsys, str(results), "--expect", str(lockdir))
     assert code == 1, err
     [group] = doc["groups"]
-    assert group["pins"] == {"torch": "torch==2.12.0+cu130", "variant": "cu130"}
+    assert group["pins"] == {
+        "torch": "torch==2.12.0+cu130",
+        "variant": "cu130",
+        "cudnn": "nvidia-cudnn-cu13==9.19.0.56",
+        "nccl": "nvidia-nccl-cu13==2.28.9",
+    }
     found = _outliers(doc)
     assert sorted(found) == ["h100-0", "h100-1", "h100-2"]
     for o in found.values():
         assert o["decides"] == "build"
         assert o["differs"][0] == "torch 2.11.0+cu130 (lock: torch==2.12.0+cu130)"
         assert o["cause"] == "lock: torch 2.11.0+cu130 installed; the lock pins torch==2.12.0+cu130"
+    _lock(lock, cudnn="9.20.0.1")  # cuDNN too is judged against the lock's wheel
+    code, doc, _ = _report(capsys, str(results), "--expect", str(lockdir))
+    said = "cuDNN 9.19.0 (lock: nvidia-cudnn-cu13==9.20.0.1)"
+    assert said in _outliers(doc)["h100-3"]["differs"]
     code, doc, _ = _report(capsys, str(results))  # no plan: by the majority
     assert code == 1
     assert _outliers(doc)["h100-3"]["differs"][0] == "torch 2.12.0+cu130 (group: 2.11.0+cu130)"

@@ -58,7 +58,7 @@ MAX_PLAN = 64 << 20  # bytes
 MAX_PLAN_NODES = SPEC_MAX_NODES
 NO_RESULT_GROUP = "no verify result"  # a node that left none, when no plan names its group
 _SAME_IN_GROUP = ("torch", "variant", "cuDNN", "NCCL")  # one lock: one build everywhere
-_PINNED = ("torch", "variant")  # what a lock pins: with --expect, judged against the pin
+_PIN_OF = {"torch": "torch", "variant": "torch", "cuDNN": "nvidia-cudnn-", "NCCL": "nvidia-nccl-"}
 _CHECK_FOR = {"cuDNN": "cudnn", "NCCL": "nccl", "driver": "driver", "torch": "import"}
 
 
@@ -112,7 +112,7 @@ class Group:
     expected: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     outliers: list[Outlier] = field(default_factory=list)
-    pins: FleetPinsJson | None = None  # --expect: the torch (and variant) its lock pins
+    pins: FleetPinsJson | None = None  # --expect: the torch, variant, cuDNN, NCCL its lock pins
     tally: Counter[str] = field(default_factory=Counter)
 
     def count(self, status: str) -> int:
@@ -209,22 +209,28 @@ def _inside(rel: str) -> bool:
     return bool(rel) and not path.is_absolute() and ".." not in path.parts and "\\" not in rel
 
 
-def lock_pins(plan: Plan) -> dict[str, Pin]:
-    """Each group's torch pin, from the lock the plan names (each lock read once); a group
-    whose lock is gone or pins no torch is judged by its majority instead."""
+def lock_pins(plan: Plan) -> dict[str, dict[str, Pin]]:
+    """Each group's pins of torch, cuDNN and NCCL (the ``nvidia-cudnn-*`` and ``nvidia-nccl-*``
+    wheels), from the lock the plan names (each lock read once); what a group's lock does not
+    pin (or a lock gone) is judged by the group's majority instead."""
     from resolver.readers import lockfile
 
-    read: dict[str, Pin | None] = {}
-    out: dict[str, Pin] = {}
+    read: dict[str, dict[str, Pin]] = {}
+    out: dict[str, dict[str, Pin]] = {}
     for group, rel in plan.locks.items():
         if rel not in read:
             try:
-                read[rel] = lockfile.read(plan.folder / rel).get("torch")
+                pins = lockfile.read(plan.folder / rel).pins
             except UserError:
-                read[rel] = None
-        pin = read[rel]
-        if pin is not None and pin.version is not None:
-            out[group] = pin
+                pins = ()
+            found: dict[str, Pin] = {}
+            for key, name in _PIN_OF.items():
+                pin = next((p for p in pins if p.version and _named(p.name, name)), None)
+                if pin is not None:
+                    found[key] = pin
+            read[rel] = found
+        if read[rel]:
+            out[group] = read[rel]
     return out
 
 
@@ -232,10 +238,10 @@ def lock_pins(plan: Plan) -> dict[str, Pin]:
 def build_report(
     results: Iterable[Result],
     expected: dict[str, str] | None = None,
-    pins: dict[str, Pin] | None = None,
+    pins: dict[str, dict[str, Pin]] | None = None,
 ) -> FleetReport:
     """Group the results (read once, as they come), find each group's outliers and (with
-    ``expected``, node -> group) its missing nodes; ``pins``: each group's torch pin."""
+    ``expected``, node -> group) its missing nodes; ``pins``: each group's lock pins."""
     plan = expected or {}
     groups: dict[str, Group] = {}
     names: Counter[str] = Counter()
@@ -260,12 +266,10 @@ def build_report(
         if node not in answered:
             g.missing.append(node)
     for g in groups.values():
-        pin = (pins or {}).get(g.name)
-        if pin is not None:
-            g.pins = {"torch": pin.text}
-            if pin.variant:
-                g.pins["variant"] = pin.variant
-        g.outliers = _outliers(g.results, names, pin)
+        held = (pins or {}).get(g.name, {})
+        if held:
+            g.pins = _pins_json(held)
+        g.outliers = _outliers(g.results, names, held)
     return FleetReport(sorted(groups.values(), key=lambda g: g.name))
 
 
@@ -322,21 +326,44 @@ def _peers(rs: list[Result]) -> _Peers:
     )
 
 
+def _named(pin: str, name: str) -> bool:
+    """``pin`` is the distribution ``name``, or one of the family ``name`` ends in ``-``."""
+    return pin == name or (name.endswith("-") and pin.startswith(name))
+
+
+def _pins_json(held: dict[str, Pin]) -> FleetPinsJson:
+    out: FleetPinsJson = {}
+    if "torch" in held:
+        out["torch"] = held["torch"].text
+        if held["torch"].variant:
+            out["variant"] = held["torch"].variant
+    if "cuDNN" in held:
+        out["cudnn"] = held["cuDNN"].text
+    if "NCCL" in held:
+        out["nccl"] = held["NCCL"].text
+    return out
+
+
 def _pinned(r: Result, pin: Pin, key: str) -> tuple[str, str] | None:
-    """(what the node has, what the lock pins) where they differ, else None."""
-    torch = r.facts.get("torch")
-    if r.left is not None:
-        return None
+    """(what the node has, what the lock pins) where they differ, else None. cuDNN and NCCL
+    as the probe reports them: ``9.19.0`` is the wheel ``nvidia-cudnn-cu13==9.19.0.56``."""
+    mine = r.facts.get(key)
     if key == "torch":
-        mine = (torch or "").split("+", 1)[0]
-        return None if mine == pin.version else (torch or "unknown", pin.text)
-    if not pin.variant or pin.variant == "cuda":
+        public = (mine or "").split("+", 1)[0]
+        return None if public == pin.version else (mine or "unknown", pin.text)
+    if key == "variant":
+        if not pin.variant or pin.variant == "cuda":
+            return None
+        return None if mine == pin.variant else (mine or "unknown", pin.variant)
+    version = pin.version or ""
+    if mine and (version == mine or version.startswith(mine + ".")):
         return None
-    variant = r.facts.get("variant")
-    return None if variant == pin.variant else (variant or "unknown", pin.variant)
+    return (mine or "unknown", pin.text)
 
 
-def _outliers(rs: list[Result], names: Counter[str], pin: Pin | None = None) -> list[Outlier]:
+def _outliers(
+    rs: list[Result], names: Counter[str], pins: dict[str, Pin] | None = None
+) -> list[Outlier]:
     out: list[Outlier] = []
     common = {k: _majority(r.facts.get(k) for r in rs if r.left is None) for k in _SAME_IN_GROUP}
     by_gpu: dict[str, list[Result]] = {}
@@ -354,10 +381,12 @@ def _outliers(rs: list[Result], names: Counter[str], pin: Pin | None = None) -> 
             continue
         for key in _SAME_IN_GROUP:
             decides = _FACT_DECIDES.get(key, Decides.OTHER)
-            if pin is not None and key in _PINNED:
+            pin = (pins or {}).get(key)
+            if pin is not None:
                 differ = _pinned(r, pin, key)
                 if differ is not None:
-                    found.append((decides, f"{key} {differ[0]} (lock: {differ[1]})", _torch(r)))
+                    said = _torch(r) if key in ("torch", "variant") else _cause(r, _CHECK_FOR[key])
+                    found.append((decides, f"{key} {differ[0]} (lock: {differ[1]})", said))
                 continue
             mine, theirs = r.facts.get(key), common[key]
             if theirs is not None and mine != theirs:

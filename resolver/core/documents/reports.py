@@ -311,6 +311,8 @@ _FleetGroupKeys = TypedDict(
 class FleetPinsJson(TypedDict, total=False):
     torch: str
     variant: str
+    cudnn: str
+    nccl: str
 
 
 class FleetGroupJson(_FleetGroupKeys, total=False):
