@@ -3,8 +3,8 @@
 Nodes are grouped by ``fleet.yaml`` (with ``--expect``), else by the ``group`` their lock
 records, else by GPU model and driver (results of earlier releases). A node is listed when its
 verify failed or left no result (it did not run, or did not finish: a failed node, named with
-what it left), or when it disagrees: with ``--expect``, another torch or variant than its lock
-pins (without, than most of its group); another cuDNN or NCCL than most of the group; another
+what it left), or when it disagrees: another torch, variant, cuDNN or NCCL than its lock pins
+(``--expect``; what the lock does not pin, or without it: than most of its group); another
 driver, a benchmark case or NCCL bandwidth below the median of the group's nodes with the same
 GPUs by more than the margin; a check that fails on it while it passes elsewhere in the group.
 Each is shown with the cause its own verify named, in the order of what decides (``Decides``):
