@@ -236,7 +236,7 @@ def test_cpu_build_report_lists_every_check(
         "skip",
         "not a CUDA build (cpu)",
     )
-    assert report["summary"] == {"pass": 5, "warn": 0, "fail": 0, "skip": 9}
+    assert report["summary"] == {"pass": 5, "warn": 0, "fail": 0, "skip": 10}
     code, out, _ = run_cli(capsys, "verify", "--python", str(python))
     assert code == 0
     lines = out.splitlines()
