@@ -18,6 +18,7 @@ file over the cap, a fleet report given as a result) is bad input.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -136,13 +137,11 @@ def read_file(path: Path) -> Iterator[Result]:
             if result.left and result.node is None and not several:
                 result.node = _stem(path)  # results/NODE.json of a node that stopped
             yield result
-        elif not seen.results:
+        else:
             yield _left(path, shown, seen.said(size))
 
 
 def _size(fh: IO[bytes]) -> int:
-    import os
-
     return os.fstat(fh.fileno()).st_size
 
 
