@@ -516,8 +516,9 @@ def render_markdown(report: FleetReport) -> str:
             lines.append(f"- missing (no result): {_cell(', '.join(g.missing))}")
     lines += [
         "",
-        f"Outliers: a failed check, another torch/variant/cuDNN/NCCL than the group, another "
-        f"driver than the nodes with the same GPUs, a benchmark case more than "
-        f"{SPEED_MARGIN:.0%} (NCCL bandwidth {NCCL_MARGIN:.0%}) below their median.",
+        f"Outliers: no verify result, a failed check, another torch/variant/cuDNN/NCCL than "
+        f"the lock pins (--expect) or the group, another driver than the nodes with the same "
+        f"GPUs, a benchmark case more than {SPEED_MARGIN:.0%} (NCCL bandwidth "
+        f"{NCCL_MARGIN:.0%}) below their median; what decides first.",
     ]
     return "\n".join(lines) + "\n"
