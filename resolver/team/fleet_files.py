@@ -204,6 +204,8 @@ def _left_out(p: Any, gpu: bool) -> str | None:
     if not gpu:
         return "no GPU"
     return getattr(p, "unavailable", None)
+
+
 _IN_JOB = ("group", "nodes_of", "expects")  # the plan entry a Job carries beside its lock
 
 
