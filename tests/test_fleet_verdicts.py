@@ -105,6 +105,11 @@ def test_nodes_that_left_no_result_are_failed_nodes(
         assert found[node]["differs"] == ["no verify result"]
         assert said in found[node]["cause"], (node, found[node])
     assert "\x1b" not in json.dumps(doc)
+    # a results folder no node wrote to (the job never started): with the plan, all missing
+    (tmp_path / "empty").mkdir()
+    code, doc, err = _report(capsys, str(tmp_path / "empty"), "--expect", str(lockdir))
+    assert code == 1, err
+    assert doc["groups"][0]["missing_nodes"] == sorted(nodes)
     # without a plan they are a group of their own, each still a failed node
     code, doc, _ = _report(capsys, str(results / "gpu-n2.json"), str(results / "gpu-n1.json"))
     assert code == 1

@@ -55,8 +55,8 @@ def report(paths: tuple[str, ...], as_json: bool, expect: str | None, output: st
     )
     from resolver.team.fleet_results import read_files, result_files
 
-    files = result_files(list(paths))  # every path checked before the plan is read
     plan = load_plan(Path(expect)) if expect else None
+    files = result_files(list(paths), planned=plan is not None)
     inputs = [*files]
     if plan is not None:
         inputs += [plan.folder / PLAN_FILE, *(plan.folder / lock for lock in plan.locks.values())]

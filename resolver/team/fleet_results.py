@@ -70,8 +70,10 @@ class Result:
         return next((c for c in self.checks if c.id == check_id), None)
 
 
-def result_files(paths: list[str]) -> list[Path]:
-    """The files under ``paths`` (files or folders, in the order given); bad input is exit 2."""
+def result_files(paths: list[str], planned: bool = False) -> list[Path]:
+    """The files under ``paths`` (files or folders, in the order given); bad input is exit 2.
+    ``planned`` (a plan names the nodes): a folder no node has written to yet is no error,
+    every node is then missing (a job that never started); without a plan it is."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -79,7 +81,7 @@ def result_files(paths: list[str]) -> list[Path]:
             found = sorted(
                 p for p in path.iterdir() if p.suffix.lower() in _SUFFIXES and p.is_file()
             )
-            if not found:
+            if not found and not planned:
                 raise UserError(f"{escaped(raw)}: no *.json, *.jsonl or *.log files in the folder")
             files.extend(found)
         elif path.exists():
