@@ -267,7 +267,7 @@ def _documents(fh: IO[bytes], shown: str, seen: _Seen) -> Iterator[tuple[int, st
                 span = []
             continue
         if line[:1] == "{":
-            if line.rstrip("\r\n") == "{":
+            if len(line) <= 3 and line.rstrip("\r\n") == "{":  # (no copy of a long line)
                 span, start, size = ["{\n"], number, 2
                 continue
             pod, body = None, line
@@ -356,19 +356,19 @@ def _result(doc: dict[str, Any], pod: str | None) -> Result:
             continue
         raw_id = c.get("id")
         cid = _intern(_text(raw_id, 40) or "?")
-        checks.append(Check(cid, _intern(str(state)), _text(c.get("reason")) or ""))
+        checks.append(_check(cid, str(state), _text(c.get("reason")) or ""))
         if cid == "lock" and state == "fail":
             lock_torch = _torch_line(c)
     probe = doc.get("probe")
     probe = probe if type(probe) is dict else {}
     cudnn, nccl = probe.get("cudnn"), probe.get("nccl")
-    facts = {
-        "torch": _fact(doc.get("torch"), 60),
-        "variant": _fact(doc.get("variant"), 40),
-        "driver": _fact(host.get("driver"), 40),
-        "cuDNN": _fact(cudnn.get("version_text"), 40) if type(cudnn) is dict else None,
-        "NCCL": _fact(nccl.get("version_text"), 40) if type(nccl) is dict else None,
-    }
+    facts = _facts(
+        _fact(doc.get("torch"), 60),
+        _fact(doc.get("variant"), 40),
+        _fact(host.get("driver"), 40),
+        _fact(cudnn.get("version_text"), 40) if type(cudnn) is dict else None,
+        _fact(nccl.get("version_text"), 40) if type(nccl) is dict else None,
+    )
     return Result(
         file="",
         status=_intern(str(status)),
@@ -382,6 +382,33 @@ def _result(doc: dict[str, Any], pod: str | None) -> Result:
         nccl_env=_nccl_env(doc.get("nccl_check")),
         lock_torch=lock_torch,
     )
+
+
+# A fleet is a few builds on a few kinds of machine: results share their facts and their checks
+# (never changed once read), so 100,000 nodes keep a few thousand of each, not 100,000.
+_SHARED_MAX = 50_000
+_SHARED_FACTS: dict[tuple[str | None, ...], dict[str, str | None]] = {}
+_SHARED_CHECKS: dict[tuple[str, str, str], Check] = {}
+_NO_ENV: dict[str, str] = {}
+
+
+def _facts(*values: str | None) -> dict[str, str | None]:
+    found = _SHARED_FACTS.get(values)
+    if found is None:
+        found = dict(zip(_FACTS, values, strict=True))
+        if len(_SHARED_FACTS) < _SHARED_MAX:
+            _SHARED_FACTS[values] = found
+    return found
+
+
+def _check(cid: str, status: str, reason: str) -> Check:
+    key = (cid, status, reason)
+    found = _SHARED_CHECKS.get(key)
+    if found is None:
+        found = Check(_intern(cid), _intern(status), reason)
+        if len(_SHARED_CHECKS) < _SHARED_MAX:
+            _SHARED_CHECKS[key] = found
+    return found
 
 
 def _fact(value: Any, limit: int) -> str | None:
@@ -418,6 +445,8 @@ def _get(doc: Any, *keys: str) -> Any:
 
 
 def _gpus(gpus: Any) -> str:
+    if type(gpus) is list and len(gpus) == 1 and type(gpus[0]) is dict:  # most nodes
+        return _text(gpus[0].get("name"), 80) or "unknown GPU"
     names = [
         _text(g.get("name"), 80) or "unknown GPU"
         for g in (gpus if isinstance(gpus, list) else [])
@@ -483,6 +512,8 @@ def _busbw(doc: Any) -> float | None:
 
 def _nccl_env(doc: Any) -> dict[str, str]:
     """The NCCL_* variables set in the first NCCL worker (verify records what changes NCCL)."""
+    if doc is None:
+        return _NO_ENV
     ranks = _get(doc, "run", "ranks")
     env = _get(ranks[0], "result", "env") if isinstance(ranks, list) and ranks else None
     out: dict[str, str] = {}
