@@ -321,3 +321,24 @@ def test_a_slurm_lock_passes_the_group_and_verify_finds_it(
 def test_group_without_a_lock_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "verify", "--group", "gpu-a100", "--json")
     assert code == 2 and "--lock" in err and "error" in json.loads(out)
+
+
+def test_a_span_that_is_no_document_is_read_again_line_by_line(tmp_path: Path) -> None:
+    """A `{` line opens an indented span; when an unindented line or the end of the file shows
+    it is none, its lines are read again: an indented one-line result inside it, and the line
+    that ended it, are each found, on their own line."""
+    one = _healthy("gpu-1").strip()
+    text = "\n".join(
+        [
+            "{",
+            "  " + _healthy("gpu-2").strip(),
+            "  not json",
+            one,
+            "{",
+            "  " + one.replace("gpu-1", "gpu-3"),
+        ]
+    )
+    path = tmp_path / "logs.log"
+    path.write_text(text, encoding="utf-8")  # no newline at the end: the span is cut short
+    found = [(r.node, r.file.rsplit(":", 1)[1]) for r in read_file(path)]
+    assert found == [("gpu-2", "2"), ("gpu-1", "4"), ("gpu-3", "6")]
