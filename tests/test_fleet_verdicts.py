@@ -280,6 +280,17 @@ def test_the_group_check(host: HostProfile, status: str, said: str) -> None:
     assert check_group(None, host).status == SKIP
 
 
+def test_a_lost_gpu_is_named() -> None:
+    from resolver.core.hostprofile import LostGpu
+
+    host = _host("535.104.05")
+    host.lost_gpus = [LostGpu("0000:17:00.0", "GPU is lost", "nvidia-smi")]
+    got = check_group(A100, host)
+    assert got.status == FAIL and got.reason.endswith(
+        "this host has an NVIDIA driver (535.104.05) but no usable GPU (1 lost: GPU is lost)"
+    )
+
+
 def test_an_h200_is_not_the_h100_its_group_expects() -> None:
     h100 = Expects("g", (ExpectedGpu("NVIDIA-H100-80GB-HBM3", "9.0", 1),), None)
     assert check_group(h100, _host("580.1", ("NVIDIA H100 80GB HBM3", "9.0"))).status == PASS

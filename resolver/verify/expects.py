@@ -173,12 +173,14 @@ def _driver_ok(text: str) -> bool:
 
 
 def _host(host: HostProfile) -> str:
+    """The host's GPUs and driver as the check says them (and the GPUs the driver lost)."""
+    lost = host.lost_gpus
+    said = f" ({len(lost)} lost: {escaped(lost[0].error)})" if lost else ""
     if not host.gpus:
-        return f"an NVIDIA driver ({host.driver}) but no usable GPU"
+        return f"an NVIDIA driver ({host.driver}) but no usable GPU{said}"
     counts: dict[str, int] = {}
     for g in host.gpus:
         name = escaped(g.name or f"GPU of CC {g.cc}")
         counts[name] = counts.get(name, 0) + 1
-    return " + ".join(f"{n} × {name}" for name, n in sorted(counts.items())) + (
-        f" with driver {host.driver}" if host.driver else ""
-    )
+    gpus = " + ".join(f"{n} × {name}" for name, n in sorted(counts.items()))
+    return gpus + (f" with driver {host.driver}" if host.driver else "") + said
