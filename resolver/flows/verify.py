@@ -42,12 +42,12 @@ def identify(data: VerifyDoc, lock_file: str | None) -> None:
 
 def group_expects(lock_file: str | None, group: str) -> Expects:
     """What the node group expects of this machine, from the plan its lock was written with."""
-    from resolver.core.errors import UserError
+    from resolver.core.errors import UserError, escaped
     from resolver.verify.expects import find_expects
 
     if not lock_file:
         raise UserError(
-            f"--group {group}: give the lock too (--lock): its fleet.yaml says what "
+            f"--group {escaped(group)}: give the lock too (--lock): its fleet.yaml says what "
             "the group expects"
         )
     return find_expects(lock_file, group)

@@ -27,7 +27,6 @@ from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult
 PLAN_FILE = "fleet.yaml"
 PLAN_LEVELS = 3  # the lock's folder and up to 3 above: set/platform/lock beneath the plan
 MAX_PLAN = 64 << 20
-_GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _CC = re.compile(r"^[0-9]{1,2}\.[0-9]{1,2}$")
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -67,7 +66,7 @@ def find_expects(lock_file: str, group: str) -> Expects:
     """The expectation of ``group`` from the plan beside ``lock_file`` or above it."""
     from resolver.io.bounded import load_yaml, read_text
 
-    if not _GROUP.fullmatch(group):
+    if not group or len(group) > 200 or group != group.strip():  # compared, shown escaped
         raise UserError(f"--group {escaped(group[:60])!r}: not a node group's name")
     folder = Path(lock_file).absolute().parent
     for _ in range(PLAN_LEVELS + 1):
@@ -79,8 +78,8 @@ def find_expects(lock_file: str, group: str) -> Expects:
             break
         folder = folder.parent
     raise UserError(
-        f"--group {group}: no {PLAN_FILE} beside {escaped(lock_file)} or in the {PLAN_LEVELS} "
-        "folders above it (the cluster lock writes it at the lock's root)"
+        f"--group {escaped(group)}: no {PLAN_FILE} beside {escaped(lock_file)} or in the "
+        f"{PLAN_LEVELS} folders above it (the cluster lock writes it at the lock's root)"
     )
 
 
@@ -93,27 +92,31 @@ def _entry(doc: Any, group: str, path: Path) -> Expects:
         None,
     )
     if entry is None:
-        raise UserError(f"--group {group}: {escaped(str(path))} has no node group of that name")
+        raise UserError(
+            f"--group {escaped(group)}: {escaped(str(path))} has no node group of that name"
+        )
+    where = f"{escaped(str(path))}: group {escaped(group)}"
     raw = entry.get("expects")
     if not isinstance(raw, dict) or not isinstance(raw.get("gpus"), list):
         raise UserError(
-            f"{escaped(str(path))}: group {group} records no expects: (written by an older "
-            "gpuresolve: rerun `gpuresolve lock`)"
+            f"{where} records no expects: (written by an older gpuresolve: rerun `gpuresolve lock`)"
         )
     gpus = []
     for g in raw["gpus"]:
         g = g if isinstance(g, dict) else {}
         name, cc, count = g.get("name"), g.get("cc"), g.get("count")
         if not isinstance(name, str) or not name or len(name) > 200:
-            raise UserError(f"{escaped(str(path))}: group {group}: expects: a GPU without a name")
+            raise UserError(f"{where}: expects: a GPU without a name")
         if cc is not None and not (isinstance(cc, str) and _CC.fullmatch(cc)):
-            raise UserError(f"{escaped(str(path))}: group {group}: expects: cc {cc!r}")
+            raise UserError(f"{where}: expects: cc {cc!r}")
         if count is not None and (type(count) is not int or not 0 < count <= 100_000):
-            raise UserError(f"{escaped(str(path))}: group {group}: expects: count {count!r}")
+            raise UserError(f"{where}: expects: count {count!r}")
         gpus.append(ExpectedGpu(escaped(name), cc, count))
     driver = raw.get("driver")
     return Expects(
-        group, tuple(gpus), Driver.parse(driver) if isinstance(driver, str) and driver else None
+        escaped(group),
+        tuple(gpus),
+        Driver.parse(driver) if isinstance(driver, str) and driver else None,
     )
 
 
