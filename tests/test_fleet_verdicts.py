@@ -353,3 +353,24 @@ def test_a_span_that_is_no_document_is_read_again_line_by_line(tmp_path: Path) -
     path.write_text(text, encoding="utf-8")  # no newline at the end: the span is cut short
     found = [(r.node, r.file.rsplit(":", 1)[1]) for r in read_file(path)]
     assert found == [("gpu-2", "2"), ("gpu-1", "4"), ("gpu-3", "6")]
+
+
+@pytest.mark.parametrize(
+    ("expects", "said"),
+    [
+        (None, "records no expects: (written by an older gpuresolve"),
+        ({"gpus": [{"name": "NVIDIA A100", "cc": "8.0", "count": "1"}]}, "expects: count '1'"),
+        ({"gpus": [{"name": "NVIDIA A100", "cc": "\x1b[2J"}]}, "expects: cc '\\x1b[2J'"),
+        ({"gpus": [{"cc": "8.0", "count": 1}]}, "expects: a GPU without a name"),
+    ],
+)
+def test_a_plan_that_says_no_expectation_is_bad_input(
+    tmp_path: Path, expects: Any, said: str
+) -> None:
+    plan = {"fleet": 1, "groups": [{"group": "g", "nodes_of": "gpu-a100", "nodes": [],
+                                    "expects": expects}]}  # fmt: skip
+    (tmp_path / "fleet.yaml").write_text(json.dumps(plan), encoding="utf-8")
+    (tmp_path / "requirements.txt").write_text("torch==2.11.0\n", encoding="utf-8")
+    with pytest.raises(UserError) as exc:
+        find_expects(str(tmp_path / "requirements.txt"), "gpu-a100")
+    assert said in str(exc.value) and "\x1b" not in str(exc.value)
