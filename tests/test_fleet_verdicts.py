@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -374,3 +375,34 @@ def test_a_plan_that_says_no_expectation_is_bad_input(
     with pytest.raises(UserError) as exc:
         find_expects(str(tmp_path / "requirements.txt"), "gpu-a100")
     assert said in str(exc.value) and "\x1b" not in str(exc.value)
+
+
+def test_a_kubernetes_job_carries_its_group_to_verify(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shipped example's H100 Job: its ConfigMap mounted as a folder (the lock and the
+    group's plan entry) and its GPURESOLVE_GROUP are all verify needs to hold the node to 8 x
+    H100 on driver 580.95.05; on this host (no torch for this Python) it fails, saying why."""
+    import yaml
+
+    example = Path(__file__).parent.parent / "environments" / "gpu-cluster" / "linux-x86_64"
+    text = (example / "verify-h100-80gb-hbm3-x8-580.95.05.yaml").read_text(encoding="utf-8")
+    configmap, job = yaml.safe_load_all(text)
+    mount = tmp_path / "etc-gpuresolve"
+    mount.mkdir()
+    for name, body in configmap["data"].items():
+        (mount / name).write_text(body, encoding="utf-8")
+    [container] = job["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    monkeypatch.setenv("GPURESOLVE_GROUP", env["GPURESOLVE_GROUP"])
+    monkeypatch.setenv("GPURESOLVE_NODE_NAME", "h100-01")
+    lock = str(mount / "requirements.txt")
+    args = ("verify", "--json", "--no-record", "--lock", lock, "--python", sys.executable)
+    code, out, err = run_cli(capsys, *args)
+    assert code == 1, err
+    held = {c["id"]: c for c in json.loads(out)["checks"]}["group"]
+    assert held["status"] == "fail"
+    assert held["reason"].startswith(
+        "this node's group expects 8 × NVIDIA-H100-80GB-HBM3 with driver 580.95.05 (node group "
+        "h100-80gb-hbm3-x8-580.95.05); this host has "
+    )
