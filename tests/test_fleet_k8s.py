@@ -177,7 +177,11 @@ def test_job_shape(locked: tuple[Path, dict[str, Any]]) -> None:
     assert volumes["dshm"]["emptyDir"]["medium"] == "Memory"
     assert volumes["lock"]["configMap"]["name"] == configmap["metadata"]["name"]
     lock = (out / "linux-x86_64" / "requirements.txt").read_text(encoding="utf-8")
-    assert configmap["data"] == {"requirements.txt": lock}
+    assert configmap["data"]["requirements.txt"] == lock
+    plan = yaml.safe_load(configmap["data"]["fleet.yaml"])  # the group's entry, for --group
+    [entry] = plan["groups"]
+    assert entry["nodes_of"] == env["GPURESOLVE_GROUP"]["value"] == "h100-80gb-hbm3-x8-580.95.05"
+    assert entry["expects"]["driver"] == "580.95.05" and entry["expects"]["gpus"][0]["count"] == 8
     assert '"group":"cluster/linux-x86_64"' in lock  # what verify --json reports as group
     tolerated = {(t["key"], t.get("effect")) for t in pod["tolerations"]}
     assert tolerated == {("nvidia.com/gpu", None), ("dedicated", "NoExecute")}

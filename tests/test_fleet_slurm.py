@@ -8,6 +8,7 @@ import ipaddress
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -202,6 +203,13 @@ def test_real_slurm_runs_the_documented_loop(
     failed = {o["node"]: o["cause"] or "" for g in report["groups"] for o in g["outliers"]}
     assert sorted(failed) == ["gpu-n1", "gpu-n2", "gpu-u1"]
     assert all("import" in cause for cause in failed.values())
+    # each script passed its group: verify held the node to its group's GPUs (issue 39)
+    named = [o for g in report["groups"] for o in g["outliers"]]
+    assert all("check group fails" in o["differs"] for o in named)
+    held = {c["id"]: c for c in doc["checks"]}["group"]
+    assert held["status"] == "fail" and held["reason"].startswith("this node's group expects ")
+    if shutil.which("nvidia-smi") is None:
+        assert held["reason"].endswith("; this host has no NVIDIA driver")
 
 
 @pytest.mark.slow

@@ -63,7 +63,7 @@ def test_recorded_h100_run_passes(
     assert all(p.startswith(f"{SITE}/nvidia/") for p in paths.values())
     assert "cuDNN ran the convolution" in res["compute"].reason
     assert list(res) == list(CHECKS)  # every check, in report order
-    assert [k for k in res if res[k].status == SKIP] == ["lock"]
+    assert [k for k in res if res[k].status == SKIP] == ["group", "lock"]
     assert res["lock"].reason == "no lock file given (--lock)"
 
 
@@ -78,7 +78,7 @@ def test_recorded_verify_json_matches_a_replay(
     report = json.loads((H100 / "verify.json").read_text(encoding="utf-8"))
     res = checks.evaluate(report["probe"], host, shipped)
     recorded = [(c["id"], c["status"]) for c in report["checks"]]
-    added = {"probe": PASS, "lock": SKIP}
+    added = {"probe": PASS, "group": SKIP, "lock": SKIP}
     assert [(r.id, r.status) for r in res if r.id not in added] == recorded
     assert {r.id: r.status for r in res if r.id in added} == added
     assert [r.id for r in res] == list(CHECKS)
@@ -362,7 +362,9 @@ def test_probe_failure_is_one_fail() -> None:
         (key, SKIP) for key in CHECKS if key != "probe"
     ]
     assert res[0].details == ("last stage: gpu-tests", "stderr: Segmentation fault")
-    assert {r.reason for r in res[1:]} == {"the probe did not finish: no facts to judge"}
+    assert {r.reason for r in res[1:] if r.id != "group"} == {
+        "the probe did not finish: no facts to judge"
+    }  # the node group's check judges the host, not the probe (test_fleet_verdicts)
     assert overall(res) == FAIL
 
 
@@ -416,6 +418,7 @@ def test_cpu_build_skips_what_does_not_apply(probe: dict[str, Any], shipped: Cat
         },
         "libraries": "CPU build: no CUDA libraries",
         "companions": "neither torchvision nor torchaudio is installed",
+        "group": "no node group given (--group)",
         "lock": "no lock file given (--lock)",
     }
     assert all(r.fix is None for r in res.values() if r.status == SKIP)

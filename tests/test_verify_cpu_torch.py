@@ -189,8 +189,8 @@ def _gpu_host() -> bool:
     return done.returncode == 0
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     env.pop("VIRTUAL_ENV", None)
     env.pop("CONDA_PREFIX", None)
     return subprocess.run(
@@ -223,6 +223,42 @@ def test_cli_on_this_gpu_less_host(torch_venv: Path, tmp_path: Path) -> None:
     done = _cli("--python", str(torch_venv), "--lock", str(env_yml))
     assert done.returncode == 0, done.stdout
     assert "PASS  lock" in done.stdout
+
+
+@pytest.mark.skipif(_gpu_host(), reason="this host has an NVIDIA GPU: the CPU build fails here")
+def test_cli_group_holds_a_gpu_node_without_its_driver(torch_venv: Path, tmp_path: Path) -> None:
+    """Issue 39: a CPU torch on a node Slurm lists with gpu:a100:1 passed `verify --lock` as a
+    CPU host; with its group (as the sbatch script exports it) it fails, saying why."""
+    lock = tmp_path / "hpc" / "linux-x86_64" / "environment.yml"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("dependencies:\n  - pip:\n      - torch==2.13.0+cpu\n", encoding="utf-8")
+    plan = {
+        "fleet": 1,
+        "groups": [
+            {
+                "group": "hpc",
+                "nodes_of": "gpu-a100-driver-535.104.05",
+                "nodes": ["gpu-a1"],
+                "expects": {
+                    "gpus": [{"name": "NVIDIA A100", "cc": "8.0", "count": 1}],
+                    "driver": "535.104.05",
+                },
+            }
+        ],
+    }
+    (tmp_path / "hpc" / "fleet.yaml").write_text(json.dumps(plan), encoding="utf-8")
+    args = ("--python", str(torch_venv), "--lock", str(lock), "--json")
+    done = _cli(*args)
+    assert done.returncode == 0, done.stdout + done.stderr  # a CPU host, as far as it knows
+    done = _cli(*args, env={"GPURESOLVE_GROUP": "gpu-a100-driver-535.104.05"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    by_id = {c["id"]: c for c in json.loads(done.stdout)["checks"]}
+    assert by_id["build"]["reason"] == "CPU build on a host without an NVIDIA GPU"
+    assert (by_id["group"]["status"], by_id["group"]["reason"]) == (
+        "fail",
+        "this node's group expects 1 × NVIDIA A100 with driver 535.104.05 (node group "
+        "gpu-a100-driver-535.104.05); this host has no NVIDIA driver",
+    )
 
 
 def _pylock(tmp_path: Path, linux_torch: str, linux_index: str) -> Path:

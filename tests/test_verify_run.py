@@ -101,7 +101,7 @@ def test_hang_through_the_cli(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "FAIL  probe ran         the probe did not finish within 1 s" in done.stdout
     assert "SKIP  GPU compute       the probe did not finish: no facts to judge" in done.stdout
-    assert "1 failed, 13 skipped" in done.stdout
+    assert "1 failed, 14 skipped" in done.stdout
 
 
 def test_missing_interpreter_exits_2(tmp_path: Path) -> None:
@@ -236,7 +236,7 @@ def test_cpu_build_report_lists_every_check(
         "skip",
         "not a CUDA build (cpu)",
     )
-    assert report["summary"] == {"pass": 5, "warn": 0, "fail": 0, "skip": 9}
+    assert report["summary"] == {"pass": 5, "warn": 0, "fail": 0, "skip": 10}
     code, out, _ = run_cli(capsys, "verify", "--python", str(python))
     assert code == 0
     lines = out.splitlines()
@@ -244,7 +244,7 @@ def test_cpu_build_report_lists_every_check(
         "SKIP" if by_id[k]["status"] == "skip" else "PASS" for k in CHECKS
     ]
     assert "SKIP  cuDNN             not a CUDA build (cpu)" in lines
-    assert lines[-1] == "result: PASS: 5 passed, 0 warning(s), 0 failed, 9 skipped"
+    assert lines[-1] == "result: PASS: 5 passed, 0 warning(s), 0 failed, 10 skipped"
 
 
 @posix_only

@@ -43,20 +43,28 @@ def report(paths: tuple[str, ...], as_json: bool, expect: str | None, output: st
     """Group the nodes' verify results (files, folders of them, `kubectl logs` output) and
     name each node that fails or disagrees with its group, with the cause its verify named.
 
-    Exit 0 when every node passes (warnings allowed), 1 when a node fails, disagrees or is
-    missing, 2 on bad input.
+    Exit 0 when every node passes (warnings allowed), 1 when a node fails, disagrees, is
+    missing or left no verify result (it did not run or did not finish), 2 on bad input.
     """
     from resolver.io.atomic import output_path, write_output
-    from resolver.team.fleet_report import PLAN_FILE, build_report, read_plan, render_markdown
+    from resolver.team.fleet_report import (
+        PLAN_FILE,
+        build_report,
+        load_plan,
+        lock_pins,
+        render_markdown,
+    )
     from resolver.team.fleet_results import read_files, result_files
 
-    files = result_files(list(paths))
-    inputs = [*files, *([Path(expect) / PLAN_FILE] if expect else [])]
-    if output:  # refused before the work: a FIFO, a folder, one of the results read
+    plan = load_plan(Path(expect)) if expect else None
+    files = result_files(list(paths), planned=plan is not None)
+    inputs = [*files]
+    if plan is not None:
+        inputs += [plan.folder / PLAN_FILE, *(plan.folder / lock for lock in plan.locks.values())]
+    if output:  # refused before the work: a FIFO, a folder, one of the files read
         output_path(Path(output), inputs)
-    results = read_files(files)
-    expected = read_plan(Path(expect)) if expect else None
-    done = build_report(results, expected)
+    pins = lock_pins(plan) if plan else None
+    done = build_report(read_files(files), plan.nodes if plan else None, pins)
     text = secrets.redact(render_markdown(done))  # what nodes said may name a URL's login
     if output:
         write_output(Path(output), text, inputs)

@@ -75,6 +75,15 @@ VERIFY_JSON_VERSION = 1
     shell_complete=lazy_complete("complete_extension"),
 )
 @click.option(
+    "--group",
+    "group",
+    metavar="NAME",
+    type=SAFE_TEXT,
+    envvar="GPURESOLVE_GROUP",
+    help="The node group of a cluster lock this machine is in (its Job or sbatch script sets "
+    "GPURESOLVE_GROUP): the GPUs and driver the group expects are checked (needs --lock).",
+)
+@click.option(
     "--no-record",
     is_flag=True,
     help="Do not record the build's facts (arch list, CUDA, cuDNN, NCCL) as an observation.",
@@ -88,6 +97,7 @@ def verify(
     as_json: bool,
     timeout: float,
     with_: tuple[str, ...],
+    group: str | None,
     no_record: bool,
 ) -> None:
     """Check that torch in an environment imports, matches this host and really uses the GPU.
@@ -106,6 +116,7 @@ def verify(
         from resolver.readers import lockfile
 
         lock = lockfile.read(lock_file, platform=host_platform.probe().platform)
+    expects = verify_flow.group_expects(lock_file, group) if group else None
     want = sorted({p.name for p in lock.pins}) if lock else []
     # The probe starts first: torch imports in the child while the rest of gpuresolve loads,
     # the host is detected and the database loads here.
@@ -134,6 +145,7 @@ def verify(
         probe_failure=run.failure,
         catalog_error=catalog_error,
         stderr_tail=run.stderr_tail,
+        expects=expects,
     )
     nccl_doc = (
         verify_flow.nccl_check(interpreter, run, results, timeout, state)

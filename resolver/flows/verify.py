@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from resolver.core.documents.reports import VerifyDoc
     from resolver.core.hostprofile import HostProfile
     from resolver.observe.runtime import Recorded
+    from resolver.verify.expects import Expects
     from resolver.verify.result import CheckResult
     from resolver.verify.run import ProbeRun
 
@@ -19,6 +20,7 @@ __all__ = [
     "curated_builds",
     "detect",
     "extension_names",
+    "group_expects",
     "identify",
     "judge_speed",
     "load_catalog",
@@ -36,6 +38,19 @@ def identify(data: VerifyDoc, lock_file: str | None) -> None:
     from resolver.writers.recorded import lock_group
 
     add_identity(data, lock_group(lock_file) if lock_file else None, os.environ)
+
+
+def group_expects(lock_file: str | None, group: str) -> Expects:
+    """What the node group expects of this machine, from the plan its lock was written with."""
+    from resolver.core.errors import UserError, escaped
+    from resolver.verify.expects import find_expects
+
+    if not lock_file:
+        raise UserError(
+            f"--group {escaped(group)}: give the lock too (--lock): its fleet.yaml says what "
+            "the group expects"
+        )
+    return find_expects(lock_file, group)
 
 
 def visible(run: ProbeRun) -> int:

@@ -89,6 +89,7 @@ def fleet_files(
                     "engine": "slurm" if _is_slurm(g.placement) else "kubernetes",
                     "lock": f"{sub}{lock}" if lock else None,
                     "nodes": wanted,
+                    "expects": _expects(g.shape) if gpu else None,
                 }
                 if left:
                     entry["left_out"] = left
@@ -127,6 +128,9 @@ def fleet_files(
                         lock_text=files[f"{sub}{lock}"],
                         header=_header(spec, g.name, group, len(wanted), left),
                         everyone=k8s_nodes,
+                        plan_text=_plan_yaml(
+                            {"fleet": 1, "groups": [{k: entry[k] for k in _IN_JOB}]}
+                        ),
                     )
                     _put(out, taken, job, recorded.stamp(job, text, {**record, "group": group}))
                 entry["job"] = job
@@ -200,6 +204,17 @@ def _left_out(p: Any, gpu: bool) -> str | None:
     if not gpu:
         return "no GPU"
     return getattr(p, "unavailable", None)
+
+
+_IN_JOB = ("group", "nodes_of", "expects")  # the plan entry a Job carries beside its lock
+
+
+def _expects(shape: Any) -> Any:
+    """What `verify --group` holds a node of the group to: its GPUs and driver."""
+    from resolver.verify.expects import expects_json
+
+    gpus = [(g.name, f"{g.cc[0]}.{g.cc[1]}", g.count) for g in shape.gpus]
+    return expects_json(gpus, None if shape.driver is None else str(shape.driver))
 
 
 def _control(p: Any) -> bool:

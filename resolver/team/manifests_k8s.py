@@ -196,6 +196,7 @@ def render(
     lock_text: str,
     header: Sequence[str],
     everyone: Mapping[str, Placement],
+    plan_text: str | None = None,
 ) -> str:
     """The ConfigMap (the lock) and the Job, as one YAML file with ``header`` comment lines;
     ``everyone`` is every node of the list, which the selection must admit only where wanted."""
@@ -245,6 +246,7 @@ def render(
                         "name": "GPURESOLVE_NODE_NAME",
                         "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
                     },
+                    {"name": "GPURESOLVE_GROUP", "value": group},
                     *({"name": k, "value": v} for k, v in (*NCCL_OFF, *WRITABLE)),
                 ],
                 "resources": {"limits": resources(mine)},
@@ -274,7 +276,7 @@ def render(
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": name, "labels": labels},
-        "data": {lock_name: lock_text},
+        "data": {lock_name: lock_text, **({"fleet.yaml": plan_text} if plan_text else {})},
     }
     job = {
         "apiVersion": "batch/v1",

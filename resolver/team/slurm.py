@@ -394,6 +394,7 @@ def render_sbatch(
         "fi",
         'mkdir -p "$GPURESOLVE_RESULTS"',
         'export GPURESOLVE="${GPURESOLVE:-gpuresolve}"',
+        f"export GPURESOLVE_GROUP={group}",  # verify holds each node to its group's GPUs
         "export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1",
         "srun --ntasks-per-node=1 bash -c '$GPURESOLVE verify --json --benchmark --no-record "
         '--lock "$GPURESOLVE_LOCK" ${GPURESOLVE_PYTHON:+--python "$GPURESOLVE_PYTHON"} '

@@ -30,6 +30,7 @@ from resolver.verify.build_checks import (
 )
 from resolver.verify.compute import check_gpu_compute
 from resolver.verify.context import Context, build_variant, public_version
+from resolver.verify.expects import Expects, check_group
 from resolver.verify.package_checks import (
     check_companions,
     check_cudnn,
@@ -50,16 +51,21 @@ def evaluate(
     probe_failure: str | None = None,
     catalog_error: str | None = None,
     stderr_tail: Sequence[str] = (),
+    expects: Expects | None = None,
 ) -> list[CheckResult]:
-    """Every check of ``CHECKS``, in its order; a failed probe is one FAIL, the others SKIP."""
+    """Every check of ``CHECKS``, in its order; a failed probe is one FAIL, the others SKIP
+    (but the node group's, which judges the host, not the probe)."""
     if probe is None or probe_failure:
         failed = probe_failed(probe, probe_failure or "the probe gave no result", stderr_tail)
         return [failed] + [
-            CheckResult(key, title, SKIP, "the probe did not finish: no facts to judge")
+            check_group(expects, host)
+            if key == "group"
+            else CheckResult(key, title, SKIP, "the probe did not finish: no facts to judge")
             for key, title in CHECKS.items()
             if key != "probe"
         ]
     ctx = Context(probe, host, catalog, catalog_error, lock, probe.get("torch") or {})
+    ctx.expects = expects
     version = public_version(ctx.torch.get("version"))
     if catalog is not None and version:
         ctx.release = catalog.release(version)
@@ -72,6 +78,7 @@ def evaluate(
         check_import,
         check_build,
         check_driver,
+        lambda c: check_group(c.expects, c.host),
         check_cuda_available,
         check_arch,
         check_cudnn,

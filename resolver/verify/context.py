@@ -20,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 from resolver.catalog import Catalog, Release, Variant
 from resolver.core.hostprofile import STATE_MISMATCH, STATE_OK, HostProfile
 from resolver.readers.pins import LockPins, variant_of_local
+from resolver.verify.expects import Expects
 from resolver.verify.result import CHECKS, SKIP, CheckResult
 
 _EMPTY_CATALOG = Catalog(
@@ -45,6 +46,7 @@ class Context:
     torch: Mapping[str, Any] = field(default_factory=dict)
     release: Release | None = None
     variant: Variant | None = None
+    expects: Expects | None = None  # --group: the machine the node's group expects
 
     @property
     def imported(self) -> bool:

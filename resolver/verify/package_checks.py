@@ -442,7 +442,8 @@ def check_lock(ctx: Context) -> CheckResult:
             good.append(shown)
         else:
             bad.append(f"{shown} installed; the lock pins {pin.text}")
-    if bad:
+    if bad:  # torch and its companions first: a wrong torch explains the nvidia-* lines after it
+        bad.sort(key=lambda line: _LOCK_ORDER.get(line.split(" ", 1)[0], len(_LOCK_ORDER)))
         return CheckResult(
             "lock",
             title,
@@ -462,6 +463,9 @@ def check_lock(ctx: Context) -> CheckResult:
         None,
         tuple(good),
     )
+
+
+_LOCK_ORDER = {name: i for i, name in enumerate(("torch", *_COMPANIONS))}
 
 
 def _lock_fix(lock: LockPins) -> str:

@@ -27,6 +27,7 @@ CHECKS: dict[str, str] = {
     "import": "torch imports",
     "build": "build vs host",
     "driver": "driver",
+    "group": "node group",
     "cuda": "CUDA available",
     "arch": "GPU kernels",
     "cudnn": "cuDNN",

@@ -293,6 +293,7 @@ class _OutlierKeys(TypedDict):
 
 class OutlierJson(_OutlierKeys, total=False):
     file: str | None
+    decides: str  # fleet_report.Decides: did-not-run, build, gpu, other
 
 
 _FleetGroupKeys = TypedDict(
@@ -309,8 +310,17 @@ _FleetGroupKeys = TypedDict(
 )
 
 
+class FleetPinsJson(TypedDict, total=False):
+    torch: str
+    variant: str
+    cudnn: str
+    nccl: str
+
+
 class FleetGroupJson(_FleetGroupKeys, total=False):
     missing_nodes: list[str]
+    no_result: int
+    pins: FleetPinsJson | None
 
 
 class FleetReportDoc(TypedDict):
