@@ -411,6 +411,17 @@ def test_each_mode_job_asks_what_the_plugin_grants(locked: Path) -> None:
     assert all(v for v in asked.values()), asked  # no Job asks for nothing
 
 
+def test_a_shared_gpu_group_expects_the_model_not_the_node_count(locked: Path) -> None:
+    """A Job granted one replica of a time-sliced or MPS GPU sees one GPU: verify --group must
+    not hold the pod to the node's count of GPUs (it would fail every shared node)."""
+    groups = plan(locked)
+    for name in ("h100-80gb-hbm3-x2-mps-580.95.05", "l4-x2-shared-570.172.08"):
+        [gpu] = groups[name]["expects"]["gpus"]
+        assert gpu["count"] is None, name
+    [exclusive] = groups["h100-80gb-hbm3-x8-580.95.05"]["expects"]["gpus"]
+    assert exclusive["count"] == 8
+
+
 def test_cordoned_and_not_ready_nodes_are_left_out_with_the_reason(locked: Path) -> None:
     h100 = next(g for g in plan(locked).values() if "h100-01" in g["nodes"])
     assert h100["nodes"] == ["h100-01", "h100-02", "h100-03"]

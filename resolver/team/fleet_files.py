@@ -210,10 +210,13 @@ _IN_JOB = ("group", "nodes_of", "expects")  # the plan entry a Job carries besid
 
 
 def _expects(shape: Any) -> Any:
-    """What `verify --group` holds a node of the group to: its GPUs and driver."""
+    """What `verify --group` holds a node of the group to: its GPUs and driver. A shared GPU
+    (time-slicing, MPS) is granted one replica, so the pod sees one GPU of the node's several:
+    its count is not held (None), only the model."""
     from resolver.verify.expects import expects_json
 
-    gpus = [(g.name, f"{g.cc[0]}.{g.cc[1]}", g.count) for g in shape.gpus]
+    shared = bool(getattr(shape, "sharing", None))
+    gpus = [(g.name, f"{g.cc[0]}.{g.cc[1]}", None if shared else g.count) for g in shape.gpus]
     return expects_json(gpus, None if shape.driver is None else str(shape.driver))
 
 
