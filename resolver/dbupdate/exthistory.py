@@ -29,6 +29,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from resolver.core.errors import unsafe_char
 from resolver.core.platforms import PLATFORMS
 from resolver.dbupdate.collect import Progress, no_progress
 from resolver.dbupdate.extcollect import ANY, _file_version, _final, _python_rank
@@ -242,7 +243,7 @@ def _build_record(raw: bytes) -> dict[str, str]:
         ("torch", version.get("torch")),
         ("arch_list", env.get("TORCH_CUDA_ARCH_LIST")),
     ):
-        if isinstance(value, str) and 0 < len(value) <= 200 and value.isprintable():
+        if isinstance(value, str) and 0 < len(value) <= 200 and unsafe_char(value) is None:
             out[key] = value
     return out
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from resolver import __version__
 from resolver.core import secrets
+from resolver.core.errors import unsafe_char
 from resolver.io import ReadError, credentials
 from resolver.io.bounded import open_regular
 
@@ -203,7 +204,7 @@ class Client:
         if url.lower().startswith("file:"):
             return _read_local(url, limit)
         headers = {"Accept": accept} if accept else {}
-        if etag and len(etag) <= 200 and etag.isprintable():
+        if etag and len(etag) <= 200 and unsafe_char(etag) is None:
             headers["If-None-Match"] = etag
         deadline = Deadline(self.timeout)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from resolver.core.errors import UserError, escaped
+from resolver.core.errors import UserError, escaped, unsafe_char
 from resolver.io.bounded import open_regular
 
 MAX_RESULT_FILE = 256 << 20  # `kubectl logs` of a large Job: ~30 KB a node, 8,000 nodes
@@ -313,7 +313,12 @@ def _lines(fh: IO[bytes]) -> Iterator[str]:
 
 
 def _text(value: Any, limit: int = 300) -> str | None:
-    if type(value) is str and len(value) <= limit and value.isascii() and value.isprintable():
+    if (
+        type(value) is str
+        and len(value) <= limit
+        and value.isascii()
+        and unsafe_char(value) is None
+    ):
         return value  # the common case, and what escaping would return unchanged
     if value is None:
         return None
