@@ -146,18 +146,23 @@ def test_real_slurm_runs_the_documented_loop(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], child_env: Callable[..., dict[str, str]]
 ) -> None:
     """The docs' commands, as written, on a real Slurm with a drained node, an untyped GRES, a
-    CPU node and a script submitted from a third folder: every node that can run verifies."""
+    CPU node, a node without gpuresolve and a script submitted from a third folder: every node
+    that can run verifies, and `fleet report` names each node with its cause."""
     spec, loop = documented_loop()
-    shim = tmp_path / "bin"  # `gpuresolve` on the PATH: this checkout's
+    shim = tmp_path / "bin"  # `gpuresolve` on the PATH: this checkout's, but not on gpu-n2
     shim.mkdir()
-    (shim / "gpuresolve").write_text(f'#!/bin/sh\nexec {sys.executable} -m resolver "$@"\n')
+    (shim / "gpuresolve").write_text(
+        '#!/bin/sh\nif [ "$SLURMD_NODENAME" = gpu-n2 ]; then\n'
+        '    echo "gpuresolve: command not found" >&2; exit 127\nfi\n'
+        f'exec {sys.executable} -m resolver "$@"\n'
+    )
     (shim / "gpuresolve").chmod(0o755)
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+    environ.pop("GPURESOLVE", None)  # the scripts' default: `gpuresolve` from the PATH
     env = child_env(
         environ,
         PYTHONPATH=str(ROOT),
         PATH=f"{shim}{os.pathsep}{environ.get('PATH', '/usr/bin:/bin')}",
-        GPURESOLVE=f"{sys.executable} -m resolver",
         GPURESOLVE_PYTHON=sys.executable,  # a Python without torch: verify fails, with its cause
     )
     work, elsewhere = tmp_path / "a lock folder", tmp_path / "elsewhere"  # a space: quoted
@@ -202,10 +207,22 @@ def test_real_slurm_runs_the_documented_loop(
     assert not [n for g in report["groups"] for n in g["missing_nodes"]]
     failed = {o["node"]: o["cause"] or "" for g in report["groups"] for o in g["outliers"]}
     assert sorted(failed) == ["gpu-n1", "gpu-n2", "gpu-u1"]
-    assert all("import" in cause for cause in failed.values())
+    assert "import" in failed["gpu-n1"] and "import" in failed["gpu-u1"]
+    assert "empty file: verify did not run" in failed["gpu-n2"]  # no gpuresolve on that node
+    assert (results / "gpu-n2.json").read_bytes() == b""
     # each script passed its group: verify held the node to its group's GPUs (issue 39)
-    named = [o for g in report["groups"] for o in g["outliers"]]
+    named = [o for g in report["groups"] for o in g["outliers"] if o["node"] != "gpu-n2"]
     assert all("check group fails" in o["differs"] for o in named)
+    code, text, err = run_cli(capsys, "fleet", "report", str(results), "--expect", str(lockdir))
+    assert code == 1, err  # the text names each node with its cause
+    for node in ("gpu-n1", "gpu-n2", "gpu-u1"):
+        assert node in text, text
+    assert "**gpu-n3**: left out by the lock, not verified: Slurm state IDLE+DRAIN: fan" in text
+    report = json.loads(run_cli(capsys, "fleet", "report", str(results), "--expect",
+                                str(lockdir), "--json")[1])  # fmt: skip
+    left = {n["node"]: n["reason"] for g in report["groups"] for n in g["left_out"]}
+    assert sorted(left) == ["cpu-n1", "gpu-n3"], left  # drained; a CPU node gets no GPU job
+    assert left["cpu-n1"] == "no GPU" and left["gpu-n3"].startswith("Slurm state IDLE+DRAIN")
     held = {c["id"]: c for c in doc["checks"]}["group"]
     assert held["status"] == "fail" and held["reason"].startswith("this node's group expects ")
     if shutil.which("nvidia-smi") is None:

@@ -64,7 +64,8 @@ def report(paths: tuple[str, ...], as_json: bool, expect: str | None, output: st
     if output:  # refused before the work: a FIFO, a folder, one of the files read
         output_path(Path(output), inputs)
     pins = lock_pins(plan) if plan else None
-    done = build_report(read_files(files), plan.nodes if plan else None, pins)
+    left_out = plan.left_out if plan else None
+    done = build_report(read_files(files), plan.nodes if plan else None, pins, left_out)
     text = secrets.redact(render_markdown(done))  # what nodes said may name a URL's login
     if output:
         write_output(Path(output), text, inputs)

@@ -56,6 +56,7 @@ MAX_PLAN = 64 << 20  # bytes
 # values after aliases are expanded: a plan names each node once (a spec's cap: 50,000-machine
 # fleets); the byte cap used as a node count let a 409-byte alias bomb walk 64 M values (~20 s)
 MAX_PLAN_NODES = SPEC_MAX_NODES
+MAX_REASON = 300  # characters of a left-out node's reason shown
 NO_RESULT_GROUP = "no verify result"  # a node that left none, when no plan names its group
 _SAME_IN_GROUP = ("torch", "variant", "cuDNN", "NCCL")  # one lock: one build everywhere
 _PIN_OF = {"torch": "torch", "variant": "torch", "cuDNN": "nvidia-cudnn-", "NCCL": "nvidia-nccl-"}
@@ -114,6 +115,7 @@ class Group:
     outliers: list[Outlier] = field(default_factory=list)
     pins: FleetPinsJson | None = None  # --expect: the torch, variant, cuDNN, NCCL its lock pins
     tally: Counter[str] = field(default_factory=Counter)
+    left_out: list[tuple[str, str]] = field(default_factory=list)  # (node, reason): no job ran
 
     def count(self, status: str) -> int:
         return self.tally[status]
@@ -130,6 +132,7 @@ class Group:
             "missing_nodes": self.missing,
             "no_result": self.count("no-result"),
             "pins": self.pins,
+            "left_out": [{"node": n, "reason": why} for n, why in self.left_out],
         }
 
 
@@ -173,6 +176,7 @@ class Plan:
     folder: Path  # where the plan is: the lock's top
     nodes: dict[str, str]
     locks: dict[str, str]
+    left_out: dict[str, tuple[str, str]] = field(default_factory=dict)  # node -> (group, why)
 
 
 def read_plan(folder: Path) -> dict[str, str]:
@@ -190,6 +194,7 @@ def load_plan(folder: Path) -> Plan:
         raise UserError(f"{escaped(str(path))}: not a gpuresolve fleet plan (fleet: 1, groups)")
     out: dict[str, str] = {}
     locks: dict[str, str] = {}
+    left_out: dict[str, tuple[str, str]] = {}
     for i, g in enumerate(groups):
         name, nodes = (g.get("group"), g.get("nodes")) if isinstance(g, dict) else (None, None)
         if not isinstance(name, str) or not isinstance(nodes, list):
@@ -200,7 +205,12 @@ def load_plan(folder: Path) -> Plan:
         for node in nodes:
             if isinstance(node, str):
                 out.setdefault(node, name)
-    return Plan(path.parent, out, locks)
+        gone = g.get("left_out")
+        if isinstance(gone, dict):  # a lock's record: shown escaped and cut, never trusted
+            for node, why in gone.items():
+                if isinstance(node, str) and node not in out:
+                    left_out.setdefault(node, (name, escaped(str(why))[:MAX_REASON]))
+    return Plan(path.parent, out, locks, left_out)
 
 
 def _inside(rel: str) -> bool:
@@ -239,9 +249,12 @@ def build_report(
     results: Iterable[Result],
     expected: dict[str, str] | None = None,
     pins: dict[str, dict[str, Pin]] | None = None,
+    left_out: dict[str, tuple[str, str]] | None = None,
 ) -> FleetReport:
     """Group the results (read once, as they come), find each group's outliers and (with
-    ``expected``, node -> group) its missing nodes; ``pins``: each group's lock pins."""
+    ``expected``, node -> group) its missing nodes; ``pins``: each group's lock pins;
+    ``left_out``: node -> (group, reason), the nodes the lock sent no job to (listed, not
+    missing: a drained node that never answers is what the lock asked for)."""
     plan = expected or {}
     groups: dict[str, Group] = {}
     names: Counter[str] = Counter()
@@ -265,6 +278,9 @@ def build_report(
         g.expected.append(node)
         if node not in answered:
             g.missing.append(node)
+    for node, (key, why) in sorted((left_out or {}).items()):
+        if node not in answered:
+            groups.setdefault(key, Group(key)).left_out.append((node, why))
     for g in groups.values():
         held = (pins or {}).get(g.name, {})
         if held:
@@ -489,11 +505,13 @@ def render_markdown(report: FleetReport) -> str:
     """The report as Markdown (printed, or written with ``-o``)."""
     total = sum(len(g.results) for g in report.groups)
     missing = sum(len(g.missing) for g in report.groups)
+    gone = sum(len(g.left_out) for g in report.groups)
     lines = [
         "# Fleet report",
         "",
         f"**{report.status.upper()}**: {total} result(s) in {len(report.groups)} group(s)"
-        + (f", {missing} node(s) missing" if missing else ""),
+        + (f", {missing} node(s) missing" if missing else "")
+        + (f", {gone} node(s) left out by the lock" if gone else ""),
         "",
         "| group | nodes | pass | warn | fail | missing | outliers |",
         "|---|---|---|---|---|---|---|",
@@ -504,7 +522,7 @@ def render_markdown(report: FleetReport) -> str:
             f"{g.count('fail')} | {len(g.missing)} | {len(g.outliers)} |"
         )
     for g in report.groups:
-        if not (g.outliers or g.missing):
+        if not (g.outliers or g.missing or g.left_out):
             continue
         lines += ["", f"## {_cell(g.name)}", ""]
         for o in g.outliers:
@@ -514,6 +532,8 @@ def render_markdown(report: FleetReport) -> str:
                 lines.append(f"  - cause: {_cell(o.cause)}")
         if g.missing:
             lines.append(f"- missing (no result): {_cell(', '.join(g.missing))}")
+        for node, why in g.left_out:
+            lines.append(f"- **{_cell(node)}**: left out by the lock, not verified: {_cell(why)}")
     lines += [
         "",
         f"Outliers: no verify result, a failed check, another torch/variant/cuDNN/NCCL than "

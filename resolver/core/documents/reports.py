@@ -26,6 +26,7 @@ __all__ = [
     "HostDoc",
     "HostGpuJson",
     "KindGradesJson",
+    "LeftOutJson",
     "LostGpuJson",
     "OutlierJson",
     "ReleaseJson",
@@ -317,10 +318,16 @@ class FleetPinsJson(TypedDict, total=False):
     nccl: str
 
 
+class LeftOutJson(TypedDict):
+    node: str
+    reason: str
+
+
 class FleetGroupJson(_FleetGroupKeys, total=False):
     missing_nodes: list[str]
     no_result: int
     pins: FleetPinsJson | None
+    left_out: list[LeftOutJson]
 
 
 class FleetReportDoc(TypedDict):
