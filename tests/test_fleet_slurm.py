@@ -375,6 +375,42 @@ def test_unavailable_nodes_are_left_out_with_their_state(
     assert group["nodes"] == ["gpu-n1", "gpu-n2"] and "left_out" not in group
 
 
+UNAVAILABLE = (
+    "DRAIN", "DOWN", "FAIL", "MAINTENANCE", "NOT_RESPONDING", "RESERVED", "POWERED_DOWN",
+    "INVALID_REG", "REBOOT_ISSUED",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("state", "left"),
+    [
+        *((f"IDLE+{flag}", True) for flag in UNAVAILABLE if flag not in ("DOWN", "FAIL")),
+        ("DOWN", True),
+        ("FAIL", True),
+        ("DOWN+DRAIN", True),
+        ("ALLOCATED+FAIL", True),
+        ("MIXED+MAINTENANCE+RESERVED", True),
+        ("IDLE", False),
+        ("MIXED", False),
+        ("ALLOCATED+COMPLETING", False),
+        ("IDLE+CLOUD", False),
+        ("IDLE+PLANNED", False),
+    ],
+)
+def test_each_unavailable_state_is_left_out(
+    shipped: Catalog, tmp_path: Path, state: str, left: bool
+) -> None:
+    """One case per state the issue names (a base state or a flag, as Slurm joins them with
+    `+`), and states a job can still start on, which stay in."""
+    text = FREE_TEXT.read_text(encoding="utf-8").replace("State=IDLE ", f"State={state} ")
+    (tmp_path / "s.txt").write_text(text, encoding="utf-8")
+    nodes = read_nodes(tmp_path / "s.txt", shipped, "s", None)
+    why = nodes[0].placement["cpu-n1"].unavailable
+    assert (why is not None) is left, (state, why)
+    if left:
+        assert why is not None and why.startswith(f"Slurm state {state}")
+
+
 def _untyped(tmp_path: Path, features: str = "driver-535.104.05") -> Path:
     """The fixture with gpu-a1's GRES untyped (gpu:1) and the given features."""
     text = FIXTURE.read_text(encoding="utf-8").replace("Gres=gpu:a100:1", "Gres=gpu:1")
