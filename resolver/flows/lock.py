@@ -4,7 +4,7 @@ leaves. The command chooses the options and prints; what happens between is here
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from resolver.flows.output import OutputFolder, owned_names
 from resolver.host.pipconfig import PipIndex
 from resolver.solve import Decision, Request, Target, solve
 from resolver.writers import lockfiles, manifest
+from resolver.writers.recorded import FileOptions, LockInputs
 
 __all__ = [
     "MAX_PROJECT_BYTES",
@@ -71,7 +72,7 @@ def single_files(
     catalog: Catalog,
     single: Single,
     options: lockfiles.LockOptions,
-    record: dict[str, Any],
+    record: LockInputs,
     folder: OutputFolder,
 ) -> dict[str, str]:
     """The files of one machine's lock, recording ``record``; a file it edits in place (the
@@ -192,21 +193,21 @@ def closure_choice(top_level: bool, hashes: bool | None) -> tuple[bool, bool | N
 
 
 def lock_options(
-    choices: Mapping[str, Any], pytorch_index: str | None, default_index: str | None
+    choices: FileOptions, pytorch_index: str | None, default_index: str | None
 ) -> lockfiles.LockOptions:
     """The writers' options from a lock's own choices (the command line's, or those a lock
-    records: formats, hashes, top_level, conda_source, channel, env_name): one model whichever
-    way they came; the environment's name and the closure choice checked."""
-    if choices["env_name"] is not None:
-        check_env_name(choices["env_name"])
-    top, hashed = closure_choice(bool(choices["top_level"]), choices["hashes"])
+    records): one model whichever way they came; the environment's name and the closure choice
+    checked."""
+    if choices.env_name is not None:
+        check_env_name(choices.env_name)
+    top, hashed = closure_choice(choices.top_level, choices.hashes)
     return lockfiles.LockOptions(
-        formats=frozenset(choices["formats"]),
+        formats=frozenset(choices.formats),
         pytorch_index=pytorch_index,
-        conda_source=choices["conda_source"],
-        channel=choices["channel"].strip() if choices["channel"] else None,
+        conda_source=choices.conda_source,
+        channel=choices.channel.strip() if choices.channel else None,
         top_level=top,
         hashes=hashed,
-        name=choices["env_name"],
+        name=choices.env_name,
         default_index=default_index,
     )

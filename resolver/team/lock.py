@@ -37,6 +37,7 @@ from resolver.team.fleet_files import fleet_files, set_name
 from resolver.team.spec import EnvSpec
 from resolver.writers import lockfiles, recorded
 from resolver.writers.formats.report import render_report
+from resolver.writers.recorded import FileOptions, LockInputs, LockRequest
 
 
 @dataclass(frozen=True)
@@ -91,29 +92,27 @@ def platform_decision(
     return decision
 
 
-def team_inputs(spec: EnvSpec, options: lockfiles.LockOptions, split: str) -> dict[str, Any]:
+def team_inputs(spec: EnvSpec, options: lockfiles.LockOptions, split: str) -> LockInputs:
     """What a team lock's files record: the spec re-resolves them (`lock SPEC --check`)."""
-    return {
-        "spec": spec.path.name,
-        "split": split,
-        "request": {
-            "torch": spec.torch_spec,
-            "with": list(spec.companions),
-            "pip": list(spec.pip),
-            "evidence": getattr(spec, "evidence", None)
-            or getattr(spec.request, "evidence", None)
-            or "documented",
-        },
-        "files": {
-            "formats": ["all"] if options.every else sorted(options.formats),
-            "hashes": options.with_hashes,
-            "top_level": options.top_level,
-            "conda_source": options.conda_source,
-            "channel": options.channel,
-            "pytorch_index": options.pytorch_index,
-            "default_index": options.default_index,
-        },
-    }
+    return LockInputs(
+        LockRequest(
+            torch_spec=spec.torch_spec,
+            with_=spec.companions,
+            pip=spec.pip,
+            evidence=spec.request.evidence or "documented",
+            pytorch_index=options.pytorch_index,
+        ),
+        FileOptions(
+            formats=("all",) if options.every else tuple(sorted(options.formats)),
+            hashes=options.with_hashes,
+            top_level=options.top_level,
+            conda_source=options.conda_source,
+            channel=options.channel,
+            default_index=options.default_index,
+        ),
+        spec=spec.path.name,
+        split=split,
+    )
 
 
 MAX_TARGETS_RECORD = 256 * 1024  # bytes of JSON; past it each target is recorded by digest
@@ -260,7 +259,7 @@ def lock_team(
             sub = f"{prefix}{choice.folder}/" if several else prefix
             group = set_name(spec.name, label, choice.folder, several)
             rendered = lockfiles.render_files(
-                catalog, lock_input, mine, inputs={**inputs, "group": group}
+                catalog, lock_input, mine, inputs=replace(inputs, group=group)
             )
             for name, text in rendered.items():
                 files[f"{sub}{name}"] = text
@@ -269,7 +268,7 @@ def lock_team(
             text = lockfiles.render_uv_project(
                 catalog, decisions, options, existing(rel) if existing else None
             )
-            record = {"database": catalog.updated, **inputs}
+            record = replace(inputs, database=catalog.updated).to_json()
             files[rel] = recorded.stamp(lockfiles.PYPROJECT, text, record)
         if pylock and several and decisions:
             header = [
@@ -282,18 +281,16 @@ def lock_team(
                 "packages by their markers)",
             ]
             text = lockfiles.render_fleet_pylock(catalog, decisions, options, header)
-            record = {"database": catalog.updated, **inputs}
+            record = replace(inputs, database=catalog.updated).to_json()
             files[f"{prefix}{lockfiles.PYLOCK}"] = recorded.stamp(lockfiles.PYLOCK, text, record)
-    record = {
-        "database": catalog.updated,
-        **inputs,
-        "python": str(spec.python),
-        "targets": targets_record(spec),
-    }
-    files["report.md"] = recorded.stamp("report.md", "\n".join(report), record)
+    report_inputs = replace(
+        inputs, database=catalog.updated, python=str(spec.python), targets=targets_record(spec)
+    )
+    files["report.md"] = recorded.stamp("report.md", "\n".join(report), report_inputs.to_json())
     # absolute, not resolved: the path as this shell sees it is the one the nodes mount
     root = os.path.abspath(folder or default_output(spec))
-    files.update(fleet_files(catalog, spec, [(lb, d) for lb, _, d in groups], files, record, root))
+    groups_done = [(lb, d) for lb, _, d in groups]
+    files.update(fleet_files(catalog, spec, groups_done, files, report_inputs, root))
     return TeamLock(files, tuple((label, d) for label, _, d in groups), auto_split)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
@@ -262,13 +261,13 @@ def render_files(
     *,
     pip_resolver: PipResolver | None = None,
     conda_solver: CondaSolver | None = None,
-    inputs: Mapping[str, Any] | None = None,
+    inputs: recorded.LockInputs | None = None,
     existing: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """``{file name: text}`` for the target, in a stable order; deterministic for fixed inputs.
 
-    Every file records its inputs (``recorded.stamp``): the target and the database's version,
-    plus ``inputs`` (the request and options as given, for `lock --check` to re-resolve).
+    Every file records its inputs (``recorded.stamp``): ``inputs`` (the request and options as
+    given, for `lock --check` to re-resolve) with the target and the database's version.
     ``existing``: the current text of files edited in place (the user's pyproject.toml).
     Raises ValueError when a decision the files need selected nothing (check ``lock.unmet``).
     """
@@ -358,11 +357,13 @@ def render_files(
         facts = image_facts.from_raw(*imagesdata.read(catalog.origin))
         files[DOCKERFILE] = render_dockerfile(catalog, decision, facts)
         files.update(probe_files())
-    record = {
-        "database": catalog.updated,
-        "target": recorded.target_record(decision.target, lock.glibc),
-        **(inputs or {}),
-    }
+    made = replace(
+        inputs or recorded.LockInputs(),
+        target=decision.target,
+        glibc=lock.glibc,
+        database=catalog.updated,
+    )
+    record = made.to_json()
     return {n: recorded.stamp(n, files[n], record) for n in _ORDER if n in files}
 
 
