@@ -91,10 +91,10 @@ def test_every_file_of_a_team_lock_reads_back_to_the_same_json(
 
 def test_an_older_record_without_top_level_reads_its_hashes_choice() -> None:
     """Recorded before full locks were the default: no hashes meant top-level pins."""
-    older = {"request": {"torch_spec": None}, "files": {"formats": ["requirements"]}}
     for hashes, top in ((False, True), (True, False)):
-        files = {**older["files"], "hashes": hashes}
-        inputs = LockInputs.from_json({**older, "files": files}, "requirements.txt")
+        files = {"formats": ["requirements"], "hashes": hashes}
+        older = {"request": {"torch_spec": None}, "files": files}
+        inputs = LockInputs.from_json(older, "requirements.txt")
         assert inputs.files is not None and inputs.files.top_level is top
         assert inputs.knows("files", "top_level") and not inputs.knows("request", "cuda")
 
@@ -116,7 +116,10 @@ def test_an_older_record_without_top_level_reads_its_hashes_choice() -> None:
 def test_a_forged_value_is_one_line_naming_its_option(
     part: str, key: str, value: Any, says: str
 ) -> None:
-    record = {"request": {"torch_spec": ">=2.4"}, "files": {"formats": ["requirements"]}}
+    record: dict[str, dict[str, Any]] = {
+        "request": {"torch_spec": ">=2.4"},
+        "files": {"formats": ["requirements"]},
+    }
     record[part] = {**record[part], key: value}
     with pytest.raises(UserError) as exc:
         LockInputs.from_json(record, "requirements.txt")
