@@ -86,6 +86,15 @@ IMPURE_CALLS = frozenset(
 )
 IMPURE_IMPORTS = ("subprocess", "shutil", "glob", "tempfile")
 
+# Only flows call the solver: the decision layer's entry points (one machine, one build, a
+# fleet, conda-forge, the what-ifs), used by no writer, command or reader; the decision layer
+# itself (solve/, images/) composes them.
+SOLVER = frozenset(
+    {"solve", "decide", "evaluate", "FleetSolver", "solve_conda_forge", "solve_fleet"}
+    | {"split_groups", "unlocks"}
+)
+SOLVER_CALLERS = ("resolver.flows", *PURE)
+
 
 def module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
@@ -248,6 +257,35 @@ def impure_calls(source: str, mod: str) -> list[str]:
     return out
 
 
+def solver_calls(source: str, mod: str) -> list[str]:
+    """Where a module outside the flows (and the decision layer) imports or calls the solver."""
+    if _within(mod, SOLVER_CALLERS):
+        return []
+    out: list[str] = []
+    modules: set[str] = set()  # names bound to a module of the decision layer
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                if _within(node.module, ("resolver.solve",)) and alias.name in SOLVER:
+                    out.append(f"{mod}: imports {alias.name} from {node.module} (only flows solve)")
+                elif _within(full, ("resolver.solve",)):
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if _within(alias.name, ("resolver.solve",)):
+                    modules.add(alias.asname or alias.name.split(".")[0])
+    for node in ast.walk(ast.parse(source)):
+        func = node.func if isinstance(node, ast.Call) else None
+        if isinstance(func, ast.Attribute) and func.attr in SOLVER:
+            base = func.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in modules:
+                out.append(f"{mod}: calls {func.attr} (only flows solve)")
+    return out
+
+
 def violations(
     graph: Mapping[str, Iterable[str]],
     lines: Mapping[str, int],
@@ -302,6 +340,34 @@ def test_the_decision_layer_is_pure() -> None:
         if _within(mod, PURE):
             found += impure_calls(path.read_text(encoding="utf-8"), mod)
     assert found == []
+
+
+@pytest.mark.slow
+def test_only_flows_call_the_solver() -> None:
+    found: list[str] = []
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        found += solver_calls(path.read_text(encoding="utf-8"), module_name(path, ROOT))
+    assert found == []
+
+
+def test_checker_finds_a_solver_call_outside_the_flows() -> None:
+    planted = (
+        "from resolver.solve import Decision, solve\n"
+        "from resolver.solve import whatif\n"
+        "import resolver.solve.memo as memo\n"
+        "def f(c, t, r, d):\n"
+        "    whatif.unlocks(d, {})\n"
+        "    memo.FleetSolver(c, r)\n"
+        "    return solve(c, t, r)\n"
+    )
+    assert solver_calls(planted, "resolver.writers.formats.report") == [
+        "resolver.writers.formats.report: imports solve from resolver.solve (only flows solve)",
+        "resolver.writers.formats.report: calls unlocks (only flows solve)",
+        "resolver.writers.formats.report: calls FleetSolver (only flows solve)",
+    ]
+    assert solver_calls(planted, "resolver.flows.lock") == []
+    clean = "from resolver.solve import Decision\nfrom resolver.solve.whatif import sentence\n"
+    assert solver_calls(clean, "resolver.writers.formats.report") == []
 
 
 def test_every_standalone_script_has_its_own_python_target() -> None:

@@ -313,7 +313,7 @@ def test_split_group_is_named_after_its_first_target_in_the_spec(shipped: Catalo
 
 
 def test_team_lock_tells_progress_of_each_target_and_shape(shipped: Catalog) -> None:
-    from resolver.team.lock import lock_team
+    from resolver.flows.team import lock_team
     from resolver.writers import lockfiles
 
     spec_dir = Path(__file__).resolve().parent.parent / "environments"
@@ -371,7 +371,7 @@ targets:
 def test_cpu_members_get_the_cpu_build_in_their_own_file_and_the_report_names_the_upgrade(
     shipped: Catalog, tmp_path: Path
 ) -> None:
-    from resolver.team.lock import lock_team
+    from resolver.flows.team import lock_team
     from resolver.writers import lockfiles
 
     path = tmp_path / "ci.yaml"

@@ -102,7 +102,7 @@ def test_reading_and_locking_a_fleet_makes_no_reference_cycles(
 ) -> None:
     """load_spec and lock_team hold the cyclic collector off (resolver/core/collector.py): that
     keeps memory bounded only because what they make is freed by reference counting alone."""
-    from resolver.team.lock import lock_team
+    from resolver.flows.team import lock_team
     from resolver.team.spec import load_spec
     from resolver.writers import lockfiles
 
@@ -154,8 +154,8 @@ def test_a_team_lock_writes_the_bytes_solving_each_machine_alone_writes(
     """Every file of a split team lock of 150 distinct machines (report.md with each machine's
     row and what a driver upgrade would change, each group's sets) is the same, byte for byte,
     whether the fleet solver shares kinds or solves each machine on its own."""
+    from resolver.flows.team import lock_team
     from resolver.solve.memo import unnamed
-    from resolver.team.lock import lock_team
     from resolver.team.spec import load_spec
     from resolver.writers import lockfiles
 

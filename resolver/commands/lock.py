@@ -204,10 +204,10 @@ def lock(
             )
     if confirm:
         from resolver.commands.confirm_flag import confirm_and_resolve
-        from resolver.solve import solve
+        from resolver.flows.decide import decide
 
         catalog, _decision, _confirmed = confirm_and_resolve(
-            catalog, solve(catalog, machine, wanted), machine, wanted, pytorch_index
+            catalog, decide(catalog, machine, wanted), machine, wanted, pytorch_index
         )
     if effective is not None:
         overrides = list(effective.overrides)

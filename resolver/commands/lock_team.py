@@ -1,6 +1,6 @@
 """`gpuresolve lock SPEC`: what a team lock says: the groups' builds, what it kept and removed,
 each file written or checked, and the `--json` document; exit codes. The lock itself is
-``flows.lock.run_team`` and the folder ``flows.output``."""
+``flows.team.run_team`` and the folder ``flows.output``."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from resolver.commands.emit import emit_json
 from resolver.commands.lock_output import say_written, write_or_check
 from resolver.commands.ui import echo, progress_bars
 from resolver.core.errors import UserError
-from resolver.flows.lock import closure_choice, run_team
+from resolver.flows.lock import closure_choice
 from resolver.flows.output import FileStatus, owned_names
+from resolver.flows.team import run_team
 from resolver.host.pipconfig import PipIndex
 from resolver.writers import lockfiles, outputs, recorded
 

@@ -1,8 +1,8 @@
 """The pinned environment files of one target: what to render, and how (the `lock` API).
 
-``prepare`` solves what the files need, ``render_files`` turns it into ``{file name: text}``
-(requirements.txt's closure, pylock.toml and conda-lock.yml run a resolver; ``--top-level``
-requirements.txt does not), ``write_files`` writes them
+A flow solves what the files need (a ``LockInput``: this module never solves), ``render_files``
+turns it into ``{file name: text}`` (requirements.txt's closure, pylock.toml and conda-lock.yml
+run a resolver; ``--top-level`` requirements.txt does not), ``write_files`` writes them
 atomically or diffs them (``--check``). A fleet calls ``render_files`` once per platform.
 """
 
@@ -16,7 +16,7 @@ from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.platforms import PythonVersion
 from resolver.solve import Decision, Target
-from resolver.solve.conda import solve_conda_forge, virtual_packages
+from resolver.solve.conda import virtual_packages
 from resolver.solve.extensions import requirement_line
 from resolver.standalone.startup import CHECK_NAME, PROBE_NAME
 from resolver.writers import recorded
@@ -35,7 +35,6 @@ __all__ = [
     "LockOptions",
     "diff_files",
     "file_names",
-    "prepare",
     "render_files",
     "write_files",
 ]
@@ -180,17 +179,6 @@ def uses_default_index(catalog: Catalog, decision: Decision, options: LockOption
         return bool(options.extra_requirements)
     extra = bool(options.extra_requirements)
     return index_lines(catalog, cand, options.pytorch_index, extra)[0].startswith("--extra-")
-
-
-def prepare(
-    catalog: Catalog, decision: Decision, options: LockOptions, glibc: str | None = None
-) -> LockInput:
-    """The builds ``options``' files need: the solver's ``decision`` and, for a conda-forge
-    environment, conda-forge's for the same target and request (pure: no I/O)."""
-    conda_decision = None
-    if options.needs_conda and options.conda_source == "conda-forge":
-        conda_decision = solve_conda_forge(catalog, decision.target, decision.request, glibc)
-    return LockInput(decision, conda_decision, glibc)
 
 
 def with_extensions(catalog: Catalog, lock: LockInput, options: LockOptions) -> LockOptions:

@@ -1,4 +1,5 @@
-"""Lock a team environment: spec → fleet decision → the files of every platform (and group).
+"""The team lock flow: spec → fleet decision → the files of every platform (and group), and
+the output folder's stale files (`gpuresolve lock SPEC` up to writing).
 
 Layout under the output directory (default ``environments/<name>/``):
 - one platform: ``requirements.txt`` (and the conda files) directly in it;
@@ -23,6 +24,9 @@ from packaging.specifiers import SpecifierSet
 
 from resolver.catalog import Catalog
 from resolver.core.collector import collector_paused
+from resolver.core.errors import UserError
+from resolver.flows.lock import MAX_PROJECT_BYTES
+from resolver.flows.output import OutputFolder, owned_names
 from resolver.solve import Decision, Target, TargetGpu, solve
 from resolver.solve.fleet import (
     FleetDecision,
@@ -33,9 +37,10 @@ from resolver.solve.fleet import (
     split_groups,
 )
 from resolver.solve.memo import FleetSolver, unnamed
+from resolver.solve.whatif import unlocks
 from resolver.team.fleet_files import fleet_files, set_name
 from resolver.team.spec import EnvSpec
-from resolver.writers import lockfiles, recorded
+from resolver.writers import lockfiles, manifest, recorded
 from resolver.writers.formats.report import render_report
 from resolver.writers.recorded import FileOptions, LockInputs, LockRequest
 
@@ -226,6 +231,7 @@ def lock_team(
                 label or None,
                 options.pytorch_index,
                 member_groups,
+                unlocks(decision, counts),  # "What would change"
             )
         )
         if not decision.ok:
@@ -303,3 +309,69 @@ def _build(decision: Decision) -> str:
 def default_output(spec: EnvSpec) -> Path:
     """``environments/<name>/`` beside the spec file."""
     return spec.path.parent / spec.name
+
+
+@dataclass(frozen=True)
+class TeamRun:
+    """A team lock resolved: its spec, options, folder, files and groups, and the files an
+    earlier run wrote that it no longer writes (each removable or kept, and why)."""
+
+    spec: EnvSpec
+    options: lockfiles.LockOptions
+    folder: OutputFolder
+    team: TeamLock
+    stale: tuple[manifest.Stale, ...]
+
+    @property
+    def gone(self) -> list[str]:
+        """What is no longer generated and provably ours."""
+        return [item.name for item in self.stale if item.removable]
+
+
+def run_team(
+    catalog: Catalog,
+    spec_path: str,
+    options: lockfiles.LockOptions,
+    *,
+    output: str | None,
+    split: bool | None,
+    check: bool,
+    evidence: str,
+    progress: Callable[[str, int], Progress] | None = None,
+    on_spec: Callable[[EnvSpec, lockfiles.LockOptions], lockfiles.LockOptions] | None = None,
+    recorded: Callable[[Path, lockfiles.LockOptions], lockfiles.LockOptions] | None = None,
+    image: str | None = None,
+) -> TeamRun:
+    """`gpuresolve lock SPEC` up to writing: the spec read, the fleet locked, the folder's stale
+    files found. ``evidence`` other than "documented" overrides the spec's; ``on_spec`` gets the
+    spec once read and returns the options it asks for (its `lock: top-level`); ``recorded``
+    gives the options the folder's report.md records (--check re-resolves with them)."""
+    from resolver.team.spec import load_spec, with_image
+
+    spec = with_image(load_spec(spec_path, catalog, progress), image)  # lock --image REF
+    if evidence != "documented":  # given on the command line: overrides the spec's
+        spec = replace(spec, request=replace(spec.request, evidence=evidence))
+    options = replace(options, conda_source=spec.conda_source)
+    if on_spec is not None:
+        options = on_spec(spec, options)
+    sources = [spec.path.parent / m.source for m in spec.members if m.source != "described"]
+    folder = OutputFolder(Path(output) if output else default_output(spec), [spec.path, *sources])
+    directory = folder.directory
+    if check and not (directory / "report.md").is_file():
+        raise UserError(
+            f"no gpuresolve lock files in {directory} (no report.md): nothing to check (lock "
+            f"{spec.name} first, or point -o at the folder its files are in)"
+        )
+    if check and recorded is not None:  # the formats the team's files record, unless given
+        options = recorded(directory, options)
+    team = lock_team(
+        catalog,
+        spec,
+        options,
+        split,
+        existing=lambda rel: folder.read(rel, MAX_PROJECT_BYTES, "a file gpuresolve edits"),
+        progress=progress,
+        folder=directory,
+    )
+    stale = tuple(folder.stale(team.files, spec.path.name, owned_names()) if team.ok else ())
+    return TeamRun(spec, options, folder, team, stale)
