@@ -68,6 +68,8 @@ _FIND_CC = "`nvidia-smi --query-gpu=compute_cap --format=csv` prints it"
 
 
 def name_words(name: str) -> tuple[str, ...]:
+    """A GPU name's words, lower case, without "NVIDIA", "Tesla" or "GeForce": the one
+    normaliser every GPU name is compared by (the name table, the peak-speed table)."""
     return tuple(w for w in _WORD_RE.findall(name.lower()) if w not in _NOISE_WORDS)
 
 
