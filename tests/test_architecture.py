@@ -24,6 +24,8 @@ from resolver.core.errors import (
     UserError,
     exit_code,
 )
+from resolver.core.vocab import CondaSource, DriverPolicy, EvidenceLevel, Grade, LockFormat
+from resolver.core.vocab import words as vocab_words
 from resolver.dbupdate.metadata import MetadataError
 from resolver.io.http import FetchError
 
@@ -257,6 +259,48 @@ def impure_calls(source: str, mod: str) -> list[str]:
     return out
 
 
+# Each vocabulary is one enum (resolver/core/vocab.py); elsewhere its words are never spelled as
+# a set (a tuple, a list, Click's choices, a Literal) nor compared with a value that holds one.
+VOCABULARIES: dict[str, tuple[frozenset[str], frozenset[str]]] = {  # words, fields that hold one
+    vocab.__name__: (frozenset(vocab_words(vocab)), fields)
+    for vocab, fields in (
+        (DriverPolicy, frozenset({"policy", "driver_policy"})),
+        (EvidenceLevel, frozenset({"evidence", "level", "allow"})),
+        (Grade, frozenset({"grade", "evidence"})),
+        (CondaSource, frozenset({"conda_source"})),
+        (LockFormat, frozenset({"format", "formats", "fmt"})),
+    )
+}
+VOCABULARY_HOME = ("resolver.core.vocab", "resolver.standalone")  # the scripts import nothing
+
+
+def _field(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def vocabulary_literals(source: str, mod: str) -> list[str]:
+    """Where a module spells a vocabulary's words itself, instead of naming its enum."""
+    if _within(mod, VOCABULARY_HOME):
+        return []
+    out: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            texts = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+            for name, (words_, _fields) in VOCABULARIES.items():
+                if len(texts & words_) >= 2:
+                    out.append(f"{mod}:{node.lineno}: spells {name}'s words (use the enum)")
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            texts = {s.value for s in sides if isinstance(s, ast.Constant)}
+            names = {f for s in sides if (f := _field(s)) is not None}
+            for name, (words_, fields) in VOCABULARIES.items():
+                if texts & words_ and names & fields:
+                    out.append(f"{mod}:{node.lineno}: compares with {name}'s word (use the enum)")
+    return out
+
+
 def solver_calls(source: str, mod: str) -> list[str]:
     """Where a module outside the flows (and the decision layer) imports or calls the solver."""
     if _within(mod, SOLVER_CALLERS):
@@ -348,6 +392,34 @@ def test_only_flows_call_the_solver() -> None:
     for path in sorted((ROOT / PACKAGE).rglob("*.py")):
         found += solver_calls(path.read_text(encoding="utf-8"), module_name(path, ROOT))
     assert found == []
+
+
+@pytest.mark.slow
+def test_no_vocabulary_is_spelled_outside_its_enum() -> None:
+    found: list[str] = []
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        found += vocabulary_literals(path.read_text(encoding="utf-8"), module_name(path, ROOT))
+    assert found == []
+
+
+def test_checker_finds_a_vocabulary_spelled_outside_its_enum() -> None:
+    planted = (
+        "import click\n"
+        "CHOICE = click.Choice(['compat', 'strict'])\n"
+        "def f(request, options, grade):\n"
+        "    if request.policy == 'strict':\n"
+        "        return options.conda_source != 'conda-forge'\n"
+        "    return grade in ('observed', 'official')\n"
+    )
+    assert sorted(vocabulary_literals(planted, "resolver.commands.x")) == [
+        "resolver.commands.x:2: spells DriverPolicy's words (use the enum)",
+        "resolver.commands.x:4: compares with DriverPolicy's word (use the enum)",
+        "resolver.commands.x:5: compares with CondaSource's word (use the enum)",
+        "resolver.commands.x:6: spells Grade's words (use the enum)",
+    ]
+    assert vocabulary_literals(planted, "resolver.core.vocab") == []
+    clean = "def f(stream, t):\n    return stream.errors == 'strict' or t.platform == 'any'\n"
+    assert vocabulary_literals(clean, "resolver.cli") == []
 
 
 def test_checker_finds_a_solver_call_outside_the_flows() -> None:

@@ -13,6 +13,7 @@ from target_support import written
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.core.vocab import DriverPolicy
 from resolver.solve import Request, Target, TargetGpu
 from resolver.solve.fleet import solve_fleet, split_groups
 from resolver.team.spec import load_spec
@@ -248,7 +249,7 @@ def test_one_solve_per_kind_gives_what_solving_each_alone_gives(
     from resolver.solve import solve
     from resolver.solve.memo import FleetSolver
 
-    request = Request(policy="strict" if policy == "strict" else "compat")
+    request = Request(policy=DriverPolicy(policy))
     targets = varied(shipped)
     assert len(targets) >= 30
     solver = FleetSolver(shipped, request)

@@ -16,6 +16,7 @@ import click
 from resolver.commands.params import SAFE_TEXT, SafePath, check_url, lazy_complete
 from resolver.commands.ui import echo
 from resolver.core.errors import UserError
+from resolver.core.vocab import DriverPolicy, EvidenceLevel, words
 from resolver.flows.target import TargetOptions
 
 if TYPE_CHECKING:
@@ -63,9 +64,9 @@ class RequestOptions(NamedTuple):
 
     def choices_given(self) -> list[str]:
         """The choice flags given other than their defaults (a lock's install takes none)."""
-        used = ["--driver-policy"] if self.driver_policy != "compat" else []
+        used = ["--driver-policy"] if self.driver_policy != DriverPolicy.COMPAT else []
         used += ["--allow-unconfirmed"] if self.allow_unconfirmed else []
-        return used + (["--evidence"] if self.evidence != "documented" else [])
+        return used + (["--evidence"] if self.evidence != EvidenceLevel.DOCUMENTED else [])
 
     def request(self, no_cuda: str | None = None) -> Request:
         """The request; with ``no_cuda`` (the option that describes a machine without CUDA:
@@ -76,7 +77,7 @@ class RequestOptions(NamedTuple):
             torch=self.torch_spec,
             with_=self.with_,
             cuda=self.cuda,
-            policy="strict" if self.driver_policy == "strict" else "compat",
+            policy=DriverPolicy(self.driver_policy),
             allow_unconfirmed=self.allow_unconfirmed,
             evidence=self.evidence,
         )
@@ -156,7 +157,7 @@ def request_options(func: F) -> F:
         click.option("--cuda", metavar="X.Y", help="Only builds for this CUDA version."),
         click.option(
             "--driver-policy",
-            type=click.Choice(["compat", "strict"]),
+            type=click.Choice(words(DriverPolicy)),
             default="compat",
             show_default=True,
             help="compat: CUDA minor-version compatibility; strict: the toolkit's own driver.",
@@ -168,7 +169,7 @@ def request_options(func: F) -> F:
         ),
         click.option(
             "--evidence",
-            type=click.Choice(["documented", "observed", "any"]),
+            type=click.Choice(words(EvidenceLevel)),
             default="documented",
             show_default=True,
             help="Which builds rank first: documented (observed, build-config or official "

@@ -24,6 +24,7 @@ from resolver.commands.lock_team import IMAGE_OPTION, lock_team, refuse_team_fla
 from resolver.commands.params import SafePath, check_channel, check_url
 from resolver.commands.ui import echo, level, step
 from resolver.core.errors import UserError, shown
+from resolver.core.vocab import CondaSource, words
 from resolver.flows.lock import (
     default_index_choice,
     lock_options,
@@ -33,7 +34,7 @@ from resolver.flows.lock import (
 )
 from resolver.flows.output import OutputFolder
 from resolver.writers import lockfiles
-from resolver.writers.recorded import FileOptions
+from resolver.writers.recorded import FORMAT_CHOICES, FileOptions
 
 _GLIBC_RE = re.compile(r"^2\.[0-9]{1,3}$")
 CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
@@ -46,7 +47,7 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 @click.option(
     "--format",
     "formats",
-    type=click.Choice(["requirements", "conda", "conda-lock", "pylock", "uv", "dockerfile", "all"]),
+    type=click.Choice(FORMAT_CHOICES),
     multiple=True,
     default=("requirements",),
     show_default=True,
@@ -91,7 +92,7 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 )
 @click.option(
     "--conda-source",
-    type=click.Choice(["pip", "conda-forge"]),
+    type=click.Choice(words(CondaSource)),
     default="pip",
     show_default=True,
     help="pip: conda gives Python, the PyTorch index the torch set; conda-forge: its own builds.",
@@ -174,7 +175,7 @@ def lock(
     catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
     if spec is not None:
         given = [*target.given(), *request.given()]
-        if conda_source != "pip":
+        if conda_source != CondaSource.PIP:
             given.append("--conda-source")
         if confirm:
             given.append("--confirm")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, escaped, plain_text, shown
 from resolver.core.hostprofile import HostProfile
+from resolver.core.vocab import CondaSource
 from resolver.flows.output import OutputFolder
 from resolver.host.pipconfig import PipIndex
 from resolver.solve import Decision, Request, Target, solve
@@ -70,7 +71,7 @@ def prepare(
     """The builds ``options``' files need: the solver's ``decision`` and, for a conda-forge
     environment, conda-forge's for the same target and request."""
     conda_decision = None
-    if options.needs_conda and options.conda_source == "conda-forge":
+    if options.needs_conda and options.conda_source == CondaSource.CONDA_FORGE:
         conda_decision = solve_conda_forge(catalog, decision.target, decision.request, glibc)
     return lockfiles.LockInput(decision, conda_decision, glibc)
 

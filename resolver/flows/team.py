@@ -25,6 +25,7 @@ from packaging.specifiers import SpecifierSet
 from resolver.catalog import Catalog
 from resolver.core.collector import collector_paused
 from resolver.core.errors import UserError
+from resolver.core.vocab import CondaSource, EvidenceLevel
 from resolver.flows.lock import MAX_PROJECT_BYTES
 from resolver.flows.output import OutputFolder, owned_names
 from resolver.solve import Decision, Target, TargetGpu, solve
@@ -104,7 +105,7 @@ def team_inputs(spec: EnvSpec, options: lockfiles.LockOptions, split: str) -> Lo
             torch_spec=spec.torch_spec,
             with_=spec.companions,
             pip=spec.pip,
-            evidence=spec.request.evidence or "documented",
+            evidence=spec.request.evidence or EvidenceLevel.DOCUMENTED.value,
             pytorch_index=options.pytorch_index,
         ),
         FileOptions(
@@ -245,7 +246,7 @@ def lock_team(
         for choice in decision.choices:
             plat_decision = built[id(choice)]
             lock_input = lockfiles.LockInput(plat_decision)
-            if options.needs_conda and options.conda_source == "conda-forge":
+            if options.needs_conda and options.conda_source == CondaSource.CONDA_FORGE:
                 from resolver.solve.conda import solve_conda_forge
 
                 conda = solve_conda_forge(catalog, plat_decision.target, spec.request)
@@ -349,7 +350,7 @@ def run_team(
     from resolver.team.spec import load_spec, with_image
 
     spec = with_image(load_spec(spec_path, catalog, progress), image)  # lock --image REF
-    if evidence != "documented":  # given on the command line: overrides the spec's
+    if evidence != EvidenceLevel.DOCUMENTED:  # given on the command line: overrides the spec's
         spec = replace(spec, request=replace(spec.request, evidence=evidence))
     options = replace(options, conda_source=spec.conda_source)
     if on_spec is not None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from resolver.core.errors import UserError, shown
+from resolver.core.vocab import DriverPolicy
 from resolver.solve import COMPANIONS, Policy, Request
 from resolver.solve.extensions import EXTENSIONS
 
@@ -54,7 +55,7 @@ def build_request(
     torch: str | None,
     with_: Sequence[str],
     cuda: str | None,
-    policy: Policy,
+    policy: Policy | str,
     allow_unconfirmed: bool = False,
     evidence: str = "documented",
 ) -> Request:
@@ -101,7 +102,7 @@ def build_request(
         extensions=tuple(extensions),
         cuda=cuda,
         variant=next(iter(named.values()), None) if named else None,
-        policy=policy,
+        policy=DriverPolicy(policy),  # a word the options or the spec checked
         allow_unconfirmed=allow_unconfirmed,
         evidence=evidence,
     )

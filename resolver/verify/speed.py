@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import DataError
+from resolver.db.evidence import GRADES
 from resolver.db.gpunames import name_words
 from resolver.verify import diagnose
 from resolver.verify.diagnose import Cause
@@ -20,7 +21,6 @@ from resolver.verify.result import FAIL, PASS, SKIP, WARN, CheckResult, Status
 
 FILE = "gpu_peaks.yaml"
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
-GRADES = ("observed", "build-config", "official", "transcription", "inferred")
 # benchmark case -> (precision of the peak it is compared with, judged)
 CASES = {
     "matmul_tf32": ("tf32", True),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.platforms import PythonVersion
+from resolver.core.vocab import CondaSource, LockFormat, words
 from resolver.solve import Decision, Target
 from resolver.solve.conda import virtual_packages
 from resolver.solve.extensions import requirement_line
@@ -39,7 +40,7 @@ __all__ = [
     "write_files",
 ]
 
-FORMATS = ("requirements", "conda", "conda-lock", "pylock", "uv", "dockerfile")
+FORMATS = words(LockFormat)
 REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK, PYLOCK, PYPROJECT = (
     "requirements.txt",
     "environment.yml",
@@ -144,7 +145,7 @@ class LockOptions:
         """Whether a file is made from the PyTorch-index decision."""
         wheel_files = {REQUIREMENTS, PYLOCK, PYPROJECT}
         return bool(wheel_files & set(self.files)) or (
-            self.needs_conda and self.conda_source == "pip"
+            self.needs_conda and self.conda_source == CondaSource.PIP
         )
 
     @property
@@ -164,7 +165,7 @@ class LockInput:
         """The decision a wanted file needs that selected nothing (then nothing is written)."""
         if options.needs_wheels and self.decision.selection is None:
             return self.decision
-        forge = options.needs_conda and options.conda_source == "conda-forge"
+        forge = options.needs_conda and options.conda_source == CondaSource.CONDA_FORGE
         if forge and (self.conda_decision is None or self.conda_decision.selection is None):
             return self.conda_decision or self.decision
         return None
@@ -175,7 +176,7 @@ def uses_default_index(catalog: Catalog, decision: Decision, options: LockOption
     cand = decision.selection
     if cand is None:
         return False
-    if options.needs_conda and options.conda_source == "conda-forge":
+    if options.needs_conda and options.conda_source == CondaSource.CONDA_FORGE:
         return bool(options.extra_requirements)
     extra = bool(options.extra_requirements)
     return index_lines(catalog, cand, options.pytorch_index, extra)[0].startswith("--extra-")
@@ -188,7 +189,7 @@ def with_extensions(catalog: Catalog, lock: LockInput, options: LockOptions) -> 
     sel = lock.decision.selection
     if sel is None or not sel.extensions:
         return options
-    if options.needs_conda and options.conda_source == "conda-forge":
+    if options.needs_conda and options.conda_source == CondaSource.CONDA_FORGE:
         names = ", ".join(c.package for c in sel.extensions)
         raise UserError(f"--conda-source conda-forge cannot carry {names} yet (use pip)")
     python = lock.decision.target.python
@@ -301,7 +302,7 @@ def render_files(
             catalog, [decision], options, (existing or {}).get(PYPROJECT)
         )
     if options.needs_conda:
-        forge = options.conda_source == "conda-forge"
+        forge = options.conda_source == CondaSource.CONDA_FORGE
         env_decision = lock.conda_decision if forge else decision
         if env_decision is None or env_decision.selection is None:
             raise ValueError("no conda build selected: nothing to lock")

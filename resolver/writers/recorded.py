@@ -25,6 +25,7 @@ from typing import Any
 from resolver.core.errors import UserError, unsafe_char
 from resolver.core.platforms import PYTHON_RE, Platform, PythonVersion
 from resolver.core.versions import Driver, parse_cc
+from resolver.core.vocab import CondaSource, DriverPolicy, EvidenceLevel, LockFormat, words
 from resolver.io import credentials
 from resolver.io.bounded import parse_json
 from resolver.solve import Target, TargetGpu
@@ -295,10 +296,7 @@ def lock_group(path: str | Path) -> str | None:
 
 # --- the lock's inputs: one model, one JSON form ---------------------------------------------
 
-POLICIES = ("compat", "strict")
-EVIDENCE = ("documented", "observed", "any")
-CONDA_SOURCES = ("pip", "conda-forge")
-FORMAT_CHOICES = ("requirements", "conda", "conda-lock", "pylock", "uv", "dockerfile", "all")
+FORMAT_CHOICES = (*words(LockFormat), "all")
 # a request's fields as the options name them -> a team record's keys (the spec's words)
 _TEAM_REQUEST = {"torch_spec": "torch", "with_": "with", "pip": "pip", "evidence": "evidence"}
 _FLAGS = {
@@ -456,9 +454,9 @@ def _opt_text(value: Any) -> str | None:
 
 _BOOLS = {"allow_unconfirmed", "top_level"}
 _CHOICES = {
-    "driver_policy": POLICIES,
-    "evidence": EVIDENCE,
-    "conda_source": CONDA_SOURCES,
+    "driver_policy": words(DriverPolicy),
+    "evidence": words(EvidenceLevel),
+    "conda_source": words(CondaSource),
     "formats": FORMAT_CHOICES,
 }
 
