@@ -12,8 +12,8 @@ down... on Slurm) unless the spec entry says ``include_unavailable: true``.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from resolver import __version__
@@ -105,7 +105,12 @@ def fleet_files(
                         root=root,
                         lock_path=f"{sub}{lock}",
                     )
-                    _put(out, taken, job, recorded.stamp(job, text, replace(record, group=group).to_json()))
+                    _put(
+                        out,
+                        taken,
+                        job,
+                        recorded.stamp(job, text, replace(record, group=group).to_json()),
+                    )
                     readme = f"{slurm.RESULTS}/README.md"
                     if readme not in out:
                         _put(
@@ -133,7 +138,12 @@ def fleet_files(
                             {"fleet": 1, "groups": [{k: entry[k] for k in _IN_JOB}]}
                         ),
                     )
-                    _put(out, taken, job, recorded.stamp(job, text, replace(record, group=group).to_json()))
+                    _put(
+                        out,
+                        taken,
+                        job,
+                        recorded.stamp(job, text, replace(record, group=group).to_json()),
+                    )
                 entry["job"] = job
                 plan.append(entry)
         if image and locks:
