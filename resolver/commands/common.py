@@ -8,7 +8,7 @@ into the solver's inputs the same way.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
@@ -68,9 +68,10 @@ class RequestOptions(NamedTuple):
         used += ["--allow-unconfirmed"] if self.allow_unconfirmed else []
         return used + (["--evidence"] if self.evidence != EvidenceLevel.DOCUMENTED else [])
 
-    def request(self, no_cuda: str | None = None) -> Request:
+    def request(self, no_cuda: str | None = None, extensions: Collection[str] = ()) -> Request:
         """The request; with ``no_cuda`` (the option that describes a machine without CUDA:
-        `TargetOptions.without_cuda`), a CUDA build asked for is an error."""
+        `TargetOptions.without_cuda`), a CUDA build asked for is an error. ``extensions``: the
+        database's extension packages (``Catalog.extensions``)."""
         from resolver.solve.inputs import build_request
 
         request = build_request(
@@ -80,6 +81,7 @@ class RequestOptions(NamedTuple):
             policy=DriverPolicy(self.driver_policy),
             allow_unconfirmed=self.allow_unconfirmed,
             evidence=self.evidence,
+            extensions=extensions,
         )
         if no_cuda is not None and request.variant not in (None, "cpu"):
             asked = f"--cuda {self.cuda}" if self.cuda else f"a {request.variant} build"

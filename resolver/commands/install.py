@@ -190,7 +190,7 @@ def _decision_plan(
     from resolver.flows.decide import decide
 
     catalog = catalog_mod.load().for_index(pytorch_index := request_opts.pytorch_index)
-    request = request_opts.request(target_opts.without_cuda())
+    request = request_opts.request(target_opts.without_cuda(), catalog.extensions)
     target, profile = target_opts.resolve(catalog, python=env.version)
     warn_lost(profile)
     if str(target.platform) != here:

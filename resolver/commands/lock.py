@@ -184,7 +184,7 @@ def lock(
         evidence = "any" if request.allow_unconfirmed else request.evidence
         lock_team(catalog, spec, options, output, split, check, evidence, as_json, (index, verbose))
     refuse_team_flags(split)  # --split, --image: a team's (a cluster's) options
-    wanted = request.request(target.without_cuda())
+    wanted = request.request(target.without_cuda(), catalog.extensions)
     if effective is not None and effective.target is not None:
         machine, profile = effective.target, None
         if lock_inputs.given(ctx, "python") and target.python:

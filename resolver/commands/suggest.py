@@ -56,7 +56,7 @@ def suggest(
 
     catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
     debug(f"database {catalog.updated} from {catalog.origin}")
-    wanted = request.request(target.without_cuda())
+    wanted = request.request(target.without_cuda(), catalog.extensions)
     machine, profile = target.resolve(catalog)
     warn_lost(profile)
     decision = decide(catalog, machine, wanted)

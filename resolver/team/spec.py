@@ -243,6 +243,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
             policy=DriverPolicy(policy),
             allow_unconfirmed=allow,
             evidence=str(evidence),
+            extensions=catalog.extensions,
         )
     except UserError as exc:
         raise s.fail("packages", str(exc)) from None
