@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resolver.core.errors import UserError
-from resolver.core.vocab import LockFormat
 from resolver.writers import check as lockcheck
 from resolver.writers import lockfiles, manifest, outputs, recorded
 
@@ -110,7 +109,7 @@ class OutputFolder:
         """The inputs recorded in the first of the folder's lock files that has them (where,
         inputs; a damaged record is one line); only the first ``_MAX_HEAD`` bytes of each are
         read."""
-        for name in lockfiles.file_names(["all", LockFormat.PYLOCK, LockFormat.UV]):
+        for name in lockfiles.file_names(lockfiles.FORMATS):
             try:
                 head = outputs.read_head(self.directory, name, _MAX_HEAD)
                 if head is None:
