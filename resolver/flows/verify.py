@@ -169,12 +169,12 @@ def extension_names(given: tuple[str, ...]) -> list[str]:
     from resolver.core.errors import UserError
     from resolver.standalone.ext_probe import OPS
 
-    EXTENSIONS = tuple(OPS)
+    known = tuple(OPS)
     names: list[str] = []
     for item in given:
         name = item.strip().lower().replace("_", "-")
-        if name not in EXTENSIONS:
-            raise UserError(f"--with {item!r}: verify runs {', '.join(EXTENSIONS)}")
+        if name not in known:
+            raise UserError(f"--with {item!r}: verify runs {', '.join(known)}")
         if name not in names:
             names.append(name)
     return names
