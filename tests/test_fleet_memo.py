@@ -18,7 +18,7 @@ import pytest
 from target_support import written
 
 from resolver.catalog import Catalog
-from resolver.core.vocab import DriverPolicy
+from resolver.core.vocab import DriverPolicy, EvidenceLevel
 from resolver.solve import Request, Target, TargetGpu, solve
 from resolver.solve.memo import FleetSolver
 
@@ -63,7 +63,7 @@ def distinct_fleet(catalog: Catalog, size: int, seed: int) -> list[Target]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "request_",
-    [Request(), Request(policy=DriverPolicy.STRICT), Request(evidence="observed")],
+    [Request(), Request(policy=DriverPolicy.STRICT), Request(evidence=EvidenceLevel.OBSERVED)],
     ids=["compat", "strict", "observed"],
 )
 def test_each_machine_decides_as_it_does_alone(shipped: Catalog, request_: Request) -> None:

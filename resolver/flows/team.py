@@ -105,7 +105,7 @@ def team_inputs(spec: EnvSpec, options: lockfiles.LockOptions, split: str) -> Lo
             torch_spec=spec.torch_spec,
             with_=spec.companions,
             pip=spec.pip,
-            evidence=spec.request.evidence or EvidenceLevel.DOCUMENTED.value,
+            evidence=spec.request.evidence.value,
             pytorch_index=options.pytorch_index,
         ),
         FileOptions(
@@ -351,7 +351,7 @@ def run_team(
 
     spec = with_image(load_spec(spec_path, catalog, progress), image)  # lock --image REF
     if evidence != EvidenceLevel.DOCUMENTED:  # given on the command line: overrides the spec's
-        spec = replace(spec, request=replace(spec.request, evidence=evidence))
+        spec = replace(spec, request=replace(spec.request, evidence=EvidenceLevel(evidence)))
     options = replace(options, conda_source=spec.conda_source)
     if on_spec is not None:
         options = on_spec(spec, options)

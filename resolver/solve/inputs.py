@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from resolver.core.errors import UserError, shown
-from resolver.core.vocab import DriverPolicy
+from resolver.core.vocab import DriverPolicy, EvidenceLevel
 from resolver.solve import COMPANIONS, Policy, Request
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def build_request(
     cuda: str | None,
     policy: Policy | str,
     allow_unconfirmed: bool = False,
-    evidence: str = "documented",
+    evidence: EvidenceLevel | str = EvidenceLevel.DOCUMENTED,
     extensions: Collection[str] = (),
 ) -> Request:
     """The request; any two parts that name different CUDA variants are an error.
@@ -106,5 +106,5 @@ def build_request(
         variant=next(iter(named.values()), None) if named else None,
         policy=DriverPolicy(policy),  # a word the options or the spec checked
         allow_unconfirmed=allow_unconfirmed,
-        evidence=evidence,
+        evidence=EvidenceLevel(evidence),
     )
