@@ -22,13 +22,13 @@ from typing import Any
 from resolver.core.errors import UserError, escaped
 from resolver.core.hostprofile import HostProfile
 from resolver.core.versions import Driver
+from resolver.db.gpunames import name_words
 from resolver.verify.result import FAIL, PASS, SKIP, WARN, Check, CheckResult
 
 PLAN_FILE = "fleet.yaml"
 PLAN_LEVELS = 3  # the lock's folder and up to 3 above: set/platform/lock beneath the plan
 MAX_PLAN = 64 << 20
 _CC = re.compile(r"^[0-9]{1,2}\.[0-9]{1,2}$")
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def _entry(doc: Any, group: str, path: Path) -> Expects:
 
 
 def _words(name: str) -> set[str]:
-    return set(_WORD.findall(name.lower())) - {"nvidia", "geforce", "tesla"}
+    return set(name_words(name))  # the one GPU-name normaliser
 
 
 def _same_model(want: ExpectedGpu, name: str | None, cc: str | None) -> bool:
