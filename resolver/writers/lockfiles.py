@@ -51,41 +51,24 @@ REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK, PYLOCK, PYPROJECT = (
 )
 DOCKERFILE = "Dockerfile"
 STARTUP_CHECK, STARTUP_PROBE = CHECK_NAME, PROBE_NAME  # the Dockerfile's start-up check
-_FILES = {
-    "requirements": (REQUIREMENTS,),
-    "conda": (ENVIRONMENT, VIRTUAL),
-    "conda-lock": (ENVIRONMENT, VIRTUAL, CONDA_LOCK),  # the lock, and the inputs it came from
-    "pylock": (PYLOCK,),
-    "uv": (PYPROJECT,),
+# Each format and the files it writes, in the order they are written: the one table of formats
+# (the file order, and the format a file is named by in a message, follow from it).
+_FILES: dict[str, tuple[str, ...]] = {
+    LockFormat.REQUIREMENTS: (REQUIREMENTS,),
+    LockFormat.CONDA: (ENVIRONMENT, VIRTUAL),
+    # the lock, and the inputs it came from
+    LockFormat.CONDA_LOCK: (ENVIRONMENT, VIRTUAL, CONDA_LOCK),
+    LockFormat.PYLOCK: (PYLOCK,),
+    LockFormat.UV: (PYPROJECT,),
     # the Dockerfile installs requirements.txt; its start-up check runs the probe with the image's
     # own Python
-    "dockerfile": (REQUIREMENTS, DOCKERFILE, STARTUP_CHECK, STARTUP_PROBE),
+    LockFormat.DOCKERFILE: (REQUIREMENTS, DOCKERFILE, STARTUP_CHECK, STARTUP_PROBE),
 }
-_ORDER = (
-    REQUIREMENTS,
-    ENVIRONMENT,
-    VIRTUAL,
-    CONDA_LOCK,
-    PYLOCK,
-    PYPROJECT,
-    DOCKERFILE,
-    STARTUP_CHECK,
-    STARTUP_PROBE,
-)
+_ORDER = tuple(dict.fromkeys(name for names in _FILES.values() for name in names))
+FORMAT_OF = {name: next(f for f, names in _FILES.items() if name in names) for name in _ORDER}
 # Files edited in place (the user's own file): never removed; their inputs are recorded in
 # their own table ([tool.gpuresolve]), not in a comment line.
 UPDATED_IN_PLACE = frozenset({PYPROJECT})
-FORMAT_OF = {
-    REQUIREMENTS: "requirements",
-    ENVIRONMENT: "conda",
-    VIRTUAL: "conda",
-    CONDA_LOCK: "conda-lock",
-    PYLOCK: "pylock",
-    PYPROJECT: "uv",
-    DOCKERFILE: "dockerfile",
-    STARTUP_CHECK: "dockerfile",
-    STARTUP_PROBE: "dockerfile",
-}
 
 # (requirements, index lines, target, glibc) -> the resolved closure with hashes
 PipResolver = Callable[[Sequence[str], Sequence[str], Target, str | None], list[ResolvedDist]]
@@ -223,7 +206,7 @@ def making(name: str, options: LockOptions) -> Iterator[None]:
     except UserError as exc:
         asked = FORMAT_OF[name]
         if asked not in options.formats and name == REQUIREMENTS:  # the Dockerfile's
-            asked = "dockerfile"
+            asked = LockFormat.DOCKERFILE
         said = str(exc) if str(exc).startswith(name) else f"{name} (--format {asked}): {exc}"
         raise UserError(f"{said}; {_advice(name, options)}") from None
 
