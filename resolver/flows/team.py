@@ -25,7 +25,7 @@ from packaging.specifiers import SpecifierSet
 from resolver.catalog import Catalog
 from resolver.core.collector import collector_paused
 from resolver.core.errors import UserError
-from resolver.core.vocab import CondaSource, EvidenceLevel
+from resolver.core.vocab import CondaSource, EvidenceLevel, LockFormat
 from resolver.flows.lock import MAX_PROJECT_BYTES
 from resolver.flows.output import OutputFolder, owned_names
 from resolver.solve import Decision, Target, TargetGpu, solve
@@ -240,7 +240,8 @@ def lock_team(
         several = len(decision.choices) > 1
         # One pyproject per group; with several platforms one pylock.toml with markers.
         per_platform = replace(
-            options, formats=options.formats - {"uv", *(("pylock",) if several else ())}
+            options,
+            formats=options.formats - {LockFormat.UV, *((LockFormat.PYLOCK,) if several else ())},
         )
         decisions: list[Decision] = []
         for choice in decision.choices:
@@ -256,7 +257,9 @@ def lock_team(
             mine = per_platform
             if choice.cpu:
                 mine = replace(
-                    options, formats=options.formats - {"uv"} or frozenset({"requirements"})
+                    options,
+                    formats=options.formats - {LockFormat.UV}
+                    or frozenset({LockFormat.REQUIREMENTS.value}),
                 )
             if not choice.cpu:
                 decisions.append(plat_decision)

@@ -90,7 +90,7 @@ def file_names(formats: Iterable[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class LockOptions:
-    formats: frozenset[str] = frozenset({"requirements"})
+    formats: frozenset[str] = frozenset({LockFormat.REQUIREMENTS.value})
     pytorch_index: str | None = None  # a mirror of the PyTorch index
     conda_source: str = "pip"  # pip | conda-forge
     channel: str | None = None  # conda channel name or URL (None: the database's, conda-forge)

@@ -332,7 +332,7 @@ class LockRequest:
 class FileOptions:
     """lock's own options for the files, as given (``formats`` in the order given)."""
 
-    formats: tuple[str, ...] = ("requirements",)
+    formats: tuple[str, ...] = (LockFormat.REQUIREMENTS.value,)
     hashes: bool | None = None
     top_level: bool = False
     conda_source: str = "pip"
