@@ -84,7 +84,7 @@ t0, c0 = time.perf_counter(), time.process_time()
 from pathlib import Path
 from resolver import catalog as catalog_mod
 from resolver.team.spec import load_spec
-from resolver.team.lock import lock_team
+from resolver.flows.team import lock_team
 from resolver.writers import lockfiles
 catalog = catalog_mod.load()
 t1 = time.perf_counter()

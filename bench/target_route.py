@@ -29,8 +29,9 @@ one module, ``resolver.cli``). It ends at the writers: after the first stay in
 ``resolver.writers``, what the writers do with the decision in their own layer (render each
 file, its header spelling the target through ``render``) is listed after the figures, not
 counted; a stay there in a lower layer is still counted (the writers handing the machine back to
-the decision layer, as a team's report does for its what-ifs, or as the writers did when they
-solved inside ``lockfiles.prepare``): ending the count at the writers hides no work moved there.
+the decision layer, as a team's report did for its what-ifs, or as the writers did when they
+solved inside ``lockfiles.prepare``; the flows do both now): ending the count at the writers
+hides no work moved there.
 Usage: python3 bench/target_route.py [--team]   (--team: a team spec instead of one machine)
 """
 

@@ -89,7 +89,7 @@ import sys, time
 t0, c0 = time.perf_counter(), time.process_time()
 from resolver import catalog as catalog_mod
 from resolver.team.spec import load_spec
-from resolver.team.lock import lock_team
+from resolver.flows.team import lock_team
 from resolver.writers import lockfiles
 from resolver.solve import memo
 runs = []

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
 from resolver.core.versions import cc_str
+from resolver.core.vocab import Grade
 from resolver.solve import GPU_KINDS, Candidate, Decision, Target
 from resolver.solve.extensions import requirement
 
@@ -114,7 +115,7 @@ def evidence_detail(cand: Candidate) -> list[EvidenceFactJson]:
 
 def evidence_line(cand: Candidate) -> str | None:
     """'evidence: official (SASS ... from ...)' when a deciding fact is not observed."""
-    if cand.evidence == "observed":
+    if cand.evidence == Grade.OBSERVED:
         return None
     from resolver.db.evidence import GRADE_TEXT, deciding_grade
 
@@ -131,7 +132,7 @@ def evidence_line(cand: Candidate) -> str | None:
 def described_line(cand: Candidate) -> str | None:
     """The grades of what only describes the build (cuDNN, NCCL, companions) where not observed:
     shown beside the evidence, never a reason to rank lower."""
-    weak = [f for f in cand.facts if not f.decides and f.grade != "observed"]
+    weak = [f for f in cand.facts if not f.decides and f.grade != Grade.OBSERVED]
     if not weak:
         return None
     return "described by (does not decide): " + ", ".join(f"{f.what} {f.grade}" for f in weak)

@@ -24,6 +24,8 @@ from resolver.core.errors import (
     UserError,
     exit_code,
 )
+from resolver.core.vocab import CondaSource, DriverPolicy, EvidenceLevel, Grade, LockFormat
+from resolver.core.vocab import words as vocab_words
 from resolver.dbupdate.metadata import MetadataError
 from resolver.io.http import FetchError
 
@@ -85,6 +87,15 @@ IMPURE_CALLS = frozenset(
     | {"stat", "lstat", "exists", "is_file", "is_dir", "getenv", "system", "popen"}
 )
 IMPURE_IMPORTS = ("subprocess", "shutil", "glob", "tempfile")
+
+# Only flows call the solver: the decision layer's entry points (one machine, one build, a
+# fleet, conda-forge, the what-ifs), used by no writer, command or reader; the decision layer
+# itself (solve/, images/) composes them.
+SOLVER = frozenset(
+    {"solve", "decide", "evaluate", "FleetSolver", "solve_conda_forge", "solve_fleet"}
+    | {"split_groups", "unlocks"}
+)
+SOLVER_CALLERS = ("resolver.flows", *PURE)
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -248,6 +259,77 @@ def impure_calls(source: str, mod: str) -> list[str]:
     return out
 
 
+# Each vocabulary is one enum (resolver/core/vocab.py); elsewhere its words are never spelled as
+# a set (a tuple, a list, Click's choices, a Literal) nor compared with a value that holds one.
+VOCABULARIES: dict[str, tuple[frozenset[str], frozenset[str]]] = {  # words, fields that hold one
+    vocab.__name__: (frozenset(vocab_words(vocab)), fields)
+    for vocab, fields in (
+        (DriverPolicy, frozenset({"policy", "driver_policy"})),
+        (EvidenceLevel, frozenset({"evidence", "level", "allow"})),
+        (Grade, frozenset({"grade", "evidence"})),
+        (CondaSource, frozenset({"conda_source"})),
+        (LockFormat, frozenset({"format", "formats", "fmt"})),
+    )
+}
+VOCABULARY_HOME = ("resolver.core.vocab", "resolver.standalone")  # the scripts import nothing
+
+
+def _field(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def vocabulary_literals(source: str, mod: str) -> list[str]:
+    """Where a module spells a vocabulary's words itself, instead of naming its enum."""
+    if _within(mod, VOCABULARY_HOME):
+        return []
+    out: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            texts = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+            for name, (words_, _fields) in VOCABULARIES.items():
+                if len(texts & words_) >= 2:
+                    out.append(f"{mod}:{node.lineno}: spells {name}'s words (use the enum)")
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            texts = {s.value for s in sides if isinstance(s, ast.Constant)}
+            names = {f for s in sides if (f := _field(s)) is not None}
+            for name, (words_, fields) in VOCABULARIES.items():
+                if texts & words_ and names & fields:
+                    out.append(f"{mod}:{node.lineno}: compares with {name}'s word (use the enum)")
+    return out
+
+
+def solver_calls(source: str, mod: str) -> list[str]:
+    """Where a module outside the flows (and the decision layer) imports or calls the solver."""
+    if _within(mod, SOLVER_CALLERS):
+        return []
+    out: list[str] = []
+    modules: set[str] = set()  # names bound to a module of the decision layer
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                if _within(node.module, ("resolver.solve",)) and alias.name in SOLVER:
+                    out.append(f"{mod}: imports {alias.name} from {node.module} (only flows solve)")
+                elif _within(full, ("resolver.solve",)):
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if _within(alias.name, ("resolver.solve",)):
+                    modules.add(alias.asname or alias.name.split(".")[0])
+    for node in ast.walk(ast.parse(source)):
+        func = node.func if isinstance(node, ast.Call) else None
+        if isinstance(func, ast.Attribute) and func.attr in SOLVER:
+            base = func.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in modules:
+                out.append(f"{mod}: calls {func.attr} (only flows solve)")
+    return out
+
+
 def violations(
     graph: Mapping[str, Iterable[str]],
     lines: Mapping[str, int],
@@ -302,6 +384,62 @@ def test_the_decision_layer_is_pure() -> None:
         if _within(mod, PURE):
             found += impure_calls(path.read_text(encoding="utf-8"), mod)
     assert found == []
+
+
+@pytest.mark.slow
+def test_only_flows_call_the_solver() -> None:
+    found: list[str] = []
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        found += solver_calls(path.read_text(encoding="utf-8"), module_name(path, ROOT))
+    assert found == []
+
+
+@pytest.mark.slow
+def test_no_vocabulary_is_spelled_outside_its_enum() -> None:
+    found: list[str] = []
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        found += vocabulary_literals(path.read_text(encoding="utf-8"), module_name(path, ROOT))
+    assert found == []
+
+
+def test_checker_finds_a_vocabulary_spelled_outside_its_enum() -> None:
+    planted = (
+        "import click\n"
+        "CHOICE = click.Choice(['compat', 'strict'])\n"
+        "def f(request, options, grade):\n"
+        "    if request.policy == 'strict':\n"
+        "        return options.conda_source != 'conda-forge'\n"
+        "    return grade in ('observed', 'official')\n"
+    )
+    assert sorted(vocabulary_literals(planted, "resolver.commands.x")) == [
+        "resolver.commands.x:2: spells DriverPolicy's words (use the enum)",
+        "resolver.commands.x:4: compares with DriverPolicy's word (use the enum)",
+        "resolver.commands.x:5: compares with CondaSource's word (use the enum)",
+        "resolver.commands.x:6: spells Grade's words (use the enum)",
+    ]
+    assert vocabulary_literals(planted, "resolver.core.vocab") == []
+    clean = "def f(stream, t):\n    return stream.errors == 'strict' or t.platform == 'any'\n"
+    assert vocabulary_literals(clean, "resolver.cli") == []
+
+
+def test_checker_finds_a_solver_call_outside_the_flows() -> None:
+    planted = (
+        "from resolver.solve import Decision, solve\n"
+        "from resolver.solve import whatif\n"
+        "import resolver.solve.memo as memo\n"
+        "def f(c, t, r, d):\n"
+        "    whatif.unlocks(d, {})\n"
+        "    memo.FleetSolver(c, r)\n"
+        "    return solve(c, t, r)\n"
+    )
+    assert solver_calls(planted, "resolver.writers.formats.report") == [
+        "resolver.writers.formats.report: imports solve from resolver.solve (only flows solve)",
+        "resolver.writers.formats.report: calls unlocks (only flows solve)",
+        "resolver.writers.formats.report: calls FleetSolver (only flows solve)",
+    ]
+    assert solver_calls(planted, "resolver.flows.lock") == []
+    clean = "from resolver.solve import Decision\nfrom resolver.solve.whatif import sentence\n"
+    assert solver_calls(clean, "resolver.writers.formats.report") == []
 
 
 def test_every_standalone_script_has_its_own_python_target() -> None:

@@ -77,7 +77,7 @@ def test_no_compatible_build_exits_1(synth_dir: Path, capsys: pytest.CaptureFixt
         (["--driver", "banana"], "not a driver version"),
         (["--torch", "~~2"], "not a version specifier"),
         (["--torch", "==2.8.0+cu126", "--cuda", "12.8"], "mixes CUDA variants"),
-        (["--with", "torchtext"], "the packages are torchvision, torchaudio, xformers"),
+        (["--with", "torchtext"], "the packages are torchvision, torchaudio"),
         (["--platform", "solaris"], "--platform 'solaris'"),
         (["--python", "banana"], "--python 'banana'"),
         (["--no-gpu", "--gpu", "8.6"], "--no-gpu cannot be combined"),

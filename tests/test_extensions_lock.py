@@ -165,3 +165,19 @@ def test_a_damaged_extensions_file_fails_only_where_it_is_read(
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
     code, _out, err = run_cli(capsys, "suggest", *H100, "--with", "xformers")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "extensions.yaml" in err
+
+
+def test_with_takes_the_packages_the_database_lists(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--with` knows the extension packages from extensions.yaml, not from a list in the code:
+    one the file drops is refused, and the refusal names what the file lists."""
+    path = db / "extensions.yaml"
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    names = [p["name"] for p in doc["packages"]]
+    code, _out, err = run_cli(capsys, "suggest", *H100, "--with", "torchtext")
+    assert code == 2 and err.rstrip().endswith(", ".join(["torchvision", "torchaudio", *names]))
+    doc["packages"] = [p for p in doc["packages"] if p["name"] != "xformers"]
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    code, _out, err = run_cli(capsys, "suggest", *H100, "--with", "xformers")
+    assert code == 2 and "--with 'xformers': the packages are" in err and "xformers," not in err

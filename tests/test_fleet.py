@@ -13,6 +13,7 @@ from target_support import written
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.core.vocab import DriverPolicy
 from resolver.solve import Request, Target, TargetGpu
 from resolver.solve.fleet import solve_fleet, split_groups
 from resolver.team.spec import load_spec
@@ -248,7 +249,7 @@ def test_one_solve_per_kind_gives_what_solving_each_alone_gives(
     from resolver.solve import solve
     from resolver.solve.memo import FleetSolver
 
-    request = Request(policy="strict" if policy == "strict" else "compat")
+    request = Request(policy=DriverPolicy(policy))
     targets = varied(shipped)
     assert len(targets) >= 30
     solver = FleetSolver(shipped, request)
@@ -313,7 +314,7 @@ def test_split_group_is_named_after_its_first_target_in_the_spec(shipped: Catalo
 
 
 def test_team_lock_tells_progress_of_each_target_and_shape(shipped: Catalog) -> None:
-    from resolver.team.lock import lock_team
+    from resolver.flows.team import lock_team
     from resolver.writers import lockfiles
 
     spec_dir = Path(__file__).resolve().parent.parent / "environments"
@@ -371,7 +372,7 @@ targets:
 def test_cpu_members_get_the_cpu_build_in_their_own_file_and_the_report_names_the_upgrade(
     shipped: Catalog, tmp_path: Path
 ) -> None:
-    from resolver.team.lock import lock_team
+    from resolver.flows.team import lock_team
     from resolver.writers import lockfiles
 
     path = tmp_path / "ci.yaml"

@@ -18,6 +18,7 @@ import pytest
 from target_support import written
 
 from resolver.catalog import Catalog
+from resolver.core.vocab import DriverPolicy, EvidenceLevel
 from resolver.solve import Request, Target, TargetGpu, solve
 from resolver.solve.memo import FleetSolver
 
@@ -62,7 +63,7 @@ def distinct_fleet(catalog: Catalog, size: int, seed: int) -> list[Target]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "request_",
-    [Request(), Request(policy="strict"), Request(evidence="observed")],
+    [Request(), Request(policy=DriverPolicy.STRICT), Request(evidence=EvidenceLevel.OBSERVED)],
     ids=["compat", "strict", "observed"],
 )
 def test_each_machine_decides_as_it_does_alone(shipped: Catalog, request_: Request) -> None:
@@ -102,7 +103,7 @@ def test_reading_and_locking_a_fleet_makes_no_reference_cycles(
 ) -> None:
     """load_spec and lock_team hold the cyclic collector off (resolver/core/collector.py): that
     keeps memory bounded only because what they make is freed by reference counting alone."""
-    from resolver.team.lock import lock_team
+    from resolver.flows.team import lock_team
     from resolver.team.spec import load_spec
     from resolver.writers import lockfiles
 
@@ -154,8 +155,8 @@ def test_a_team_lock_writes_the_bytes_solving_each_machine_alone_writes(
     """Every file of a split team lock of 150 distinct machines (report.md with each machine's
     row and what a driver upgrade would change, each group's sets) is the same, byte for byte,
     whether the fleet solver shares kinds or solves each machine on its own."""
+    from resolver.flows.team import lock_team
     from resolver.solve.memo import unnamed
-    from resolver.team.lock import lock_team
     from resolver.team.spec import load_spec
     from resolver.writers import lockfiles
 

@@ -192,3 +192,26 @@ def test_conda_formats_with_a_channel_setting(
     assert any(u.endswith("pytorch-2.12.0-cuda129_generic_py311_h0_202.tar.bz2") for u in urls)
     code, stdout, _ = run(capsys, *args, "--check")
     assert code == 0, stdout
+
+
+@pytest.mark.slow  # runs the interpreter twice
+def test_lock_python_takes_an_environments_folder_as_verify_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One --python grammar: `lock --python ./venv` locks for the venv's interpreter."""
+    import sys
+
+    env = tmp_path / "venv"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python3").symlink_to(sys.executable)
+    described = ["--platform", "linux-x86_64", "--driver", "560.35.03", "--gpu", "8.9"]
+    texts = []
+    for python, out in ((env, "a"), (env / "bin" / "python3", "b")):
+        argv = ["lock", *described, "--python", str(python), "-o", str(tmp_path / out)]
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 0, err
+        texts.append((tmp_path / out / "requirements.txt").read_text())
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert texts[0] == texts[1] and f'"python":"{here}' in texts[0]
+    code, _, err = run_cli(capsys, "lock", *described, "--python", str(tmp_path))
+    assert code == 2 and "no Python interpreter in that directory" in err

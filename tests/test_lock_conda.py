@@ -22,12 +22,13 @@ from target_support import written
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.versions import parse_cc
+from resolver.flows.lock import prepare
 from resolver.readers import lockfile
 from resolver.solve import Target, TargetGpu, solve
 from resolver.solve.inputs import build_request
 from resolver.writers import outputs
 from resolver.writers.closure import conda_solve
-from resolver.writers.lockfiles import LockOptions, prepare, render_files
+from resolver.writers.lockfiles import LockOptions, render_files
 
 needs_rattler = pytest.mark.skipif(
     importlib.util.find_spec("rattler") is None,

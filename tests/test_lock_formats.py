@@ -442,3 +442,14 @@ def test_team_pylock_reads_back_per_platform(
     assert mac_torch is not None and mac_torch.marker is not None and "darwin" in mac_torch.marker
     with pytest.raises(UserError, match="nothing locked for windows-x86_64"):
         lockfile.read(path, platform="windows-x86_64")
+
+
+def test_every_format_of_the_vocabulary_names_its_files() -> None:
+    """One table of formats: every word of LockFormat has its files, in the vocabulary's order,
+    and each file is named by the first format that writes it."""
+    from resolver.core.vocab import LockFormat, words
+    from resolver.writers import lockfiles
+
+    assert tuple(lockfiles._FILES) == words(LockFormat) == lockfiles.FORMATS
+    assert lockfiles.FORMAT_OF["requirements.txt"] == "requirements"  # not the Dockerfile's
+    assert lockfiles.file_names(["all"]) == lockfiles._ORDER

@@ -16,10 +16,11 @@ from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.platforms import pip_platforms
 from resolver.core.versions import parse_cc
+from resolver.flows.lock import prepare
 from resolver.solve import Target, TargetGpu, solve
 from resolver.solve.inputs import build_request
 from resolver.writers import outputs
-from resolver.writers.lockfiles import LockOptions, prepare, render_files
+from resolver.writers.lockfiles import LockOptions, render_files
 
 REQ = build_request(torch=None, with_=["torchvision"], cuda=None, policy="compat")
 

@@ -16,12 +16,13 @@ from resolver.catalog import Catalog, from_raw
 from resolver.core.errors import DataError
 from resolver.core.versions import parse_cc
 from resolver.db.check import check as db_check
+from resolver.flows.lock import prepare
 from resolver.readers import lockfile
 from resolver.solve import Request, Target, TargetGpu, solve
 from resolver.solve.conda import solve_conda_forge, virtual_packages
 from resolver.solve.inputs import build_request
 from resolver.writers import outputs
-from resolver.writers.lockfiles import LockOptions, file_names, prepare, render_files
+from resolver.writers.lockfiles import LockOptions, file_names, render_files
 
 REQ = build_request(torch=None, with_=["torchvision"], cuda=None, policy="compat")
 

@@ -70,7 +70,8 @@ def test_a_users_file_with_our_name_is_kept(tmp_path: Path) -> None:
 def test_no_read_under_the_folder_follows_a_link(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    text = recorded.stamp("requirements.txt", "torch\n", {"target": {"platform": "x"}})
+    target = {"platform": "linux-x86_64", "python": "3.12"}  # a record `--check` can read
+    text = recorded.stamp("requirements.txt", "torch\n", {"target": target})
     (elsewhere / "requirements.txt").write_text(text)
     folder = tmp_path / "out"
     folder.mkdir()

@@ -251,3 +251,29 @@ def test_a_database_without_its_date(
     code, doc = _json(capsys, "db", "show", "--json")
     assert code == 0 and isinstance(doc, dict) and doc["updated"] is None
     assert_schema("db-show", doc)
+
+
+def _enums(node: object) -> list[list[object]]:
+    if isinstance(node, dict):
+        found = [node["enum"]] if isinstance(node.get("enum"), list) else []
+        return found + [e for v in node.values() for e in _enums(v)]
+    return [e for v in node for e in _enums(v)] if isinstance(node, list) else []
+
+
+def test_every_schema_spells_a_vocabulary_as_its_enum() -> None:
+    """A schema's enum of a vocabulary's words is that vocabulary, word for word, in its order
+    (the published schemas, Click's choices and the spec reader take one list)."""
+    from resolver.core import vocab
+
+    vocabularies = [
+        vocab.words(v)
+        for v in (vocab.DriverPolicy, vocab.EvidenceLevel, vocab.Grade, vocab.CondaSource)
+    ]
+    seen = 0
+    for path in sorted(Path(schemas.__file__).parent.glob("*.json")):
+        for enum in _enums(json.loads(path.read_text(encoding="utf-8"))):
+            for words in vocabularies:
+                if len(set(words) & set(map(str, enum))) >= 2:
+                    assert tuple(enum) == words, (path.name, enum)
+                    seen += 1
+    assert seen >= 9  # the grade of six documents, the spec's policy, source and evidence

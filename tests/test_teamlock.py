@@ -428,7 +428,7 @@ def test_a_fleet_of_any_size_records_its_targets_in_the_line_check_reads(
     """Named in full, by digest per target, then one digest for all: the record never outgrows
     the line `--check` reads back (the caps are lowered here; the real ones fit 50,000 targets)."""
     from resolver import catalog as catalog_mod
-    from resolver.team import lock as team_lock
+    from resolver.flows import team as team_lock
     from resolver.team.spec import load_spec
 
     lines = ["name: big", 'python: "3.12"', "targets:"]

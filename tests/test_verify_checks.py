@@ -17,7 +17,10 @@ from resolver.catalog import Catalog
 from resolver.core.hostprofile import STATE_NO_DRIVER, GpuInfo, HostProfile
 from resolver.readers import lockfile
 from resolver.verify import checks
-from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult, overall
+from resolver.verify.checks import CHECKS as ORDER
+from resolver.verify.result import FAIL, PASS, SKIP, WARN, CheckResult, overall
+
+CHECKS = [c.id for c in ORDER]  # every check's id, in report order
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verify"
 H100 = FIXTURES / "h100_torch211_cu130"

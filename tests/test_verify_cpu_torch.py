@@ -26,8 +26,11 @@ from resolver.catalog import Catalog
 from resolver.core.hostprofile import STATE_NO_DRIVER, GpuInfo, HostProfile
 from resolver.readers import lockfile
 from resolver.verify import checks
-from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, overall
+from resolver.verify.checks import CHECKS as ORDER
+from resolver.verify.result import FAIL, PASS, SKIP, overall
 from resolver.verify.run import run_probe
+
+CHECKS = [c.id for c in ORDER]  # every check's id, in report order
 
 pytestmark = pytest.mark.slow
 

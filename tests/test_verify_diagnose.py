@@ -21,7 +21,10 @@ from resolver.catalog import Catalog
 from resolver.core.hostprofile import HostProfile
 from resolver.host import gpustate
 from resolver.verify import checks, diagnose, speed
-from resolver.verify.result import CHECKS, FAIL, PASS, WARN, CheckResult
+from resolver.verify.checks import CHECKS as ORDER
+from resolver.verify.result import FAIL, PASS, WARN, CheckResult
+
+CHECKS = [c.id for c in ORDER]  # every check's id, in report order
 
 DIAG = Path(__file__).parent / "fixtures" / "verify" / "h100_diag"
 CASES = ("healthy", "tf32_override", "other_process", "cvd_empty", "preload_cudnn", "cudnn_off")

@@ -19,9 +19,13 @@ from test_verify_checks import H100, cpu_build
 from resolver.core.errors import UserError
 from resolver.core.hostprofile import STATE_NO_DRIVER, HostProfile
 from resolver.flows import verify as verify_flow
+from resolver.host.interpreter import resolve_python
 from resolver.verify import checks
-from resolver.verify.result import CHECKS, FAIL, SKIP
-from resolver.verify.run import PROBE_FILE, resolve_python, run_probe
+from resolver.verify.checks import CHECKS as ORDER
+from resolver.verify.result import FAIL, SKIP
+from resolver.verify.run import PROBE_FILE, run_probe
+
+CHECKS = [c.id for c in ORDER]  # every check's id, in report order
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,7 +8,7 @@ into the solver's inputs the same way.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
@@ -16,6 +16,7 @@ import click
 from resolver.commands.params import SAFE_TEXT, SafePath, check_url, lazy_complete
 from resolver.commands.ui import echo
 from resolver.core.errors import UserError
+from resolver.core.vocab import DriverPolicy, EvidenceLevel, words
 from resolver.flows.target import TargetOptions
 
 if TYPE_CHECKING:
@@ -63,22 +64,24 @@ class RequestOptions(NamedTuple):
 
     def choices_given(self) -> list[str]:
         """The choice flags given other than their defaults (a lock's install takes none)."""
-        used = ["--driver-policy"] if self.driver_policy != "compat" else []
+        used = ["--driver-policy"] if self.driver_policy != DriverPolicy.COMPAT else []
         used += ["--allow-unconfirmed"] if self.allow_unconfirmed else []
-        return used + (["--evidence"] if self.evidence != "documented" else [])
+        return used + (["--evidence"] if self.evidence != EvidenceLevel.DOCUMENTED else [])
 
-    def request(self, no_cuda: str | None = None) -> Request:
+    def request(self, no_cuda: str | None = None, extensions: Collection[str] = ()) -> Request:
         """The request; with ``no_cuda`` (the option that describes a machine without CUDA:
-        `TargetOptions.without_cuda`), a CUDA build asked for is an error."""
+        `TargetOptions.without_cuda`), a CUDA build asked for is an error. ``extensions``: the
+        database's extension packages (``Catalog.extensions``)."""
         from resolver.solve.inputs import build_request
 
         request = build_request(
             torch=self.torch_spec,
             with_=self.with_,
             cuda=self.cuda,
-            policy="strict" if self.driver_policy == "strict" else "compat",
+            policy=DriverPolicy(self.driver_policy),
             allow_unconfirmed=self.allow_unconfirmed,
             evidence=self.evidence,
+            extensions=extensions,
         )
         if no_cuda is not None and request.variant not in (None, "cpu"):
             asked = f"--cuda {self.cuda}" if self.cuda else f"a {request.variant} build"
@@ -156,7 +159,7 @@ def request_options(func: F) -> F:
         click.option("--cuda", metavar="X.Y", help="Only builds for this CUDA version."),
         click.option(
             "--driver-policy",
-            type=click.Choice(["compat", "strict"]),
+            type=click.Choice(words(DriverPolicy)),
             default="compat",
             show_default=True,
             help="compat: CUDA minor-version compatibility; strict: the toolkit's own driver.",
@@ -168,7 +171,7 @@ def request_options(func: F) -> F:
         ),
         click.option(
             "--evidence",
-            type=click.Choice(["documented", "observed", "any"]),
+            type=click.Choice(words(EvidenceLevel)),
             default="documented",
             show_default=True,
             help="Which builds rank first: documented (observed, build-config or official "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -29,48 +28,10 @@ def confirm_and_resolve(
     request: Request,
     pytorch_index: str | None,
 ) -> tuple[Catalog, Decision, Confirmation | None]:
-    """Confirm the selection; when a new observation was stored, load and solve again (so a
-    database that layers observations answers from what the wheel showed)."""
-    from resolver import catalog as catalog_mod
-    from resolver.dbupdate import DEFAULT_PYTORCH_INDEX
-    from resolver.observe.confirm import confirm
-    from resolver.observe.store import FILE
-    from resolver.solve import solve
-    from resolver.wheels.index import pip_default_index
+    """``flows.decide.confirmed``, saying what the wheel read found."""
+    from resolver.flows.decide import confirmed
 
-    sel = decision.selection
-    if sel is None:
-        return catalog, decision, None
-    origin = Path(catalog.origin)
-    database = origin if (origin / "torch.yaml").is_file() else catalog_mod.data_dir()
-    user = catalog_mod.user_data_dir() / FILE
-    outcome = confirm(
-        torch=sel.release.version,
-        variant=sel.variant.name,
-        platform=sel.platform,
-        pypi=sel.pypi,
-        database=database,
-        observed_files=_observed_files(database, user),
-        target=user,
-        pytorch_index=pytorch_index or DEFAULT_PYTORCH_INDEX,
-        pypi_index=pip_default_index() if sel.pypi else None,
-    )
-    for line in outcome.lines:
+    catalog, decision, outcome = confirmed(catalog, decision, target, request, pytorch_index)
+    for line in outcome.lines if outcome is not None else ():
         echo(f"confirm: {line}", err=True)
-    if outcome.status in ("confirmed", "contradicted"):
-        catalog = catalog_mod.load().for_index(pytorch_index)
-        decision = solve(catalog, target, request)
     return catalog, decision, outcome
-
-
-def _observed_files(database: Path, user: Path) -> list[Path]:
-    """The observations that describe ``database``: its own, the user's, and the shipped ones
-    when it is the shipped database or the user's copy of it."""
-    from resolver import catalog as catalog_mod
-    from resolver.observe.store import FILE
-
-    files = [database / FILE, user]
-    shipped = catalog_mod.shipped_data_dir()
-    if database.resolve() in (shipped.resolve(), catalog_mod.user_data_dir().resolve()):
-        files.append(shipped / FILE)
-    return files

@@ -11,6 +11,7 @@ from resolver.commands.common import TargetOptions, target_options, warn_lost
 from resolver.commands.config import source_of, standard_options
 from resolver.commands.emit import emit_json
 from resolver.commands.ui import echo, note
+from resolver.core.vocab import DriverPolicy, words
 
 if TYPE_CHECKING:
     from resolver.core.documents.decision import ImageDoc
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 @target_options
 @click.option(
     "--driver-policy",
-    type=click.Choice(["compat", "strict"]),
+    type=click.Choice(words(DriverPolicy)),
     default="compat",
     show_default=True,
     help="compat: CUDA minor-version compatibility; strict: the toolkit's own driver.",
@@ -66,7 +67,7 @@ def image(
         catalog,
         facts,
         machine,
-        policy="strict" if driver_policy == "strict" else "compat",
+        policy=DriverPolicy(driver_policy),
         devel=devel,
     )
     report = report_for(judge, ref)

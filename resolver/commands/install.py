@@ -187,17 +187,17 @@ def _decision_plan(
 ) -> tuple[Plan, str | None]:
     from resolver import catalog as catalog_mod
     from resolver import render
-    from resolver.solve import solve
+    from resolver.flows.decide import decide
 
     catalog = catalog_mod.load().for_index(pytorch_index := request_opts.pytorch_index)
-    request = request_opts.request(target_opts.without_cuda())
+    request = request_opts.request(target_opts.without_cuda(), catalog.extensions)
     target, profile = target_opts.resolve(catalog, python=env.version)
     warn_lost(profile)
     if str(target.platform) != here:
         raise UserError(
             f"install puts packages on this machine ({here}); the target is {target.platform}"
         )
-    decision = solve(catalog, target, request)
+    decision = decide(catalog, target, request)
     for message in profile.messages if profile is not None else ():
         note(message)
     sel = decision.selection

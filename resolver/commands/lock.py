@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -24,6 +24,7 @@ from resolver.commands.lock_team import IMAGE_OPTION, lock_team, refuse_team_fla
 from resolver.commands.params import SafePath, check_channel, check_url
 from resolver.commands.ui import echo, level, step
 from resolver.core.errors import UserError, shown
+from resolver.core.vocab import CondaSource, words
 from resolver.flows.lock import (
     default_index_choice,
     lock_options,
@@ -33,6 +34,7 @@ from resolver.flows.lock import (
 )
 from resolver.flows.output import OutputFolder
 from resolver.writers import lockfiles
+from resolver.writers.recorded import FORMAT_CHOICES, FileOptions
 
 _GLIBC_RE = re.compile(r"^2\.[0-9]{1,3}$")
 CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
@@ -45,7 +47,7 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 @click.option(
     "--format",
     "formats",
-    type=click.Choice(["requirements", "conda", "conda-lock", "pylock", "uv", "dockerfile", "all"]),
+    type=click.Choice(FORMAT_CHOICES),
     multiple=True,
     default=("requirements",),
     show_default=True,
@@ -90,7 +92,7 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 )
 @click.option(
     "--conda-source",
-    type=click.Choice(["pip", "conda-forge"]),
+    type=click.Choice(words(CondaSource)),
     default="pip",
     show_default=True,
     help="pip: conda gives Python, the PyTorch index the torch set; conda-forge: its own builds.",
@@ -147,17 +149,9 @@ def lock(
     ctx = click.get_current_context()
     verbose = level() >= 1  # -v: which index serves what, where it came from, uv's environment
     directory = Path(output or ".")
-    lock_opts: dict[str, Any] = {
-        "formats": formats,
-        "hashes": hashes,
-        "top_level": top_level,
-        "conda_source": conda_source,
-        "channel": channel,
-        "env_name": env_name,
-        "default_index": None,
-    }
     index = default_index_choice(default_index)
-    lock_opts["default_index"] = index.url  # recorded: --check re-resolves with the same URL
+    # the index is recorded: --check re-resolves with the same URL
+    files = FileOptions(formats, hashes, top_level, conda_source, channel, env_name, index.url)
     effective = None
     if check and spec is None:
         if not OutputFolder(directory).has_lock_files():
@@ -168,22 +162,20 @@ def lock(
         found = OutputFolder(directory).recorded_inputs()
         if found is not None:
             where, record = found
-            effective = lock_inputs.apply_record(
-                ctx, where, record, target, request, lock_opts, glibc
-            )
-            request, lock_opts, glibc = effective.request, effective.lock_options, effective.glibc
-            if lock_opts["default_index"] != index.url:
-                index = recorded_index(lock_opts["default_index"], where)
+            effective = lock_inputs.apply_record(ctx, record, target, request, files, glibc)
+            request, files, glibc = effective.request, effective.files, effective.glibc
+            if files.default_index != index.url:
+                index = recorded_index(files.default_index, where)
     if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
         raise UserError(f"--glibc {shown(glibc)}: expected a glibc version like 2.28")
     pytorch_index = request.pytorch_index
-    options = lock_options(lock_opts, pytorch_index, index.url)
+    options = lock_options(files, pytorch_index, index.url)
     if hashes and lockfiles.REQUIREMENTS not in options.files:
         raise UserError("--hashes pins requirements.txt: add --format requirements (or all)")
     catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
     if spec is not None:
         given = [*target.given(), *request.given()]
-        if conda_source != "pip":
+        if conda_source != CondaSource.PIP:
             given.append("--conda-source")
         if confirm:
             given.append("--confirm")
@@ -192,7 +184,7 @@ def lock(
         evidence = "any" if request.allow_unconfirmed else request.evidence
         lock_team(catalog, spec, options, output, split, check, evidence, as_json, (index, verbose))
     refuse_team_flags(split)  # --split, --image: a team's (a cluster's) options
-    wanted = request.request(target.without_cuda())
+    wanted = request.request(target.without_cuda(), catalog.extensions)
     if effective is not None and effective.target is not None:
         machine, profile = effective.target, None
         if lock_inputs.given(ctx, "python") and target.python:
@@ -213,10 +205,10 @@ def lock(
             )
     if confirm:
         from resolver.commands.confirm_flag import confirm_and_resolve
-        from resolver.solve import solve
+        from resolver.flows.decide import decide
 
         catalog, _decision, _confirmed = confirm_and_resolve(
-            catalog, solve(catalog, machine, wanted), machine, wanted, pytorch_index
+            catalog, decide(catalog, machine, wanted), machine, wanted, pytorch_index
         )
     if effective is not None:
         overrides = list(effective.overrides)
@@ -236,11 +228,15 @@ def lock(
     options = single.options  # with the extensions' indexes where the lock has extensions
     used = single.uses_default_index
     lock_inputs.say_index(index, verbose=verbose, used=used)
-    lock_opts["default_index"] = options.default_index if used else None  # an input where used
-    lock_opts["top_level"], lock_opts["hashes"] = options.top_level, options.with_hashes
-    record = lock_inputs.inputs_record(request, wanted, lock_opts)
+    files = replace(  # the index is an input where used
+        files,
+        default_index=options.default_index if used else None,
+        top_level=options.top_level,
+        hashes=options.with_hashes,
+    )
+    record = lock_inputs.as_given(request, files)
     folder = OutputFolder(directory, [Path(target.host_file)] if target.host_file else [])
     with step("resolving the lock files"):  # the closures (uv), conda solves
-        files = single_files(catalog, single, options, record, folder)
-    statuses = write_or_check(folder, files, check, "", catalog.updated, as_json)
+        texts = single_files(catalog, single, options, record, folder)
+    statuses = write_or_check(folder, texts, check, "", catalog.updated, as_json)
     say_single(catalog, single, options, statuses, check, as_json)

@@ -1,6 +1,6 @@
 """`gpuresolve lock SPEC`: what a team lock says: the groups' builds, what it kept and removed,
 each file written or checked, and the `--json` document; exit codes. The lock itself is
-``flows.lock.run_team`` and the folder ``flows.output``."""
+``flows.team.run_team`` and the folder ``flows.output``."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from resolver.commands.emit import emit_json
 from resolver.commands.lock_output import say_written, write_or_check
 from resolver.commands.ui import echo, progress_bars
 from resolver.core.errors import UserError
-from resolver.flows.lock import closure_choice, run_team
+from resolver.flows.lock import closure_choice
 from resolver.flows.output import FileStatus, owned_names
+from resolver.flows.team import run_team
 from resolver.host.pipconfig import PipIndex
 from resolver.writers import lockfiles, outputs, recorded
 
@@ -210,33 +211,24 @@ def recorded_team_formats(directory: Path, options: lockfiles.LockOptions) -> lo
     (when not given)."""
     ctx = click.get_current_context()
     text = outputs.read_current(directory, "report.md")  # the output folder's rules: no link
-    record = recorded.read("report.md", text) if text is not None else None
-    files = record.get("files") if record else None
-    if not isinstance(files, dict):
+    raw = recorded.read("report.md", text) if text is not None else None
+    if raw is None or not isinstance(raw.get("files"), dict):
         return options
-    where = str(directory / "report.md")
-    formats, hashes = files.get("formats"), files.get("hashes")
-    mirror = files.get("pytorch_index")
-    if not lock_inputs.given(ctx, "pytorch_index") and mirror:
-        mirror = lock_inputs.as_option(ctx, where, "pytorch_index", mirror)
-        options = replace(options, pytorch_index=mirror)
-    if not lock_inputs.given(ctx, "default_index") and "default_index" in files:
-        default = lock_inputs.as_option(ctx, where, "default_index", files["default_index"])
-        options = replace(options, default_index=default)
-    try:
-        if not lock_inputs.given(ctx, "formats") and isinstance(formats, list) and formats:
-            options = replace(options, formats=frozenset(str(f) for f in formats))
-        top = files.get("top_level")
-        if not lock_inputs.given(ctx, "top_level") and top is True and not options.top_level:
-            options = replace(options, top_level=True, hashes=closure_choice(True, None)[1])
-        if (
-            not lock_inputs.given(ctx, "hashes")
-            and isinstance(hashes, bool)
-            and not options.top_level
-        ):
-            options = replace(options, hashes=hashes)
-    except ValueError:
-        raise UserError(
-            f"{directory / 'report.md'}: the recorded formats are damaged; rerun `gpuresolve lock`"
-        ) from None
+    record = recorded.LockInputs.from_json(raw, str(directory / "report.md"))
+    files, request = record.files, record.request
+    assert files is not None
+
+    def kept(part: str, name: str) -> bool:  # recorded, and not given
+        return record.knows(part, name) and not lock_inputs.given(ctx, name)
+
+    if kept("request", "pytorch_index") and request and request.pytorch_index:
+        options = replace(options, pytorch_index=request.pytorch_index)
+    if kept("files", "default_index"):
+        options = replace(options, default_index=files.default_index)
+    if kept("files", "formats"):
+        options = replace(options, formats=frozenset(files.formats))
+    if kept("files", "top_level") and files.top_level and not options.top_level:
+        options = replace(options, top_level=True, hashes=closure_choice(True, None)[1])
+    if kept("files", "hashes") and files.hashes is not None and not options.top_level:
+        options = replace(options, hashes=files.hashes)
     return options

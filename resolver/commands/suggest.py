@@ -52,14 +52,14 @@ def suggest(
     """
     from resolver import catalog as catalog_mod
     from resolver import render
-    from resolver.solve import solve
+    from resolver.flows.decide import decide
 
     catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
     debug(f"database {catalog.updated} from {catalog.origin}")
-    wanted = request.request(target.without_cuda())
+    wanted = request.request(target.without_cuda(), catalog.extensions)
     machine, profile = target.resolve(catalog)
     warn_lost(profile)
-    decision = solve(catalog, machine, wanted)
+    decision = decide(catalog, machine, wanted)
     pytorch_index = request.pytorch_index
     confirmation = None
     if confirm:

@@ -105,7 +105,8 @@ def verify(
     Exit 0 when every check passes (warnings allowed), 1 when one fails, 2 when verify cannot
     run (no such interpreter, unreadable lock file).
     """
-    from resolver.verify.run import ProbeProcess, resolve_python
+    from resolver.host.interpreter import resolve_python
+    from resolver.verify.run import ProbeProcess
 
     packages = verify_flow.extension_names(with_)
     t0 = time.monotonic()

@@ -9,9 +9,11 @@ annotation on every start (see db/models.py).
 """
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
-GRADES: tuple[str, ...] = ("observed", "build-config", "official", "transcription", "inferred")
+from resolver.core.vocab import EvidenceLevel, Grade, words
+
+GRADES: tuple[str, ...] = words(Grade)
 DOCUMENTED = frozenset(GRADES[:3])
 GRADE_TEXT = {
     "observed": "read from the wheel itself or its printed get_arch_list()",
@@ -20,8 +22,8 @@ GRADE_TEXT = {
     "transcription": "a third-party copy",
     "inferred": "carried over or reasoned; no source states it",
 }
-Level = Literal["documented", "observed", "any"]
-LEVELS: tuple[str, ...] = ("documented", "observed", "any")
+Level = EvidenceLevel
+LEVELS: tuple[str, ...] = words(EvidenceLevel)
 _RANK = {g: i for i, g in enumerate(GRADES)}
 
 
@@ -40,10 +42,10 @@ def strongest(grades: Iterable[str]) -> str:
 
 def trusted(grade: str, level: str) -> bool:
     """Whether a build of this grade ranks with the rest under --evidence LEVEL."""
-    if level == "any":
+    if level == EvidenceLevel.ANY:
         return True
-    if level == "observed":
-        return grade == "observed"
+    if level == EvidenceLevel.OBSERVED:
+        return grade == Grade.OBSERVED
     return grade in DOCUMENTED
 
 
@@ -140,7 +142,7 @@ def deciding_grade(fact: Fact) -> str:
 
 def describe_grade(fact: Fact) -> str:
     """'architectures from PyTorch's build config; no wheel read yet' style text."""
-    if fact.grade == "observed":
+    if fact.grade == Grade.OBSERVED:
         return f"{fact.what}: observed"
     tail = "; no wheel read yet" if fact.name in ("sass", "ptx", "existence") else ""
     return f"{fact.what}: {fact.grade} ({GRADE_TEXT.get(fact.grade, fact.grade)}){tail}"

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, Protocol
 
 from resolver.core.errors import DataError, UserError
 from resolver.core.versions import CC, cc_str, parse_cc
+from resolver.core.vocab import Grade
 from resolver.db.evidence import weakest
 from resolver.db.location import shipped_data_dir
 
@@ -68,6 +69,8 @@ _FIND_CC = "`nvidia-smi --query-gpu=compute_cap --format=csv` prints it"
 
 
 def name_words(name: str) -> tuple[str, ...]:
+    """A GPU name's words, lower case, without "NVIDIA", "Tesla" or "GeForce": the one
+    normaliser every GPU name is compared by (the name table, the peak-speed table)."""
     return tuple(w for w in _WORD_RE.findall(name.lower()) if w not in _NOISE_WORDS)
 
 
@@ -148,7 +151,11 @@ def _parse_table(data: Any) -> NameTable:
     version = str(data["source"]["pci_ids_version"])
     chips: dict[str, tuple[CC, str]] = {}
     for chip, (cc, grade) in data["chips"].items():
-        if not chip_re.match(chip) or grade not in ("official", "transcription", "inferred"):
+        if not chip_re.match(chip) or grade not in (
+            Grade.OFFICIAL,
+            Grade.TRANSCRIPTION,
+            Grade.INFERRED,
+        ):
             raise ValueError(f"chip {chip!r}")
         chips[chip] = (parse_cc(cc), grade)
     devices: dict[str, tuple[str, str]] = {}

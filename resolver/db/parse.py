@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from resolver.core.errors import DataError, UserError
 from resolver.core.platforms import PLATFORMS
 from resolver.core.versions import CC, driver_key, parse_cc
+from resolver.core.vocab import Grade
 from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
 from resolver.db.models import (
     AbiBuilds,
@@ -94,7 +95,8 @@ class _Reader:
             raise self.fail(f"'grade' must be one of {', '.join(GRADES)}, got {declared!r}")
         if declared is None and not confirmed:  # the old flag: not documented for this fact
             best = make_provenance(src, None, self.kinds).supported
-            declared = best if best in ("transcription", "inferred") else "inferred"
+            weak = (Grade.TRANSCRIPTION, Grade.INFERRED)
+            declared = best if best in weak else Grade.INFERRED.value
         contradicts: list[Contradiction] = []
         for i, item in enumerate(self.list("contradicts")):
             c = _Reader(self.file, f"{self.where} contradicts[{i}]", item)

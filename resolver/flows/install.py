@@ -274,8 +274,8 @@ def environment(python: str | None, system: bool, installer: str) -> tuple[EnvIn
     """The environment to install into (``python``: its interpreter or folder; else the active
     one) and the installers found, with gpuresolve's own uv where the choice needs uv and none
     is on PATH (uv is a dependency)."""
+    from resolver.host.interpreter import resolve_python
     from resolver.install import env as env_mod
-    from resolver.verify.run import resolve_python
 
     interpreter = resolve_python(python) if python else env_mod.default_target(system)
     env = env_mod.inspect(interpreter)

@@ -4,35 +4,33 @@ leaves. The command chooses the options and prints; what happens between is here
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, escaped, plain_text, shown
 from resolver.core.hostprofile import HostProfile
-from resolver.flows.output import OutputFolder, owned_names
+from resolver.core.vocab import CondaSource
+from resolver.flows.output import OutputFolder
 from resolver.host.pipconfig import PipIndex
 from resolver.solve import Decision, Request, Target, solve
-from resolver.writers import lockfiles, manifest
+from resolver.solve.conda import solve_conda_forge
+from resolver.writers import lockfiles
+from resolver.writers.recorded import FileOptions, LockInputs
 
 __all__ = [
     "MAX_PROJECT_BYTES",
     "Single",
-    "TeamRun",
     "check_env_name",
     "closure_choice",
     "default_index_choice",
     "lock_options",
+    "prepare",
     "recorded_index",
     "resolve_single",
-    "run_team",
     "single_files",
 ]
 
 MAX_PROJECT_BYTES = 1024 * 1024  # a pyproject.toml larger than this is not one to edit
-Progress = Callable[[str, int], Callable[[int], None]]
 
 
 @dataclass(frozen=True)
@@ -59,7 +57,7 @@ def resolve_single(
     if glibc is None and profile is not None and profile.platform == str(machine.platform):
         glibc = profile.glibc
     decision = solve(catalog, machine, wanted)
-    lock_input = lockfiles.prepare(catalog, decision, options, glibc and glibc.strip())
+    lock_input = prepare(catalog, decision, options, glibc and glibc.strip())
     unmet = lock_input.unmet(options)
     if unmet is None:
         options = lockfiles.with_extensions(catalog, lock_input, options)
@@ -67,11 +65,22 @@ def resolve_single(
     return Single(lock_input, unmet, used, options)
 
 
+def prepare(
+    catalog: Catalog, decision: Decision, options: lockfiles.LockOptions, glibc: str | None = None
+) -> lockfiles.LockInput:
+    """The builds ``options``' files need: the solver's ``decision`` and, for a conda-forge
+    environment, conda-forge's for the same target and request."""
+    conda_decision = None
+    if options.needs_conda and options.conda_source == CondaSource.CONDA_FORGE:
+        conda_decision = solve_conda_forge(catalog, decision.target, decision.request, glibc)
+    return lockfiles.LockInput(decision, conda_decision, glibc)
+
+
 def single_files(
     catalog: Catalog,
     single: Single,
     options: lockfiles.LockOptions,
-    record: dict[str, Any],
+    record: LockInputs,
     folder: OutputFolder,
 ) -> dict[str, str]:
     """The files of one machine's lock, recording ``record``; a file it edits in place (the
@@ -81,73 +90,6 @@ def single_files(
     return lockfiles.render_files(
         catalog, single.lock_input, options, inputs=record, existing=existing
     )
-
-
-@dataclass(frozen=True)
-class TeamRun:
-    """A team lock resolved: its spec, options, folder, files and groups, and the files an
-    earlier run wrote that it no longer writes (each removable or kept, and why)."""
-
-    spec: Any  # team.spec.EnvSpec
-    options: lockfiles.LockOptions
-    folder: OutputFolder
-    team: Any  # team.lock.TeamLock
-    stale: tuple[manifest.Stale, ...]
-
-    @property
-    def gone(self) -> list[str]:
-        """What is no longer generated and provably ours."""
-        return [item.name for item in self.stale if item.removable]
-
-
-def run_team(
-    catalog: Catalog,
-    spec_path: str,
-    options: lockfiles.LockOptions,
-    *,
-    output: str | None,
-    split: bool | None,
-    check: bool,
-    evidence: str,
-    progress: Progress | None = None,
-    on_spec: Callable[[Any, lockfiles.LockOptions], lockfiles.LockOptions] | None = None,
-    recorded: Callable[[Path, lockfiles.LockOptions], lockfiles.LockOptions] | None = None,
-    image: str | None = None,
-) -> TeamRun:
-    """`gpuresolve lock SPEC` up to writing: the spec read, the fleet locked, the folder's stale
-    files found. ``evidence`` other than "documented" overrides the spec's; ``on_spec`` gets the
-    spec once read and returns the options it asks for (its `lock: top-level`); ``recorded``
-    gives the options the folder's report.md records (--check re-resolves with them)."""
-    from resolver.team.lock import default_output, lock_team
-    from resolver.team.spec import load_spec, with_image
-
-    spec = with_image(load_spec(spec_path, catalog, progress), image)  # lock --image REF
-    if evidence != "documented":  # given on the command line: overrides the spec's
-        spec = replace(spec, request=replace(spec.request, evidence=evidence))
-    options = replace(options, conda_source=spec.conda_source)
-    if on_spec is not None:
-        options = on_spec(spec, options)
-    sources = [spec.path.parent / m.source for m in spec.members if m.source != "described"]
-    folder = OutputFolder(Path(output) if output else default_output(spec), [spec.path, *sources])
-    directory = folder.directory
-    if check and not (directory / "report.md").is_file():
-        raise UserError(
-            f"no gpuresolve lock files in {directory} (no report.md): nothing to check (lock "
-            f"{spec.name} first, or point -o at the folder its files are in)"
-        )
-    if check and recorded is not None:  # the formats the team's files record, unless given
-        options = recorded(directory, options)
-    team = lock_team(
-        catalog,
-        spec,
-        options,
-        split,
-        existing=lambda rel: folder.read(rel, MAX_PROJECT_BYTES, "a file gpuresolve edits"),
-        progress=progress,
-        folder=directory,
-    )
-    stale = tuple(folder.stale(team.files, spec.path.name, owned_names()) if team.ok else ())
-    return TeamRun(spec, options, folder, team, stale)
 
 
 def default_index_choice(option: str | None) -> PipIndex:
@@ -192,21 +134,21 @@ def closure_choice(top_level: bool, hashes: bool | None) -> tuple[bool, bool | N
 
 
 def lock_options(
-    choices: Mapping[str, Any], pytorch_index: str | None, default_index: str | None
+    choices: FileOptions, pytorch_index: str | None, default_index: str | None
 ) -> lockfiles.LockOptions:
     """The writers' options from a lock's own choices (the command line's, or those a lock
-    records: formats, hashes, top_level, conda_source, channel, env_name): one model whichever
-    way they came; the environment's name and the closure choice checked."""
-    if choices["env_name"] is not None:
-        check_env_name(choices["env_name"])
-    top, hashed = closure_choice(bool(choices["top_level"]), choices["hashes"])
+    records): one model whichever way they came; the environment's name and the closure choice
+    checked."""
+    if choices.env_name is not None:
+        check_env_name(choices.env_name)
+    top, hashed = closure_choice(choices.top_level, choices.hashes)
     return lockfiles.LockOptions(
-        formats=frozenset(choices["formats"]),
+        formats=frozenset(choices.formats),
         pytorch_index=pytorch_index,
-        conda_source=choices["conda_source"],
-        channel=choices["channel"].strip() if choices["channel"] else None,
+        conda_source=choices.conda_source,
+        channel=choices.channel.strip() if choices.channel else None,
         top_level=top,
         hashes=hashed,
-        name=choices["env_name"],
+        name=choices.env_name,
         default_index=default_index,
     )

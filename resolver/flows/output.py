@@ -105,10 +105,11 @@ class OutputFolder:
         oversized or non-UTF-8 file is one line (exit 2)."""
         return outputs.read_current(self.directory, name, limit, what)
 
-    def recorded_inputs(self) -> tuple[str, dict[str, Any]] | None:
+    def recorded_inputs(self) -> tuple[str, recorded.LockInputs] | None:
         """The inputs recorded in the first of the folder's lock files that has them (where,
-        record); only the first ``_MAX_HEAD`` bytes of each are read."""
-        for name in lockfiles.file_names(["all", "pylock", "uv"]):
+        inputs; a damaged record is one line); only the first ``_MAX_HEAD`` bytes of each are
+        read."""
+        for name in lockfiles.file_names(lockfiles.FORMATS):
             try:
                 head = outputs.read_head(self.directory, name, _MAX_HEAD)
                 if head is None:
@@ -120,7 +121,8 @@ class OutputFolder:
                 continue
             record = recorded.read(name, text)
             if record is not None and isinstance(record.get("target"), dict):
-                return str(self.directory / name), record
+                where = str(self.directory / name)
+                return where, recorded.LockInputs.from_json(record, where)
         return None
 
     def has_lock_files(self) -> bool:

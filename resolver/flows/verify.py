@@ -164,15 +164,17 @@ def detect(catalog: Catalog | None) -> HostProfile | None:
 
 
 def extension_names(given: tuple[str, ...]) -> list[str]:
-    """--with's names, canonical, each once; exit 2 for one verify has no operation for."""
+    """--with's names, canonical, each once; exit 2 for one verify has no operation for (the
+    package probe's own table, ``standalone/ext_probe.OPS``)."""
     from resolver.core.errors import UserError
-    from resolver.solve.extensions import EXTENSIONS
+    from resolver.standalone.ext_probe import OPS
 
+    known = tuple(OPS)
     names: list[str] = []
     for item in given:
         name = item.strip().lower().replace("_", "-")
-        if name not in EXTENSIONS:
-            raise UserError(f"--with {item!r}: verify runs {', '.join(EXTENSIONS)}")
+        if name not in known:
+            raise UserError(f"--with {item!r}: verify runs {', '.join(known)}")
         if name not in names:
             names.append(name)
     return names

@@ -1,4 +1,6 @@
-"""The Python of an interpreter given by its path (`--python /usr/bin/python3.11`), by running it.
+"""`--python`'s one grammar for every command: a version, an interpreter's path, an
+environment's directory or a name on PATH; the interpreter found, and its Python read by
+running it.
 
 Kept out of the decision layer, which never runs a program: a target is described with a
 version, and a path is turned into one here first.
@@ -6,12 +8,16 @@ version, and a path is turned into one here first.
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from resolver.core.errors import UserError, shown
 from resolver.core.platforms import PYTHON_RE, python_option
 
-__all__ = ["python_version"]
+__all__ = ["default_python", "python_version", "resolve_python"]
 
 
 def python_version(value: str) -> str:
@@ -20,17 +26,14 @@ def python_version(value: str) -> str:
     if given is not None:
         return given
     v = value.strip()
-    path = Path(v)
     try:
-        exists = path.exists()
-    except OSError:  # a name too long for the file system
-        exists = False
-    if not (exists or "/" in v or "\\" in v):
+        v = resolve_python(v)  # a file, an environment's directory, a name on PATH
+    except UserError:
+        if "/" in v or "\\" in v:
+            raise
         raise UserError(
             f"--python {shown(value)}: expected a version like 3.12 or an interpreter path"
-        )
-    if exists:
-        v = str(path.absolute())  # a relative path is that file, never a name looked up on PATH
+        ) from None
     from resolver.io import subprocs  # only for a path: running it costs start-up
 
     code = (
@@ -50,3 +53,49 @@ def python_version(value: str) -> str:
     if not PYTHON_RE.match(out):
         raise UserError(f"--python {shown(value)}: it reported an unexpected version {out[:40]!r}")
     return out
+
+
+def default_python(environ: Mapping[str, str] | None = None) -> str:
+    """The active virtualenv's or conda env's interpreter, else the one running gpuresolve."""
+    env = os.environ if environ is None else environ
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = env.get(var)
+        if prefix:
+            found = _interpreter_in(Path(prefix))
+            if found is None:
+                raise UserError(f"${var} is {prefix}, but it holds no Python interpreter")
+            return str(found)
+    return sys.executable
+
+
+def resolve_python(python: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """--python as given (a file, an environment's directory or a name on PATH), checked."""
+    if not python:
+        return default_python(environ)
+    path = Path(python).expanduser()
+    try:
+        path.is_dir()
+    except OSError:  # a name too long for the file system
+        raise UserError(f"--python {shown(python)}: no such interpreter") from None
+    if path.is_dir():
+        found = _interpreter_in(path)
+        if found is None:
+            raise UserError(f"--python {python}: no Python interpreter in that directory")
+        return str(found)
+    if path.is_file():
+        if not os.access(path, os.X_OK):
+            raise UserError(f"--python {python}: not executable")
+        return str(path.absolute())  # `--python py` is ./py, never a `py` found on PATH
+    if os.sep not in python and "/" not in python:
+        which = shutil.which(python)
+        if which:
+            return which
+    raise UserError(f"--python {python}: no such interpreter")
+
+
+def _interpreter_in(prefix: Path) -> Path | None:
+    for rel in ("bin/python3", "bin/python", "python.exe", "Scripts/python.exe"):
+        candidate = prefix / rel
+        if candidate.is_file():
+            return candidate
+    return None

@@ -17,6 +17,7 @@ from resolver.catalog import Catalog, Release, Variant
 from resolver.core.errors import UserError
 from resolver.core.platforms import BY_NAME, Platform, PythonVersion, is_free_threaded
 from resolver.core.versions import cc_sm, cuda_key, driver_key
+from resolver.core.vocab import DriverPolicy
 from resolver.images.facts import Fact, ImageFacts, weakest
 from resolver.images.reference import ImageRef
 from resolver.solve import Candidate, Policy, Request, Target, driver_need, evaluate, solve
@@ -110,7 +111,7 @@ class Judge:
     catalog: Catalog
     facts: ImageFacts
     target: Target
-    policy: Policy = "compat"
+    policy: Policy = DriverPolicy.COMPAT
     devel: bool = False
 
 

@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resolver.core.errors import DataError
+from resolver.core.vocab import Grade, words
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
     from resolver.catalog import Catalog
 
-GRADES = ("observed", "build-config", "official", "transcription", "inferred")
+GRADES = words(Grade)
 
 
 def weakest(*grades: str) -> str:

@@ -143,7 +143,7 @@ def default_target(system: bool, environ: Mapping[str, str] | None = None) -> st
     `pipx install gpuresolve` that is pipx's private venv): an error naming --python, or with
     --system the first ``python3`` on PATH.
     """
-    from resolver.verify.run import default_python
+    from resolver.host.interpreter import default_python
 
     env = os.environ if environ is None else environ
     if env.get("VIRTUAL_ENV") or env.get("CONDA_PREFIX"):

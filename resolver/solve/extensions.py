@@ -23,8 +23,6 @@ from resolver.solve.ext_words import Gate, ceiling_words, loader_words, phrase
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
-# what `--with` accepts besides torch's companions; facts in data/extensions.yaml
-EXTENSIONS = ("xformers", "flash-attn", "bitsandbytes", "torchao", "vllm", "triton")
 Coverage = Callable[[ArchList, CC], "str | None"]
 FITS = 10  # choose()'s closeness for a fit
 _TORCH = 2  # ...for a build that fails only on its torch requirement

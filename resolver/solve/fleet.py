@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from resolver.catalog import Catalog
+from resolver.core.vocab import EvidenceLevel
 from resolver.db.evidence import trusted, weakest
 from resolver.solve import Candidate, Decision, Request, Target
 from resolver.solve.memo import FleetSolver, unnamed
@@ -185,7 +186,7 @@ def _distinct(
 def _all_confirmed(
     common: dict[Slot, dict[BuildKey, list[Candidate]]], version: str, req: Request
 ) -> bool:
-    if req.level == "any":
+    if req.level == EvidenceLevel.ANY:
         return True
     return all(
         any(

@@ -15,6 +15,7 @@ from dataclasses import replace
 from resolver.catalog import Catalog
 from resolver.core.platforms import PythonVersion
 from resolver.core.versions import cuda_key
+from resolver.core.vocab import EvidenceLevel
 from resolver.db.evidence import trusted
 from resolver.solve.ext_hints import extension_hints
 from resolver.solve.extensions import Place
@@ -185,7 +186,7 @@ def build_hints(
                 hints.insert(0, f"install an R{n[2]} (or newer) driver: {n[1]} GPUs need it")
     if selection is not None and target.driver is not None:
         hints.extend(_last_branch_hints(catalog, target))
-    if allow != "any":
+    if allow != EvidenceLevel.ANY:
         weaker = [
             c
             for c in ok

@@ -7,12 +7,12 @@ The machine is made a Target in ``target.py``.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from resolver.core.errors import UserError, shown
+from resolver.core.vocab import DriverPolicy, EvidenceLevel
 from resolver.solve import COMPANIONS, Policy, Request
-from resolver.solve.extensions import EXTENSIONS
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -54,17 +54,20 @@ def build_request(
     torch: str | None,
     with_: Sequence[str],
     cuda: str | None,
-    policy: Policy,
+    policy: Policy | str,
     allow_unconfirmed: bool = False,
-    evidence: str = "documented",
+    evidence: EvidenceLevel | str = EvidenceLevel.DOCUMENTED,
+    extensions: Collection[str] = (),
 ) -> Request:
-    """The request; any two parts that name different CUDA variants are an error."""
+    """The request; any two parts that name different CUDA variants are an error.
+    ``extensions``: the extension packages `--with` takes besides torch's companions (the
+    database's, ``Catalog.extensions``: looked into only for a name that is no companion)."""
     torch_spec, variant = _specifier(torch, "--torch") if torch else (None, None)
     named: dict[str, str] = {}
     if variant:
         named["--torch"] = variant
     companions: list[tuple[str, SpecifierSet | None]] = []
-    extensions: list[tuple[str, SpecifierSet | None]] = []
+    chosen: list[tuple[str, SpecifierSet | None]] = []  # the extensions asked for
     for item in with_:
         match = _REQ_RE.match(item)
         if match is None:
@@ -72,19 +75,19 @@ def build_request(
                 f"--with {item!r}: expected a package like torchvision or 'torchvision>=0.20'"
             )
         name = match.group(1).lower().replace("_", "-")
-        if name not in COMPANIONS and name not in EXTENSIONS:
+        if name not in COMPANIONS and name not in extensions:
             raise UserError(
-                f"--with {item!r}: the packages are {', '.join((*COMPANIONS, *EXTENSIONS))}"
+                f"--with {item!r}: the packages are {', '.join((*COMPANIONS, *extensions))}"
             )
         spec, comp_variant = (
             _specifier(match.group(2), f"--with {name}") if match.group(2) else (None, None)
         )
         if comp_variant:
             named[f"--with {name}"] = comp_variant
-        if name in EXTENSIONS:
-            if any(n == name for n, _ in extensions):
+        if name in extensions:
+            if any(n == name for n, _ in chosen):
                 raise UserError(f"--with {name} is given twice")
-            extensions.append((name, spec))
+            chosen.append((name, spec))
         else:
             companions.append((name, spec))
     if cuda is not None:
@@ -98,10 +101,10 @@ def build_request(
     return Request(
         torch=torch_spec,
         companions=tuple(companions),
-        extensions=tuple(extensions),
+        extensions=tuple(chosen),
         cuda=cuda,
         variant=next(iter(named.values()), None) if named else None,
-        policy=policy,
+        policy=DriverPolicy(policy),  # a word the options or the spec checked
         allow_unconfirmed=allow_unconfirmed,
-        evidence=evidence,
+        evidence=EvidenceLevel(evidence),
     )

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Literal
 from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Release, Variant
 from resolver.core.platforms import BY_NAME
 from resolver.core.versions import CC, Driver, cc_sm, cc_str, cuda_key, driver_key
+from resolver.core.vocab import DriverPolicy, EvidenceLevel, Grade
 from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, rank, trusted
 from resolver.solve.extensions import ExtChoice, Misfit, Place, choose
 from resolver.solve.target import Policy as Policy
@@ -336,7 +337,7 @@ def _evaluate(
             driver_facts.extend(edges)
     evidence, worst = facts_grade((*facts, *driver_facts))
     doubt = describe_fact(worst) if worst is not None and evidence not in DOCUMENTED else None
-    if request.level == "observed" and evidence != "observed" and worst is not None:
+    if request.level == EvidenceLevel.OBSERVED and evidence != Grade.OBSERVED and worst is not None:
         reasons.append(
             Reason("evidence", f"--evidence observed: {describe_fact(worst)} is {evidence}")
         )
@@ -547,14 +548,19 @@ def is_jit(coverage: str) -> bool:
 
 
 def driver_need(
-    catalog: Catalog, cuda: str, driver_os: str, *, policy: Policy = "compat", needs_jit: bool
+    catalog: Catalog,
+    cuda: str,
+    driver_os: str,
+    *,
+    policy: Policy = DriverPolicy.COMPAT,
+    needs_jit: bool,
 ) -> tuple[str | None, str]:
     """The lowest driver a CUDA ``cuda`` build needs on ``driver_os``, and why.
 
     Public so that `gpuresolve verify` judges an installed build by the solver's own rule.
     """
     own = catalog.toolkit_min_driver(cuda, driver_os)
-    if policy == "strict":
+    if policy == DriverPolicy.STRICT:
         return own, f"CUDA {cuda} toolkit minimum"
     if needs_jit:
         return own, f"CUDA {cuda} toolkit minimum, for PTX JIT"

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from resolver.core.errors import UserError, shown
 from resolver.core.platforms import MACOS, Platform, PythonVersion, python_option
 from resolver.core.versions import CC, AsWritten, Driver, cc_sm, parse_cc
+from resolver.core.vocab import DriverPolicy, EvidenceLevel
 
 if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given --torch needs them
     from packaging.specifiers import SpecifierSet
@@ -32,7 +33,7 @@ __all__ = [
     "target_from_profile",
 ]
 
-Policy = Literal["compat", "strict"]
+Policy = DriverPolicy
 
 
 @dataclass(frozen=True)
@@ -72,14 +73,14 @@ class Request:
     extensions: tuple[tuple[str, SpecifierSet | None], ...] = ()  # xformers, vllm...: same form
     cuda: str | None = None  # "12.8"
     variant: str | None = None  # "cu126": from a local version in a pin (torch==2.8.0+cu126)
-    policy: Policy = "compat"
+    policy: Policy = DriverPolicy.COMPAT
     allow_unconfirmed: bool = False  # the old flag: --evidence any
     cuda_on_gpu_less: bool = False  # a fleet's GPU-less members run its CUDA build on the CPU
-    evidence: str = "documented"  # documented | observed | any: which builds rank first
+    evidence: EvidenceLevel = EvidenceLevel.DOCUMENTED  # which builds rank first
 
     @property
-    def level(self) -> str:
-        return "any" if self.allow_unconfirmed else self.evidence
+    def level(self) -> EvidenceLevel:
+        return EvidenceLevel.ANY if self.allow_unconfirmed else self.evidence
 
 
 # --- the edge: a machine given in text (options, a host record, a spec) made a Target, once ---

@@ -65,6 +65,7 @@ from resolver.core.platforms import (
     PythonVersion,
     python_option,
 )
+from resolver.core.vocab import CondaSource, DriverPolicy, EvidenceLevel, words
 from resolver.io.bounded import SPEC_LIMIT, SPEC_MAX_NODES, load_yaml, read_text
 from resolver.solve import Request, Target, TargetGpu
 from resolver.solve.shapes import FleetMember
@@ -215,7 +216,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
             )
     pip = tuple(kept)
     policy = top.get("driver_policy", "compat")
-    if policy not in ("compat", "strict"):
+    if policy not in words(DriverPolicy):
         raise s.fail("driver_policy", f"{policy!r}: expected compat or strict")
     raw_split = top.get("split", "auto")
     split = {True: "true", False: "false"}.get(raw_split, raw_split)  # YAML reads true as a bool
@@ -225,13 +226,13 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     if lock_kind not in LOCK_VALUES:
         raise s.fail("lock", f"{lock_kind!r}: expected full or top-level")
     conda_source = top.get("conda_source", "pip")
-    if conda_source not in ("pip", "conda-forge"):
+    if conda_source not in words(CondaSource):
         raise s.fail("conda_source", f"{conda_source!r}: expected pip or conda-forge")
     allow = top.get("allow_unconfirmed", False)
     if not isinstance(allow, bool):
         raise s.fail("allow_unconfirmed", "expected true or false")
     evidence = top.get("evidence", "documented")
-    if evidence not in ("documented", "observed", "any"):
+    if evidence not in words(EvidenceLevel):
         raise s.fail("evidence", f"{evidence!r}: expected documented, observed or any")
     cuda = s.string(top["cuda"], "cuda", version=True) if "cuda" in top else None
     try:
@@ -239,9 +240,10 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
             torch=torch_spec,
             with_=companions,
             cuda=cuda,
-            policy="strict" if policy == "strict" else "compat",
+            policy=DriverPolicy(policy),
             allow_unconfirmed=allow,
             evidence=str(evidence),
+            extensions=catalog.extensions,
         )
     except UserError as exc:
         raise s.fail("packages", str(exc)) from None

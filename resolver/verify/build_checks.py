@@ -18,7 +18,7 @@ from resolver.standalone.startup import first_line
 from resolver.verify.context import Context, build_variant, skipped
 from resolver.verify.diagnose import cuda_visible_cause
 from resolver.verify.package_checks import missing_lib_fix
-from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult, Status
+from resolver.verify.result import FAIL, PASS, SKIP, WARN, Check, CheckResult, Status
 
 
 def probe_failed(
@@ -40,13 +40,13 @@ def probe_failed(
     details = tuple(f"stderr: {line}" for line in stderr_tail[-5:])
     if stage:
         details = (f"last stage: {stage}", *details)
-    return CheckResult("probe", CHECKS["probe"], FAIL, failure, fix, details)
+    return PROBE_CHECK.result(FAIL, failure, fix, details)
 
 
 def check_probe(ctx: Context) -> CheckResult:
     elapsed = ctx.probe.get("elapsed_s")
     took = f" in {elapsed:.1f} s" if isinstance(elapsed, int | float) else ""
-    return CheckResult("probe", CHECKS["probe"], PASS, f"the probe finished{took}")
+    return PROBE_CHECK.result(PASS, f"the probe finished{took}")
 
 
 def check_environment(ctx: Context) -> CheckResult:
@@ -57,22 +57,17 @@ def check_environment(ctx: Context) -> CheckResult:
     took = f", probe took {elapsed:.1f} s" if isinstance(elapsed, int | float) else ""
     reason = f"Python {py.get('version', '?')} at {where}{took}"
     details = (f"prefix: {prefix}",) if prefix else ()
-    return CheckResult("environment", CHECKS["environment"], PASS, reason, None, details)
+    return ENVIRONMENT_CHECK.result(PASS, reason, None, details)
 
 
 def check_import(ctx: Context) -> CheckResult:
     t = ctx.torch
-    title = CHECKS["import"]
     if t.get("imported"):
-        return CheckResult(
-            "import", title, PASS, f"torch {t.get('version')} from {t.get('file')}", None
-        )
+        return IMPORT_CHECK.result(PASS, f"torch {t.get('version')} from {t.get('file')}", None)
     err = t.get("error") or {}
     etype, message = str(err.get("type", "")), str(err.get("message", ""))
     if etype == "ModuleNotFoundError" and "'torch'" in message:
-        return CheckResult(
-            "import",
-            title,
+        return IMPORT_CHECK.result(
             FAIL,
             "torch is not installed in this environment",
             "install the build for this machine: `gpuresolve suggest` prints the pip command",
@@ -80,9 +75,7 @@ def check_import(ctx: Context) -> CheckResult:
     missing = re.search(r"(lib[\w.+-]+?\.so(?:\.[0-9]+)*): cannot open shared object file", message)
     if missing:
         lib = missing.group(1)
-        return CheckResult(
-            "import",
-            title,
+        return IMPORT_CHECK.result(
             FAIL,
             f"torch cannot load {lib}: not found",
             missing_lib_fix(ctx, lib),
@@ -96,17 +89,13 @@ def check_import(ctx: Context) -> CheckResult:
             if ld
             else "a library torch loads does not match it: reinstall torch with its dependencies"
         )
-        return CheckResult(
-            "import",
-            title,
+        return IMPORT_CHECK.result(
             FAIL,
             f"a library torch loaded does not match it (undefined symbol {undefined.group(1)})",
             fix,
             (f"{etype}: {first_line(message)}",),
         )
-    return CheckResult(
-        "import",
-        title,
+    return IMPORT_CHECK.result(
         FAIL,
         f"import torch failed: {etype}: {first_line(message)}",
         "reinstall torch (`gpuresolve suggest` prints the command for this machine)",
@@ -114,34 +103,28 @@ def check_import(ctx: Context) -> CheckResult:
 
 
 def check_build(ctx: Context) -> CheckResult:
-    skip = skipped(ctx, "build", cuda=False)
+    skip = skipped(ctx, BUILD_CHECK, cuda=False)
     if skip is not None:
         return skip
-    t, title = ctx.torch, CHECKS["build"]
+    t = ctx.torch
     variant = build_variant(t) or "?"
     gpus = _host_gpu_text(ctx.host)
     if t.get("hip"):
         status: Status = FAIL if ctx.host_gpu else PASS
         fix = "install a CUDA build: `gpuresolve suggest`" if ctx.host_gpu else None
-        return CheckResult("build", title, status, f"ROCm build ({variant}); host: {gpus}", fix)
+        return BUILD_CHECK.result(status, f"ROCm build ({variant}); host: {gpus}", fix)
     if not t.get("cuda"):
         if ctx.host_gpu:
-            return CheckResult(
-                "build",
-                title,
+            return BUILD_CHECK.result(
                 FAIL,
                 f"CPU build ({variant}) on a host with {gpus}: torch will not use the GPU",
                 "install a CUDA build: `gpuresolve suggest` prints the command for this machine",
             )
-        return CheckResult("build", title, PASS, "CPU build on a host without an NVIDIA GPU")
+        return BUILD_CHECK.result(PASS, "CPU build on a host without an NVIDIA GPU")
     if ctx.host_gpu:
-        return CheckResult(
-            "build", title, PASS, f"CUDA {t['cuda']} build ({variant}) on a host with {gpus}"
-        )
+        return BUILD_CHECK.result(PASS, f"CUDA {t['cuda']} build ({variant}) on a host with {gpus}")
     note = (ctx.host.messages[0] if ctx.host and ctx.host.messages else "") or ""
-    return CheckResult(
-        "build",
-        title,
+    return BUILD_CHECK.result(
         WARN,
         f"CUDA {t['cuda']} build ({variant}) on a host without a usable NVIDIA GPU: CPU only",
         first_line(note) or "the CPU build is much smaller: `gpuresolve suggest`",
@@ -203,53 +186,43 @@ def _coverage(ctx: Context) -> tuple[list[str], list[str], bool]:
 
 
 def check_driver(ctx: Context) -> CheckResult:
-    skip = skipped(ctx, "driver")
+    skip = skipped(ctx, DRIVER_CHECK)
     if skip is not None:
         return skip
-    title = CHECKS["driver"]
     host = ctx.host
     cuda = str(ctx.torch["cuda"])
     if host is None or not host.driver:
         if not ctx.host_gpu:
-            return CheckResult("driver", title, SKIP, "no NVIDIA driver on this host")
-        return CheckResult("driver", title, WARN, "the host's driver version is unknown")
+            return DRIVER_CHECK.result(SKIP, "no NVIDIA driver on this host")
+        return DRIVER_CHECK.result(WARN, "the host's driver version is unknown")
     _, _, jit = _coverage(ctx)
     need, why = driver_need(ctx.db, cuda, host.driver_os, needs_jit=jit)
     if need is None:
-        return CheckResult(
-            "driver",
-            title,
+        return DRIVER_CHECK.result(
             WARN,
             f"the minimum {host.driver_os} driver for CUDA {cuda} is unknown ({ctx.db_note()})",
             "update the database: `gpuresolve db update`",
         )
     if driver_key(host.driver) < driver_key(need):
-        return CheckResult(
-            "driver",
-            title,
+        return DRIVER_CHECK.result(
             FAIL,
             f"CUDA {cuda} build needs driver >= {need} ({why}); this host has {host.driver}",
             f"upgrade the NVIDIA driver to >= {need}, or install a build this driver runs "
             "(`gpuresolve suggest`)",
         )
-    return CheckResult(
-        "driver", title, PASS, f"driver {host.driver} >= {need} ({why}) for CUDA {cuda}"
-    )
+    return DRIVER_CHECK.result(PASS, f"driver {host.driver} >= {need} ({why}) for CUDA {cuda}")
 
 
 def check_cuda_available(ctx: Context) -> CheckResult:
-    skip = skipped(ctx, "cuda")
+    skip = skipped(ctx, CUDA_CHECK)
     if skip is not None:
         return skip
-    title = CHECKS["cuda"]
     cuda = ctx.probe.get("cuda") or {}
     lost = ctx.host.lost_gpus if ctx.host is not None else []
     if lost:  # torch may run on the others; this machine is not the one the lock was made for
         n = cuda.get("device_count", len(cuda.get("devices") or [])) if cuda.get("available") else 0
         which = ", ".join(f"{g.pci_bus_id} ({g.source}: {g.error})" for g in lost)
-        return CheckResult(
-            "cuda",
-            title,
+        return CUDA_CHECK.result(
             FAIL,
             f"{len(lost)} GPU{'s' if len(lost) > 1 else ''} lost: {which}; torch sees {n} device"
             f"{'s' if n != 1 else ''}",
@@ -258,9 +231,9 @@ def check_cuda_available(ctx: Context) -> CheckResult:
         )
     if cuda.get("available") and not cuda.get("error"):
         n = cuda.get("device_count", len(cuda.get("devices") or []))
-        return CheckResult("cuda", title, PASS, f"True, {n} device{'s' if n != 1 else ''}")
+        return CUDA_CHECK.result(PASS, f"True, {n} device{'s' if n != 1 else ''}")
     if not ctx.host_gpu:
-        return CheckResult("cuda", title, SKIP, "no usable NVIDIA GPU on this host")
+        return CUDA_CHECK.result(SKIP, "no usable NVIDIA GPU on this host")
     said = [str((cuda.get("error") or {}).get("message") or ""), *(cuda.get("warnings") or [])]
     why = next((first_line(s) for s in said if s.strip()), "")
     reason = "False" + (f": {why}" if why else " although the host has an NVIDIA GPU")
@@ -274,28 +247,35 @@ def check_cuda_available(ctx: Context) -> CheckResult:
         fix = "the driver cannot run this build: upgrade the driver or `gpuresolve suggest`"
     else:
         fix = "`gpuresolve detect` shows what the host has; see the driver check above"
-    return CheckResult("cuda", title, FAIL, reason, fix)
+    return CUDA_CHECK.result(FAIL, reason, fix)
 
 
 def check_arch(ctx: Context) -> CheckResult:
-    skip = skipped(ctx, "arch")
+    skip = skipped(ctx, ARCH_CHECK)
     if skip is not None:
         return skip
-    title = CHECKS["arch"]
     gpus = _gpus(ctx)
     if not gpus:
-        return CheckResult("arch", title, SKIP, "no GPU to check")
+        return ARCH_CHECK.result(SKIP, "no GPU to check")
     if _arch_list(ctx) is None:
-        return CheckResult("arch", title, WARN, "torch reports no compiled architecture list")
+        return ARCH_CHECK.result(WARN, "torch reports no compiled architecture list")
     covered, missing, _ = _coverage(ctx)
     listed = " ".join(ctx.torch.get("arch_list") or [])
     if missing:
-        return CheckResult(
-            "arch",
-            title,
+        return ARCH_CHECK.result(
             FAIL,
             f"no kernels for {', '.join(missing)}: the build has {listed}",
             "install a build with kernels for this GPU: `gpuresolve suggest`",
             tuple(covered),
         )
-    return CheckResult("arch", title, PASS, "; ".join(covered), None, (f"build: {listed}",))
+    return ARCH_CHECK.result(PASS, "; ".join(covered), None, (f"build: {listed}",))
+
+
+# The checks of this module (verify/checks.py orders every check in one tuple).
+PROBE_CHECK = Check("probe", "probe ran", check_probe)
+ENVIRONMENT_CHECK = Check("environment", "environment", check_environment)
+IMPORT_CHECK = Check("import", "torch imports", check_import)
+BUILD_CHECK = Check("build", "build vs host", check_build)
+DRIVER_CHECK = Check("driver", "driver", check_driver)
+CUDA_CHECK = Check("cuda", "CUDA available", check_cuda_available)
+ARCH_CHECK = Check("arch", "GPU kernels", check_arch)

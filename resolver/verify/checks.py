@@ -12,34 +12,54 @@ kernels), ``package_checks`` (cuDNN, NCCL, packages, libraries, companions, lock
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.hostprofile import HostProfile
 from resolver.readers.pins import LockPins
 from resolver.verify.build_checks import (
-    check_arch,
-    check_build,
-    check_cuda_available,
-    check_driver,
-    check_environment,
-    check_import,
-    check_probe,
+    ARCH_CHECK,
+    BUILD_CHECK,
+    CUDA_CHECK,
+    DRIVER_CHECK,
+    ENVIRONMENT_CHECK,
+    IMPORT_CHECK,
+    PROBE_CHECK,
     probe_failed,
 )
-from resolver.verify.compute import check_gpu_compute
+from resolver.verify.compute import COMPUTE_CHECK
 from resolver.verify.context import Context, build_variant, public_version
-from resolver.verify.expects import Expects, check_group
+from resolver.verify.expects import GROUP_CHECK, Expects
 from resolver.verify.package_checks import (
-    check_companions,
-    check_cudnn,
-    check_libraries,
-    check_lock,
-    check_nccl,
-    check_packages,
+    COMPANIONS_CHECK,
+    CUDNN_CHECK,
+    LIBRARIES_CHECK,
+    LOCK_CHECK,
+    NCCL_CHECK,
+    PACKAGES_CHECK,
 )
-from resolver.verify.result import CHECKS, SKIP, CheckResult
+from resolver.verify.result import SKIP, Check, CheckResult
+
+# Every check, in report order; every id is in every report (SKIP, with its reason, where the
+# check does not apply). A new check: its function and ``Check`` value in a module, one line here.
+CHECKS: tuple[Check, ...] = (
+    PROBE_CHECK,
+    ENVIRONMENT_CHECK,
+    IMPORT_CHECK,
+    BUILD_CHECK,
+    DRIVER_CHECK,
+    GROUP_CHECK,
+    CUDA_CHECK,
+    ARCH_CHECK,
+    CUDNN_CHECK,
+    NCCL_CHECK,
+    PACKAGES_CHECK,
+    LIBRARIES_CHECK,
+    COMPANIONS_CHECK,
+    LOCK_CHECK,
+    COMPUTE_CHECK,
+)
 
 
 def evaluate(
@@ -54,39 +74,22 @@ def evaluate(
     expects: Expects | None = None,
 ) -> list[CheckResult]:
     """Every check of ``CHECKS``, in its order; a failed probe is one FAIL, the others SKIP
-    (but the node group's, which judges the host, not the probe)."""
+    (but those that judge the host, not the probe)."""
+    ctx = Context(probe or {}, host, catalog, catalog_error, lock, (probe or {}).get("torch") or {})
+    ctx.expects = expects
     if probe is None or probe_failure:
         failed = probe_failed(probe, probe_failure or "the probe gave no result", stderr_tail)
         return [failed] + [
-            check_group(expects, host)
-            if key == "group"
-            else CheckResult(key, title, SKIP, "the probe did not finish: no facts to judge")
-            for key, title in CHECKS.items()
-            if key != "probe"
+            c.judge(ctx)
+            if c.host_only
+            else c.result(SKIP, "the probe did not finish: no facts to judge")
+            for c in CHECKS
+            if c is not PROBE_CHECK
         ]
-    ctx = Context(probe, host, catalog, catalog_error, lock, probe.get("torch") or {})
-    ctx.expects = expects
     version = public_version(ctx.torch.get("version"))
     if catalog is not None and version:
         ctx.release = catalog.release(version)
         name = build_variant(ctx.torch)
         if ctx.release is not None and name:
             ctx.variant = next((v for v in ctx.release.variants if v.name == name), None)
-    checks: list[Callable[[Context], CheckResult]] = [
-        check_probe,
-        check_environment,
-        check_import,
-        check_build,
-        check_driver,
-        lambda c: check_group(c.expects, c.host),
-        check_cuda_available,
-        check_arch,
-        check_cudnn,
-        check_nccl,
-        check_packages,
-        check_libraries,
-        check_companions,
-        check_lock,
-        check_gpu_compute,
-    ]
-    return [c(ctx) for c in checks]
+    return [c.judge(ctx) for c in CHECKS]

@@ -11,21 +11,20 @@ from typing import Any
 
 from resolver.standalone.startup import MAX_REL_ERR, compute_failures, first_line
 from resolver.verify.context import Context, skipped
-from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, CheckResult
+from resolver.verify.result import FAIL, PASS, SKIP, Check, CheckResult
 
 
 def check_gpu_compute(ctx: Context) -> CheckResult:
-    skip = skipped(ctx, "compute")
+    skip = skipped(ctx, COMPUTE_CHECK)
     if skip is not None:
         return skip
-    title = CHECKS["compute"]
     tests = ctx.probe.get("gpu_tests")
     if not tests:
         cuda = ctx.probe.get("cuda") or {}
         why = "CUDA is not available" if ctx.host_gpu else "no GPU on this host"
         if cuda.get("available"):
             why = "no device was tested"
-        return CheckResult("compute", title, SKIP, why)
+        return COMPUTE_CHECK.result(SKIP, why)
     names = {d["index"]: d.get("name") for d in (ctx.probe.get("cuda") or {}).get("devices") or []}
     fails: list[str] = []
     lines: list[str] = []
@@ -45,9 +44,7 @@ def check_gpu_compute(ctx: Context) -> CheckResult:
             + (f", conv backend {backend}" if backend else "")
         )
     if fails:
-        return CheckResult(
-            "compute",
-            title,
+        return COMPUTE_CHECK.result(
             FAIL,
             "; ".join(fails[:2]),
             "see the checks above (kernels, driver, libraries); reinstall torch for this machine",
@@ -65,17 +62,13 @@ def check_gpu_compute(ctx: Context) -> CheckResult:
             if cudnn.get("available") is False
             else "slow fallback kernels"
         )
-        return CheckResult(
-            "compute",
-            title,
+        return COMPUTE_CHECK.result(
             FAIL,
             f"results are right, but cuDNN did not run the convolution: {why}",
             "see the cuDNN and library checks above",
             tuple(lines),
         )
-    return CheckResult(
-        "compute",
-        title,
+    return COMPUTE_CHECK.result(
         PASS,
         f"{len(tests)} GPU model{'s' if len(tests) != 1 else ''}: float32 results within "
         f"{MAX_REL_ERR:g} of float64 CPU; cuDNN ran the convolution",
@@ -87,3 +80,7 @@ def check_gpu_compute(ctx: Context) -> CheckResult:
 def _err(t: Mapping[str, Any], op: str) -> str:
     v = (t.get(op) or {}).get("rel_err")
     return f"{float(v):.1e}" if v is not None else "?"
+
+
+# The checks of this module (verify/checks.py orders every check in one tuple).
+COMPUTE_CHECK = Check("compute", "GPU compute", check_gpu_compute)

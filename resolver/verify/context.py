@@ -21,7 +21,7 @@ from resolver.catalog import Catalog, Release, Variant
 from resolver.core.hostprofile import STATE_MISMATCH, STATE_OK, HostProfile
 from resolver.readers.pins import LockPins, variant_of_local
 from resolver.verify.expects import Expects
-from resolver.verify.result import CHECKS, SKIP, CheckResult
+from resolver.verify.result import SKIP, Check, CheckResult
 
 _EMPTY_CATALOG = Catalog(
     sources={},
@@ -157,11 +157,11 @@ def quote_req(req: Requirement) -> str:
     return shlex.quote(f"{name}{req.specifier}")
 
 
-def skipped(ctx: Context, key: str, *, cuda: bool = True) -> CheckResult | None:
+def skipped(ctx: Context, check: Check, *, cuda: bool = True) -> CheckResult | None:
     """The SKIP of a check with nothing to judge: torch did not import or (``cuda``) is no CUDA
     build; None when it applies."""
     if not ctx.imported:
-        return CheckResult(key, CHECKS[key], SKIP, "torch did not import")
+        return check.result(SKIP, "torch did not import")
     if cuda and not ctx.cuda_build:
-        return CheckResult(key, CHECKS[key], SKIP, f"not a CUDA build ({build_variant(ctx.torch)})")
+        return check.result(SKIP, f"not a CUDA build ({build_variant(ctx.torch)})")
     return None

@@ -22,13 +22,13 @@ from typing import Any
 from resolver.core.errors import UserError, escaped
 from resolver.core.hostprofile import HostProfile
 from resolver.core.versions import Driver
-from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult
+from resolver.db.gpunames import name_words
+from resolver.verify.result import FAIL, PASS, SKIP, WARN, Check, CheckResult
 
 PLAN_FILE = "fleet.yaml"
 PLAN_LEVELS = 3  # the lock's folder and up to 3 above: set/platform/lock beneath the plan
 MAX_PLAN = 64 << 20
 _CC = re.compile(r"^[0-9]{1,2}\.[0-9]{1,2}$")
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def _entry(doc: Any, group: str, path: Path) -> Expects:
 
 
 def _words(name: str) -> set[str]:
-    return set(_WORD.findall(name.lower())) - {"nvidia", "geforce", "tesla"}
+    return set(name_words(name))  # the one GPU-name normaliser
 
 
 def _same_model(want: ExpectedGpu, name: str | None, cc: str | None) -> bool:
@@ -136,19 +136,18 @@ def _same_model(want: ExpectedGpu, name: str | None, cc: str | None) -> bool:
 
 def check_group(expects: Expects | None, host: HostProfile | None) -> CheckResult:
     """The host against its node group's expectation (SKIP without ``--group``)."""
-    title = CHECKS["group"]
     if expects is None:
-        return CheckResult("group", title, SKIP, "no node group given (--group)")
+        return GROUP_CHECK.result(SKIP, "no node group given (--group)")
     want = f"this node's group expects {expects.text()} (node group {expects.group})"
     fix = "drain the node and check its GPUs and driver (`nvidia-smi`), or move it to its group"
     if not expects.gpus:
         if host is not None and host.gpus:
-            return CheckResult("group", title, WARN, f"{want}; this host has {_host(host)}")
-        return CheckResult("group", title, PASS, f"no GPU, as group {expects.group} expects")
+            return GROUP_CHECK.result(WARN, f"{want}; this host has {_host(host)}")
+        return GROUP_CHECK.result(PASS, f"no GPU, as group {expects.group} expects")
     if host is None or not host.driver:
         lost = f" ({len(host.lost_gpus)} GPU(s) lost)" if host and host.lost_gpus else ""
         said = f"{want}; this host has no NVIDIA driver{lost}"
-        return CheckResult("group", title, FAIL, said, fix)
+        return GROUP_CHECK.result(FAIL, said, fix)
     wrong = False
     for g in expects.gpus:
         found = sum(1 for h in host.gpus if _same_model(g, h.name, h.cc))
@@ -156,15 +155,15 @@ def check_group(expects: Expects | None, host: HostProfile | None) -> CheckResul
     if all(g.count is not None for g in expects.gpus):  # and no GPU besides them
         wrong = wrong or len(host.gpus) != sum(g.count or 0 for g in expects.gpus)
     if wrong:
-        return CheckResult("group", title, FAIL, f"{want}; this host has {_host(host)}", fix)
+        return GROUP_CHECK.result(FAIL, f"{want}; this host has {_host(host)}", fix)
     have = Driver.parse(host.driver) if _driver_ok(host.driver) else None
     if expects.driver is not None and have is not None and have != expects.driver:
         said = f"{want}; this host's driver is {host.driver}"
         if have < expects.driver:
-            return CheckResult("group", title, FAIL, said, fix)
+            return GROUP_CHECK.result(FAIL, said, fix)
         newer = " (newer: the lock was chosen for the older one)"
-        return CheckResult("group", title, WARN, said + newer)
-    return CheckResult("group", title, PASS, f"{_host(host)}, as group {expects.group} expects")
+        return GROUP_CHECK.result(WARN, said + newer)
+    return GROUP_CHECK.result(PASS, f"{_host(host)}, as group {expects.group} expects")
 
 
 def _driver_ok(text: str) -> bool:
@@ -187,3 +186,12 @@ def _host(host: HostProfile) -> str:
         counts[name] = counts.get(name, 0) + 1
     gpus = " + ".join(f"{n} × {name}" for name, n in sorted(counts.items()))
     return gpus + (f" with driver {host.driver}" if host.driver else "") + said
+
+
+def judge_group(ctx: Any) -> CheckResult:
+    """``check_group`` on a ``verify.context.Context`` (its expects and host; the probe is not
+    needed, so it judges even when the probe failed)."""
+    return check_group(ctx.expects, ctx.host)
+
+
+GROUP_CHECK = Check("group", "node group", judge_group, host_only=True)

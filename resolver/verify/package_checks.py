@@ -37,7 +37,7 @@ from resolver.verify.context import (
     skipped,
     version_tuple,
 )
-from resolver.verify.result import CHECKS, FAIL, PASS, SKIP, WARN, CheckResult
+from resolver.verify.result import FAIL, PASS, SKIP, WARN, Check, CheckResult
 
 # The packages whose versions torch pins and whose libraries it loads.
 _PINNED_PREFIXES = ("nvidia-", "cuda-")
@@ -80,10 +80,9 @@ def missing_lib_fix(ctx: Context, lib: str) -> str:
 
 
 def check_cudnn(ctx: Context) -> CheckResult:
-    skip = skipped(ctx, "cudnn")
+    skip = skipped(ctx, CUDNN_CHECK)
     if skip is not None:
         return skip
-    title = CHECKS["cudnn"]
     c = ctx.probe.get("cudnn") or {}
     pinned = _pinned_req(ctx, "cudnn")
     fix_pkg = (
@@ -92,21 +91,17 @@ def check_cudnn(ctx: Context) -> CheckResult:
         else "reinstall torch with its dependencies (`gpuresolve suggest`)"
     )
     if c.get("error"):
-        return CheckResult(
-            "cudnn",
-            title,
+        return CUDNN_CHECK.result(
             FAIL,
             f"cuDNN does not load: {first_line(c['error'].get('message', ''))}",
             fix_pkg,
         )
     if not c.get("compiled", c.get("available")):
-        return CheckResult("cudnn", title, FAIL, "this CUDA build has no cuDNN", fix_pkg)
+        return CUDNN_CHECK.result(FAIL, "this CUDA build has no cuDNN", fix_pkg)
     if not c.get("available"):
-        return CheckResult("cudnn", title, FAIL, "cuDNN is not available", fix_pkg)
+        return CUDNN_CHECK.result(FAIL, "cuDNN is not available", fix_pkg)
     if not c.get("enabled", True):
-        return CheckResult(
-            "cudnn",
-            title,
+        return CUDNN_CHECK.result(
             FAIL,
             "cuDNN is disabled at start-up (torch.backends.cudnn.enabled is False)",
             "find what sets it (sitecustomize, a startup hook) and remove it",
@@ -114,28 +109,24 @@ def check_cudnn(ctx: Context) -> CheckResult:
     have = c.get("version_text")
     db = ctx.variant.cudnn.version if ctx.variant and ctx.variant.cudnn else None
     if not have:
-        return CheckResult("cudnn", title, WARN, "cuDNN loads, but reports no version")
+        return CUDNN_CHECK.result(WARN, "cuDNN loads, but reports no version")
     if not db:
-        return CheckResult("cudnn", title, PASS, f"cuDNN {have} ({ctx.db_note()})")
+        return CUDNN_CHECK.result(PASS, f"cuDNN {have} ({ctx.db_note()})")
     have_k, db_k = version_tuple(have), version_tuple(db)
     if have_k is None:  # the environment's own text: anything at all
-        return CheckResult("cudnn", title, WARN, f"cuDNN reports a version unlike one: {have}")
+        return CUDNN_CHECK.result(WARN, f"cuDNN reports a version unlike one: {have}")
     assert db_k is not None
     n = min(len(have_k), len(db_k))
     where = f"{ctx.release.version if ctx.release else ''} {build_variant(ctx.torch)}".strip()
     if have_k[:n] == db_k[:n]:
-        return CheckResult("cudnn", title, PASS, f"cuDNN {have} (the database lists {db})")
+        return CUDNN_CHECK.result(PASS, f"cuDNN {have} (the database lists {db})")
     if have_k[:n] < db_k[:n]:
-        return CheckResult(
-            "cudnn",
-            title,
+        return CUDNN_CHECK.result(
             FAIL,
             f"cuDNN {have} is older than the {db} torch {where} was built with",
             fix_pkg,
         )
-    return CheckResult(
-        "cudnn",
-        title,
+    return CUDNN_CHECK.result(
         WARN,
         f"cuDNN {have} is newer than the {db} torch {where} was released with",
         f"usually fine; to match the release: {fix_pkg}",
@@ -143,34 +134,29 @@ def check_cudnn(ctx: Context) -> CheckResult:
 
 
 def check_nccl(ctx: Context) -> CheckResult:
-    skip = skipped(ctx, "nccl")
+    skip = skipped(ctx, NCCL_CHECK)
     if skip is not None:
         return skip
-    title = CHECKS["nccl"]
     n = ctx.probe.get("nccl") or {}
     have = n.get("version_text")
     if not n.get("available") or not have:
         system = ctx.markers.get("platform_system", "")
         if system == "Windows":
-            return CheckResult("nccl", title, SKIP, "Windows builds have no NCCL")
+            return NCCL_CHECK.result(SKIP, "Windows builds have no NCCL")
         why = f": {first_line(n['error'].get('message', ''))}" if n.get("error") else ""
-        return CheckResult(
-            "nccl",
-            title,
+        return NCCL_CHECK.result(
             WARN,
             f"NCCL is not available{why}: multi-GPU training cannot use it",
             "reinstall torch with its dependencies (`gpuresolve suggest`)",
         )
     db = ctx.variant.nccl.version if ctx.variant and ctx.variant.nccl else None
     if not db:
-        return CheckResult("nccl", title, PASS, f"NCCL {have} ({ctx.db_note()})")
+        return NCCL_CHECK.result(PASS, f"NCCL {have} ({ctx.db_note()})")
     if version_tuple(have) == version_tuple(db):
-        return CheckResult("nccl", title, PASS, f"NCCL {have}")
+        return NCCL_CHECK.result(PASS, f"NCCL {have}")
     pinned = _pinned_req(ctx, "nccl")
     fix = f"pip install {quote_req(pinned)}" if pinned else "reinstall torch's NCCL package"
-    return CheckResult(
-        "nccl", title, WARN, f"NCCL {have}; the database lists {db} for this build", fix
-    )
+    return NCCL_CHECK.result(WARN, f"NCCL {have}; the database lists {db} for this build", fix)
 
 
 def _pinned_req(ctx: Context, word: str) -> Requirement | None:
@@ -181,14 +167,13 @@ def _pinned_req(ctx: Context, word: str) -> Requirement | None:
 
 
 def check_packages(ctx: Context) -> CheckResult:
-    title = CHECKS["packages"]
     torch_dist = ctx.dists.get("torch")
     if not torch_dist:
         if ctx.imported:
-            return CheckResult(
-                "packages", title, SKIP, "torch has no package metadata (a source or conda build?)"
+            return PACKAGES_CHECK.result(
+                SKIP, "torch has no package metadata (a source or conda build?)"
             )
-        return CheckResult("packages", title, SKIP, "torch is not installed")
+        return PACKAGES_CHECK.result(SKIP, "torch is not installed")
     problems: list[str] = []
     fixes: list[str] = []
     ok: list[str] = []
@@ -223,9 +208,7 @@ def check_packages(ctx: Context) -> CheckResult:
             if sub is not None and marker_ok(sub.marker, ctx.markers, extras):
                 queue.append((sub, name))
     if problems:
-        return CheckResult(
-            "packages",
-            title,
+        return PACKAGES_CHECK.result(
             FAIL,
             "; ".join(problems[:3])
             + (f"; and {len(problems) - 3} more" if len(problems) > 3 else ""),
@@ -233,12 +216,10 @@ def check_packages(ctx: Context) -> CheckResult:
             tuple(problems) if len(problems) > 3 else (),
         )
     if not ok:
-        return CheckResult(
-            "packages", title, PASS, f"torch {torch_dist.get('version')} pins no CUDA packages"
+        return PACKAGES_CHECK.result(
+            PASS, f"torch {torch_dist.get('version')} pins no CUDA packages"
         )
-    return CheckResult(
-        "packages",
-        title,
+    return PACKAGES_CHECK.result(
         PASS,
         f"{len(ok)} pinned packages match torch {torch_dist.get('version')}",
         None,
@@ -247,18 +228,17 @@ def check_packages(ctx: Context) -> CheckResult:
 
 
 def check_libraries(ctx: Context) -> CheckResult:
-    skip = skipped(ctx, "libraries", cuda=False)
+    skip = skipped(ctx, LIBRARIES_CHECK, cuda=False)
     if skip is not None:
         return skip
-    title = CHECKS["libraries"]
     libs = ctx.probe.get("libraries") or {}
     if not libs.get("maps_readable"):
-        return CheckResult("libraries", title, SKIP, "no /proc/self/maps on this system")
+        return LIBRARIES_CHECK.result(SKIP, "no /proc/self/maps on this system")
     loaded = [(str(x["family"]), str(x["path"])) for x in libs.get("loaded") or []]
     if not loaded:
         if ctx.cuda_build:
-            return CheckResult("libraries", title, WARN, "no CUDA library was loaded")
-        return CheckResult("libraries", title, SKIP, "CPU build: no CUDA libraries")
+            return LIBRARIES_CHECK.result(WARN, "no CUDA library was loaded")
+        return LIBRARIES_CHECK.result(SKIP, "CPU build: no CUDA libraries")
     roots = [str(r).rstrip(os.sep) for r in libs.get("roots") or [] if r]
     copies: Mapping[str, list[str]] = libs.get("env_copies") or {}
 
@@ -294,22 +274,18 @@ def check_libraries(ctx: Context) -> CheckResult:
     details = tuple(f"{os.path.basename(p)}: {p}" for _, p in loaded)
     families = ", ".join(dict.fromkeys(f for f, _ in loaded))
     if fails:
-        return CheckResult(
-            "libraries", title, FAIL, "; ".join(fails[:2]), "; ".join(dict.fromkeys(fixes)), details
+        return LIBRARIES_CHECK.result(
+            FAIL, "; ".join(fails[:2]), "; ".join(dict.fromkeys(fixes)), details
         )
     if warns:
-        return CheckResult(
-            "libraries",
-            title,
+        return LIBRARIES_CHECK.result(
             WARN,
             "; ".join(warns[:2]),
             "a system copy is used: make sure it matches the build, or install torch's CUDA "
             "library packages",
             details,
         )
-    return CheckResult(
-        "libraries",
-        title,
+    return LIBRARIES_CHECK.result(
         PASS,
         f"{families} from the environment, none from outside",
         None,
@@ -338,19 +314,16 @@ def _installed(ctx: Context, name: str) -> tuple[str | None, str | None]:
 
 
 def check_companions(ctx: Context) -> CheckResult:
-    title = CHECKS["companions"]
     present = [(n, *_installed(ctx, n)) for n in _COMPANIONS]
     present = [p for p in present if p[1]]
     if not present:
-        return CheckResult(
-            "companions", title, SKIP, "neither torchvision nor torchaudio is installed"
-        )
+        return COMPANIONS_CHECK.result(SKIP, "neither torchvision nor torchaudio is installed")
     torch_v = public_version(
         ctx.torch.get("version") or (ctx.dists.get("torch") or {}).get("version")
     )
     torch_var = build_variant(ctx.torch) if ctx.torch.get("version") else None
     if not torch_v:
-        return CheckResult("companions", title, SKIP, "torch is not installed")
+        return COMPANIONS_CHECK.result(SKIP, "torch is not installed")
     fails: list[str] = []
     fixes: list[str] = []
     notes: list[str] = []
@@ -371,12 +344,12 @@ def check_companions(ctx: Context) -> CheckResult:
             continue
         notes.append(f"{name} {version}" + (f"+{variant}" if variant else ""))
     if fails:
-        return CheckResult("companions", title, FAIL, "; ".join(fails), "; ".join(fixes))
+        return COMPANIONS_CHECK.result(FAIL, "; ".join(fails), "; ".join(fixes))
     if ctx.release is None:
-        return CheckResult(
-            "companions", title, WARN, f"{', '.join(notes)}: pairing not checked ({ctx.db_note()})"
+        return COMPANIONS_CHECK.result(
+            WARN, f"{', '.join(notes)}: pairing not checked ({ctx.db_note()})"
         )
-    return CheckResult("companions", title, PASS, f"{', '.join(notes)} with torch {torch_v}")
+    return COMPANIONS_CHECK.result(PASS, f"{', '.join(notes)} with torch {torch_v}")
 
 
 def _index_for(ctx: Context, variant: str | None) -> str:
@@ -423,9 +396,8 @@ def _pin_matches(pin: Pin, version: str, variant: str | None) -> bool:
 
 def check_lock(ctx: Context) -> CheckResult:
     lock = ctx.lock
-    title = CHECKS["lock"]
     if lock is None:
-        return CheckResult("lock", title, SKIP, "no lock file given (--lock)")
+        return LOCK_CHECK.result(SKIP, "no lock file given (--lock)")
     bad: list[str] = []
     good: list[str] = []
     for pin in lock.pins:
@@ -444,19 +416,15 @@ def check_lock(ctx: Context) -> CheckResult:
             bad.append(f"{shown} installed; the lock pins {pin.text}")
     if bad:  # torch and its companions first: a wrong torch explains the nvidia-* lines after it
         bad.sort(key=lambda line: _LOCK_ORDER.get(line.split(" ", 1)[0], len(_LOCK_ORDER)))
-        return CheckResult(
-            "lock",
-            title,
+        return LOCK_CHECK.result(
             FAIL,
             "; ".join(bad[:3]) + (f"; and {len(bad) - 3} more" if len(bad) > 3 else ""),
             _lock_fix(lock),
             tuple(bad) if len(bad) > 3 else (),
         )
     if not good:
-        return CheckResult("lock", title, WARN, f"{lock.path} pins nothing that applies here")
-    return CheckResult(
-        "lock",
-        title,
+        return LOCK_CHECK.result(WARN, f"{lock.path} pins nothing that applies here")
+    return LOCK_CHECK.result(
         PASS,
         f"{len(good)} pin{'s' if len(good) != 1 else ''} match ({', '.join(good[:3])}"
         + (", …)" if len(good) > 3 else ")"),
@@ -477,3 +445,12 @@ def _lock_fix(lock: LockPins) -> str:
     if lock.format == FORMAT_PYLOCK:  # uv, or pip 26.1+: install picks one and checks it
         return f"reinstall from the lock: gpuresolve install --lock {path}"
     return f"reinstall from the lock: pip install -r {path}"
+
+
+# The checks of this module (verify/checks.py orders every check in one tuple).
+CUDNN_CHECK = Check("cudnn", "cuDNN", check_cudnn)
+NCCL_CHECK = Check("nccl", "NCCL", check_nccl)
+PACKAGES_CHECK = Check("packages", "CUDA packages", check_packages)
+LIBRARIES_CHECK = Check("libraries", "loaded libraries", check_libraries)
+COMPANIONS_CHECK = Check("companions", "companions", check_companions)
+LOCK_CHECK = Check("lock", "lock", check_lock)

@@ -1,15 +1,15 @@
 """What a verify check says, and what a run of them adds up to.
 
-Each check gives a ``CheckResult``: PASS / WARN / FAIL / SKIP with one line of reason and one line
-of fix. ``CHECKS`` is the report's order and its stable `verify --json` ids; ``overall`` and
-``summary`` fold the results into the run's status. The speed verdicts (``speed``) use it too.
+Each check (a ``Check``: id, title, judge) gives a ``CheckResult``: PASS / WARN / FAIL / SKIP
+with one line of reason and one line of fix; ``overall`` and ``summary`` fold the results into
+the run's status. The speed verdicts (``speed``) use it too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 if TYPE_CHECKING:
     from resolver.core.documents.reports import CheckJson, VerifySummaryJson
@@ -19,26 +19,26 @@ PASS: Final = "pass"
 WARN: Final = "warn"
 FAIL: Final = "fail"
 SKIP: Final = "skip"
-# Every check, in report order: id (a stable key of `verify --json`) -> title. Every id is in
-# every report: SKIP, with its reason, where the check does not apply.
-CHECKS: dict[str, str] = {
-    "probe": "probe ran",
-    "environment": "environment",
-    "import": "torch imports",
-    "build": "build vs host",
-    "driver": "driver",
-    "group": "node group",
-    "cuda": "CUDA available",
-    "arch": "GPU kernels",
-    "cudnn": "cuDNN",
-    "nccl": "NCCL",
-    "packages": "CUDA packages",
-    "libraries": "loaded libraries",
-    "companions": "companions",
-    "lock": "lock",
-    "compute": "GPU compute",
-}
-# Added after those only when `verify --with` names packages (resolver/verify/ext_checks.py).
+
+
+class Check(NamedTuple):
+    """One verify check: its id (a stable key of `verify --json`), its title and its judge (a
+    pure function of ``verify.context.Context``); ``host_only``: it judges the host, so it runs
+    even when the probe failed. ``verify/checks.CHECKS`` orders them all."""
+
+    id: str
+    title: str
+    judge: Callable[[Any], CheckResult]
+    host_only: bool = False
+
+    def result(
+        self, status: Status, reason: str, fix: str | None = None, details: Sequence[str] = ()
+    ) -> CheckResult:
+        """This check's result."""
+        return CheckResult(self.id, self.title, status, reason, fix, tuple(details))
+
+
+# Added after verify/checks.CHECKS only when `verify --with` names packages (verify/ext_checks.py).
 EXTENSIONS_CHECK = ("extensions", "extension packages")
 
 

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import UserError, escaped
@@ -178,48 +175,6 @@ def misshapen(value: Any, shape: Any, where: str = "", nullable: bool = False) -
         found = misshapen(value[name], sub, here, nullable=True)
         if found:
             return found
-    return None
-
-
-def default_python(environ: Mapping[str, str] | None = None) -> str:
-    """The active virtualenv's or conda env's interpreter, else the one running gpuresolve."""
-    env = os.environ if environ is None else environ
-    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-        prefix = env.get(var)
-        if prefix:
-            found = _interpreter_in(Path(prefix))
-            if found is None:
-                raise UserError(f"${var} is {prefix}, but it holds no Python interpreter")
-            return str(found)
-    return sys.executable
-
-
-def resolve_python(python: str | None, environ: Mapping[str, str] | None = None) -> str:
-    """--python as given (a file, an environment's directory or a name on PATH), checked."""
-    if not python:
-        return default_python(environ)
-    path = Path(python).expanduser()
-    if path.is_dir():
-        found = _interpreter_in(path)
-        if found is None:
-            raise UserError(f"--python {python}: no Python interpreter in that directory")
-        return str(found)
-    if path.is_file():
-        if not os.access(path, os.X_OK):
-            raise UserError(f"--python {python}: not executable")
-        return str(path.absolute())  # `--python py` is ./py, never a `py` found on PATH
-    if os.sep not in python and "/" not in python:
-        which = shutil.which(python)
-        if which:
-            return which
-    raise UserError(f"--python {python}: no such interpreter")
-
-
-def _interpreter_in(prefix: Path) -> Path | None:
-    for rel in ("bin/python3", "bin/python", "python.exe", "Scripts/python.exe"):
-        candidate = prefix / rel
-        if candidate.is_file():
-            return candidate
     return None
 
 

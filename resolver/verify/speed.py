@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import DataError
+from resolver.db.evidence import GRADES
+from resolver.db.gpunames import name_words
 from resolver.verify import diagnose
 from resolver.verify.diagnose import Cause
 from resolver.verify.result import FAIL, PASS, SKIP, WARN, CheckResult, Status
 
 FILE = "gpu_peaks.yaml"
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
-GRADES = ("observed", "build-config", "official", "transcription", "inferred")
 # benchmark case -> (precision of the peak it is compared with, judged)
 CASES = {
     "matmul_tf32": ("tf32", True),
@@ -31,7 +32,6 @@ CASES = {
     "conv2d_cudnn": ("tf32", False),  # cuDNN may use TF32 for float32 convolutions (torch default)
     "conv2d_no_cudnn": ("fp32", False),
 }
-_NOISE = frozenset({"nvidia", "tesla", "geforce"})
 CAUSES = (
     "cuBLAS or cuDNN not the wheel's own (see the loaded-libraries check)",
     "TF32 disabled (torch.backends.cuda.matmul.allow_tf32, NVIDIA_TF32_OVERRIDE=0)",
@@ -62,18 +62,14 @@ class Peaks:
         """The record whose names include this device's; a MIG slice gets its whole GPU's."""
         if not device_name:
             return None
-        words = _words(mig_parent(device_name) or device_name)
-        return next((g for g in self.gpus if any(_words(n) == words for n in g.names)), None)
+        words = name_words(mig_parent(device_name) or device_name)
+        return next((g for g in self.gpus if any(name_words(n) == words for n in g.names)), None)
 
 
 def mig_parent(device_name: str) -> str | None:
     """ "NVIDIA A100-SXM4-40GB MIG 1g.5gb" -> "NVIDIA A100-SXM4-40GB"; None for a whole GPU."""
     m = re.match(r"^(.*?)\s+MIG\s+\S+", device_name)
     return m.group(1) if m else None
-
-
-def _words(name: str) -> tuple[str, ...]:
-    return tuple(w for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in _NOISE)
 
 
 def data_file(catalog_origin: str | None = None) -> Path:

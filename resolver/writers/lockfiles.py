@@ -1,8 +1,8 @@
 """The pinned environment files of one target: what to render, and how (the `lock` API).
 
-``prepare`` solves what the files need, ``render_files`` turns it into ``{file name: text}``
-(requirements.txt's closure, pylock.toml and conda-lock.yml run a resolver; ``--top-level``
-requirements.txt does not), ``write_files`` writes them
+A flow solves what the files need (a ``LockInput``: this module never solves), ``render_files``
+turns it into ``{file name: text}`` (requirements.txt's closure, pylock.toml and conda-lock.yml
+run a resolver; ``--top-level`` requirements.txt does not), ``write_files`` writes them
 atomically or diffs them (``--check``). A fleet calls ``render_files`` once per platform.
 """
 
@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.platforms import PythonVersion
+from resolver.core.vocab import CondaSource, LockFormat, words
 from resolver.solve import Decision, Target
-from resolver.solve.conda import solve_conda_forge, virtual_packages
+from resolver.solve.conda import virtual_packages
 from resolver.solve.extensions import requirement_line
 from resolver.standalone.startup import CHECK_NAME, PROBE_NAME
 from resolver.writers import recorded
@@ -36,12 +36,11 @@ __all__ = [
     "LockOptions",
     "diff_files",
     "file_names",
-    "prepare",
     "render_files",
     "write_files",
 ]
 
-FORMATS = ("requirements", "conda", "conda-lock", "pylock", "uv", "dockerfile")
+FORMATS = words(LockFormat)
 REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK, PYLOCK, PYPROJECT = (
     "requirements.txt",
     "environment.yml",
@@ -52,41 +51,24 @@ REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK, PYLOCK, PYPROJECT = (
 )
 DOCKERFILE = "Dockerfile"
 STARTUP_CHECK, STARTUP_PROBE = CHECK_NAME, PROBE_NAME  # the Dockerfile's start-up check
-_FILES = {
-    "requirements": (REQUIREMENTS,),
-    "conda": (ENVIRONMENT, VIRTUAL),
-    "conda-lock": (ENVIRONMENT, VIRTUAL, CONDA_LOCK),  # the lock, and the inputs it came from
-    "pylock": (PYLOCK,),
-    "uv": (PYPROJECT,),
+# Each format and the files it writes, in the order they are written: the one table of formats
+# (the file order, and the format a file is named by in a message, follow from it).
+_FILES: dict[str, tuple[str, ...]] = {
+    LockFormat.REQUIREMENTS: (REQUIREMENTS,),
+    LockFormat.CONDA: (ENVIRONMENT, VIRTUAL),
+    # the lock, and the inputs it came from
+    LockFormat.CONDA_LOCK: (ENVIRONMENT, VIRTUAL, CONDA_LOCK),
+    LockFormat.PYLOCK: (PYLOCK,),
+    LockFormat.UV: (PYPROJECT,),
     # the Dockerfile installs requirements.txt; its start-up check runs the probe with the image's
     # own Python
-    "dockerfile": (REQUIREMENTS, DOCKERFILE, STARTUP_CHECK, STARTUP_PROBE),
+    LockFormat.DOCKERFILE: (REQUIREMENTS, DOCKERFILE, STARTUP_CHECK, STARTUP_PROBE),
 }
-_ORDER = (
-    REQUIREMENTS,
-    ENVIRONMENT,
-    VIRTUAL,
-    CONDA_LOCK,
-    PYLOCK,
-    PYPROJECT,
-    DOCKERFILE,
-    STARTUP_CHECK,
-    STARTUP_PROBE,
-)
+_ORDER = tuple(dict.fromkeys(name for names in _FILES.values() for name in names))
+FORMAT_OF = {name: next(f for f, names in _FILES.items() if name in names) for name in _ORDER}
 # Files edited in place (the user's own file): never removed; their inputs are recorded in
 # their own table ([tool.gpuresolve]), not in a comment line.
 UPDATED_IN_PLACE = frozenset({PYPROJECT})
-FORMAT_OF = {
-    REQUIREMENTS: "requirements",
-    ENVIRONMENT: "conda",
-    VIRTUAL: "conda",
-    CONDA_LOCK: "conda-lock",
-    PYLOCK: "pylock",
-    PYPROJECT: "uv",
-    DOCKERFILE: "dockerfile",
-    STARTUP_CHECK: "dockerfile",
-    STARTUP_PROBE: "dockerfile",
-}
 
 # (requirements, index lines, target, glibc) -> the resolved closure with hashes
 PipResolver = Callable[[Sequence[str], Sequence[str], Target, str | None], list[ResolvedDist]]
@@ -108,7 +90,7 @@ def file_names(formats: Iterable[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class LockOptions:
-    formats: frozenset[str] = frozenset({"requirements"})
+    formats: frozenset[str] = frozenset({LockFormat.REQUIREMENTS.value})
     pytorch_index: str | None = None  # a mirror of the PyTorch index
     conda_source: str = "pip"  # pip | conda-forge
     channel: str | None = None  # conda channel name or URL (None: the database's, conda-forge)
@@ -146,7 +128,7 @@ class LockOptions:
         """Whether a file is made from the PyTorch-index decision."""
         wheel_files = {REQUIREMENTS, PYLOCK, PYPROJECT}
         return bool(wheel_files & set(self.files)) or (
-            self.needs_conda and self.conda_source == "pip"
+            self.needs_conda and self.conda_source == CondaSource.PIP
         )
 
     @property
@@ -166,7 +148,7 @@ class LockInput:
         """The decision a wanted file needs that selected nothing (then nothing is written)."""
         if options.needs_wheels and self.decision.selection is None:
             return self.decision
-        forge = options.needs_conda and options.conda_source == "conda-forge"
+        forge = options.needs_conda and options.conda_source == CondaSource.CONDA_FORGE
         if forge and (self.conda_decision is None or self.conda_decision.selection is None):
             return self.conda_decision or self.decision
         return None
@@ -177,21 +159,10 @@ def uses_default_index(catalog: Catalog, decision: Decision, options: LockOption
     cand = decision.selection
     if cand is None:
         return False
-    if options.needs_conda and options.conda_source == "conda-forge":
+    if options.needs_conda and options.conda_source == CondaSource.CONDA_FORGE:
         return bool(options.extra_requirements)
     extra = bool(options.extra_requirements)
     return index_lines(catalog, cand, options.pytorch_index, extra)[0].startswith("--extra-")
-
-
-def prepare(
-    catalog: Catalog, decision: Decision, options: LockOptions, glibc: str | None = None
-) -> LockInput:
-    """The builds ``options``' files need: the solver's ``decision`` and, for a conda-forge
-    environment, conda-forge's for the same target and request (pure: no I/O)."""
-    conda_decision = None
-    if options.needs_conda and options.conda_source == "conda-forge":
-        conda_decision = solve_conda_forge(catalog, decision.target, decision.request, glibc)
-    return LockInput(decision, conda_decision, glibc)
 
 
 def with_extensions(catalog: Catalog, lock: LockInput, options: LockOptions) -> LockOptions:
@@ -201,7 +172,7 @@ def with_extensions(catalog: Catalog, lock: LockInput, options: LockOptions) -> 
     sel = lock.decision.selection
     if sel is None or not sel.extensions:
         return options
-    if options.needs_conda and options.conda_source == "conda-forge":
+    if options.needs_conda and options.conda_source == CondaSource.CONDA_FORGE:
         names = ", ".join(c.package for c in sel.extensions)
         raise UserError(f"--conda-source conda-forge cannot carry {names} yet (use pip)")
     python = lock.decision.target.python
@@ -235,7 +206,7 @@ def making(name: str, options: LockOptions) -> Iterator[None]:
     except UserError as exc:
         asked = FORMAT_OF[name]
         if asked not in options.formats and name == REQUIREMENTS:  # the Dockerfile's
-            asked = "dockerfile"
+            asked = LockFormat.DOCKERFILE
         said = str(exc) if str(exc).startswith(name) else f"{name} (--format {asked}): {exc}"
         raise UserError(f"{said}; {_advice(name, options)}") from None
 
@@ -262,13 +233,13 @@ def render_files(
     *,
     pip_resolver: PipResolver | None = None,
     conda_solver: CondaSolver | None = None,
-    inputs: Mapping[str, Any] | None = None,
+    inputs: recorded.LockInputs | None = None,
     existing: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """``{file name: text}`` for the target, in a stable order; deterministic for fixed inputs.
 
-    Every file records its inputs (``recorded.stamp``): the target and the database's version,
-    plus ``inputs`` (the request and options as given, for `lock --check` to re-resolve).
+    Every file records its inputs (``recorded.stamp``): ``inputs`` (the request and options as
+    given, for `lock --check` to re-resolve) with the target and the database's version.
     ``existing``: the current text of files edited in place (the user's pyproject.toml).
     Raises ValueError when a decision the files need selected nothing (check ``lock.unmet``).
     """
@@ -314,7 +285,7 @@ def render_files(
             catalog, [decision], options, (existing or {}).get(PYPROJECT)
         )
     if options.needs_conda:
-        forge = options.conda_source == "conda-forge"
+        forge = options.conda_source == CondaSource.CONDA_FORGE
         env_decision = lock.conda_decision if forge else decision
         if env_decision is None or env_decision.selection is None:
             raise ValueError("no conda build selected: nothing to lock")
@@ -358,11 +329,13 @@ def render_files(
         facts = image_facts.from_raw(*imagesdata.read(catalog.origin))
         files[DOCKERFILE] = render_dockerfile(catalog, decision, facts)
         files.update(probe_files())
-    record = {
-        "database": catalog.updated,
-        "target": recorded.target_record(decision.target, lock.glibc),
-        **(inputs or {}),
-    }
+    made = replace(
+        inputs or recorded.LockInputs(),
+        target=decision.target,
+        glibc=lock.glibc,
+        database=catalog.updated,
+    )
+    record = made.to_json()
     return {n: recorded.stamp(n, files[n], record) for n in _ORDER if n in files}
 
 

@@ -18,12 +18,14 @@ import itertools
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import UserError, unsafe_char
 from resolver.core.platforms import PYTHON_RE, Platform, PythonVersion
 from resolver.core.versions import Driver, parse_cc
+from resolver.core.vocab import CondaSource, DriverPolicy, EvidenceLevel, LockFormat, words
 from resolver.io import credentials
 from resolver.io.bounded import parse_json
 from resolver.solve import Target, TargetGpu
@@ -290,3 +292,214 @@ def lock_group(path: str | Path) -> str | None:
         return None
     group = (read(p.name, text) or {}).get("group")
     return group if isinstance(group, str) else None
+
+
+# --- the lock's inputs: one model, one JSON form ---------------------------------------------
+
+FORMAT_CHOICES = (*words(LockFormat), "all")
+# a request's fields as the options name them -> a team record's keys (the spec's words)
+_TEAM_REQUEST = {"torch_spec": "torch", "with_": "with", "pip": "pip", "evidence": "evidence"}
+_FLAGS = {
+    "with_": "--with",
+    "torch_spec": "--torch",
+    "env_name": "--name",
+    "formats": "--format",
+    "gpus": "--gpu",
+    "host_file": "--host",
+}
+
+
+def flag(name: str) -> str:
+    """The option that sets a recorded field (``with_`` -> ``--with``)."""
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+@dataclass(frozen=True)
+class LockRequest:
+    """The request as given: one machine's options, or a team spec's packages (``pip``)."""
+
+    torch_spec: str | None = None
+    with_: tuple[str, ...] = ()
+    cuda: str | None = None
+    driver_policy: str = "compat"
+    allow_unconfirmed: bool = False
+    evidence: str = "documented"
+    pytorch_index: str | None = None
+    pip: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FileOptions:
+    """lock's own options for the files, as given (``formats`` in the order given)."""
+
+    formats: tuple[str, ...] = (LockFormat.REQUIREMENTS.value,)
+    hashes: bool | None = None
+    top_level: bool = False
+    conda_source: str = "pip"
+    channel: str | None = None
+    env_name: str | None = None
+    default_index: str | None = None
+
+
+_SINGLE_REQUEST = tuple(f.name for f in fields(LockRequest) if f.name != "pip")
+FILE_KEYS = tuple(f.name for f in fields(FileOptions))
+
+
+@dataclass(frozen=True)
+class LockInputs:
+    """What a lock was made from, as every file of it records it (``to_json``) and `--check`
+    reads it back (``from_json``, older forms included): one machine's (the target, the request
+    as given, the file options) or a team's (the spec, its split, the group a file belongs to;
+    report.md adds the spec's Python and its targets), and the database's version.
+
+    ``present`` names the request and file fields a record held (``request.cuda``): a field an
+    older gpuresolve did not record is taken from the command line, not from a default."""
+
+    request: LockRequest | None = None
+    files: FileOptions | None = None
+    target: Target | None = None
+    glibc: str | None = None
+    database: str | None = None
+    spec: str | None = None  # a team lock: the spec file's name
+    split: str | None = None
+    group: str | None = None
+    python: str | None = None  # report.md: the spec's Python
+    targets: Mapping[str, Any] | None = None  # report.md: every member, or their digests
+    present: frozenset[str] = frozenset()
+
+    def to_json(self) -> dict[str, Any]:
+        """The record every file carries (``stamp`` adds its version and digest)."""
+        out: dict[str, Any] = {"database": self.database}
+        if self.target is not None:
+            out["target"] = target_record(self.target, self.glibc)
+        r, f = self.request, self.files
+        if self.spec is not None:
+            out["spec"], out["split"] = self.spec, self.split
+        if r is not None and self.spec is None:
+            out["request"] = {n: _plain(getattr(r, n)) for n in _SINGLE_REQUEST}
+        elif r is not None:
+            out["request"] = {v: _plain(getattr(r, k)) for k, v in _TEAM_REQUEST.items()}
+        if f is not None:
+            files = {n: _plain(getattr(f, n)) for n in FILE_KEYS}
+            if self.spec is not None:  # a team's: the formats sorted, its mirror among them
+                del files["env_name"]
+                files["formats"] = sorted(f.formats)
+                files["pytorch_index"] = r.pytorch_index if r is not None else None
+            out["files"] = files
+        if self.group is not None:
+            out["group"] = self.group
+        if self.python is not None:
+            out["python"] = self.python
+        if self.targets is not None:
+            out["targets"] = dict(self.targets)
+        return out
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any], where: str) -> LockInputs:
+        """The inputs a file records, each value checked as its option checks it (a record is
+        input like any other: an edited requirements.txt whose record carries an
+        ``--extra-index-url`` line in ``pytorch_index`` must not re-derive as "current").
+        Older forms: a record without ``top_level`` meant top-level pins where it had no
+        hashes; a field not recorded is absent from ``present``."""
+        team = isinstance(record.get("spec"), str)
+        raw_request = record.get("request")
+        raw_files = record.get("files")
+        present: set[str] = set()
+        request = files = None
+        if isinstance(raw_request, dict):
+            keys = _TEAM_REQUEST if team else {n: n for n in _SINGLE_REQUEST}
+            values = {k: raw_request[v] for k, v in keys.items() if v in raw_request}
+            if team and isinstance(raw_files, dict) and "pytorch_index" in raw_files:
+                values["pytorch_index"] = raw_files["pytorch_index"]
+            present |= {f"request.{k}" for k in values}
+            request = LockRequest(**{k: _checked(where, k, v) for k, v in values.items()})
+        if isinstance(raw_files, dict):
+            given = {k: raw_files[k] for k in FILE_KEYS if k in raw_files}
+            if not team and "top_level" not in given and "hashes" in given:
+                # recorded before full locks were the default: no hashes meant top-level pins
+                given["top_level"] = given["hashes"] is False
+            present |= {f"files.{k}" for k in given}
+            files = FileOptions(**{k: _checked(where, k, v) for k, v in given.items()})
+        target, glibc = None, None
+        if isinstance(record.get("target"), dict):
+            target, glibc = target_from_record(record["target"], where)
+        group, python = record.get("group"), record.get("python")
+        targets = record.get("targets")
+        return cls(
+            request,
+            files,
+            target,
+            glibc,
+            _opt_text(record.get("database")),
+            str(record["spec"]) if team else None,
+            _opt_text(record.get("split")),
+            group if isinstance(group, str) else None,
+            python if isinstance(python, str) else None,
+            targets if isinstance(targets, dict) else None,
+            frozenset(present),
+        )
+
+    def knows(self, part: str, name: str) -> bool:
+        """Whether the record held ``part.name`` (``request.cuda``, ``files.formats``)."""
+        return f"{part}.{name}" in self.present
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _opt_text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+_BOOLS = {"allow_unconfirmed", "top_level"}
+_CHOICES = {
+    "driver_policy": words(DriverPolicy),
+    "evidence": words(EvidenceLevel),
+    "conda_source": words(CondaSource),
+    "formats": FORMAT_CHOICES,
+}
+
+
+def _checked(where: str, name: str, value: Any) -> Any:
+    """A recorded value as its option takes it (type, choices, the URL and channel checks), with
+    no control or bidi character; one line when not."""
+    from resolver.io.urls import channel, index_url
+
+    def refuse(detail: str | None = None) -> UserError:
+        if detail is None:
+            return UserError(
+                f"{where}: the recorded {flag(name)} is not one the option takes; rerun "
+                "`gpuresolve lock` (or restore the file from version control)"
+            )
+        return UserError(
+            f"{where}: the recorded {flag(name)} is not valid ({' '.join(detail.split())[:160]});"
+            " rerun `gpuresolve lock` (or restore the file from version control)"
+        )
+
+    if name in _BOOLS or name == "hashes":
+        if isinstance(value, bool) or (value is None and name == "hashes"):
+            return value
+        raise refuse()
+    many = name in ("with_", "pip", "formats")
+    if value is None and not many:
+        return None
+    items = value if many and isinstance(value, list) else [value]
+    if (many and not isinstance(value, list)) or not all(
+        isinstance(v, str) and unsafe_char(v) is None for v in items
+    ):
+        raise refuse()
+    choices = _CHOICES.get(name)
+    for v in items:
+        if choices is not None and v not in choices:
+            raise refuse(f"{v!r} is not one of {', '.join(map(repr, choices))}")
+    if name == "formats" and not items:
+        raise refuse("no format")
+    try:
+        if name in ("pytorch_index", "default_index"):
+            return index_url(value, flag(name))
+        if name == "channel":
+            return channel(value, flag(name))
+    except UserError as exc:
+        raise refuse(str(exc)) from None
+    return tuple(items) if many else value

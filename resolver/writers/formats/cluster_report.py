@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from resolver.core.versions import cc_sm
 from resolver.solve.fleet import FleetDecision
 from resolver.solve.shapes import ShapeGroup, abbreviate
-from resolver.solve.whatif import sentence, unlocks
+from resolver.solve.whatif import Unlock, sentence
 
 
 def _hardware(group: ShapeGroup) -> str:
@@ -50,7 +50,7 @@ def _notes(group: ShapeGroup) -> list[str]:
 
 
 def cluster_sections(
-    fleet: FleetDecision, groups: Sequence[ShapeGroup], counts: dict[str, int]
+    fleet: FleetDecision, groups: Sequence[ShapeGroup], changes: Sequence[Unlock]
 ) -> list[str]:
     """The Markdown lines of both sections, for the groups that are members of ``fleet``."""
     names = {t.name for t, _ in fleet.members}
@@ -80,12 +80,12 @@ def cluster_sections(
     if notes:
         lines += [f"- {name}: {note}" for name, note in notes]
         lines.append("")
-    return lines + what_would_change(fleet, counts, unit)
+    return lines + what_would_change(changes, unit)
 
 
-def what_would_change(fleet: FleetDecision, counts: dict[str, int], unit: str) -> list[str]:
-    """The upgrade that would move the whole fleet to a newer torch release (and the newest)."""
-    found = unlocks(fleet, counts)
-    if not found:
+def what_would_change(changes: Sequence[Unlock], unit: str) -> list[str]:
+    """The upgrade that would move the whole fleet to a newer torch release (and the newest):
+    the flow's what-ifs, said."""
+    if not changes:
         return []
-    return ["## What would change", "", *(f"- {sentence(u, unit)}" for u in found), ""]
+    return ["## What would change", "", *(f"- {sentence(u, unit)}" for u in changes), ""]

@@ -16,12 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from resolver.catalog import Catalog
+from resolver.core.vocab import CondaSource, words
 from resolver.solve import Decision
 from resolver.solve.conda import conda_forge_pins, python_specs
 from resolver.writers.formats.header import header_lines
 from resolver.writers.formats.requirements import index_lines, pins
 
-CONDA_SOURCES = ("pip", "conda-forge")
+CONDA_SOURCES = words(CondaSource)
 PIP_INDEX_SELECTOR = "# [pip-index]"
 
 
@@ -79,7 +80,7 @@ def conda_env(
             ),
             decision=decision,
         )
-    if source != "conda-forge":
+    if source != CondaSource.CONDA_FORGE:
         raise ValueError(f"conda source {source!r}: one of {', '.join(CONDA_SOURCES)}")
     if cf is None:
         raise ValueError("the database has no conda_forge.yaml")

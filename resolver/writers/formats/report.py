@@ -17,6 +17,7 @@ from resolver.solve.shapes import abbreviate
 
 if TYPE_CHECKING:
     from resolver.solve.shapes import ShapeGroup
+    from resolver.solve.whatif import Unlock
 
 
 def _target_cell(t: Target) -> str:
@@ -51,11 +52,13 @@ def render_report(
     group_label: str | None = None,
     pytorch_index: str | None = None,
     groups: Sequence[ShapeGroup] = (),
+    changes: Sequence[Unlock] = (),
 ) -> str:
     """Markdown: the selected set, a target × build × why table, alternatives and hints.
 
-    ``groups`` (targets read from a cluster or a folder of detect files) add the machine groups
-    and what a driver upgrade would change.
+    ``groups`` (targets read from a cluster or a folder of detect files) add the machine groups;
+    ``changes`` (the flow's what-ifs, ``solve.whatif.unlocks``) what a driver upgrade would
+    change.
     """
     lines = [f"# {title}" + (f" — {group_label}" if group_label else ""), ""]
     if description:
@@ -111,9 +114,9 @@ def render_report(
     lines.append("")
     from resolver.writers.formats.cluster_report import cluster_sections, what_would_change
 
-    clustered = cluster_sections(fleet, groups, counts) if groups else []
+    clustered = cluster_sections(fleet, groups, changes) if groups else []
     # Targets described one by one (or none read from a cluster in this set): the same section.
-    lines += clustered or what_would_change(fleet, counts, "machine")
+    lines += clustered or what_would_change(changes, "machine")
     if fleet.alternatives:
         lines += ["## Alternatives", ""]
         lines += [f"- torch {v} also runs on every target" for v in fleet.alternatives]

@@ -1,4 +1,5 @@
-"""Lock a team environment: spec → fleet decision → the files of every platform (and group).
+"""The team lock flow: spec → fleet decision → the files of every platform (and group), and
+the output folder's stale files (`gpuresolve lock SPEC` up to writing).
 
 Layout under the output directory (default ``environments/<name>/``):
 - one platform: ``requirements.txt`` (and the conda files) directly in it;
@@ -23,6 +24,10 @@ from packaging.specifiers import SpecifierSet
 
 from resolver.catalog import Catalog
 from resolver.core.collector import collector_paused
+from resolver.core.errors import UserError
+from resolver.core.vocab import CondaSource, EvidenceLevel, LockFormat
+from resolver.flows.lock import MAX_PROJECT_BYTES
+from resolver.flows.output import OutputFolder, owned_names
 from resolver.solve import Decision, Target, TargetGpu, solve
 from resolver.solve.fleet import (
     FleetDecision,
@@ -33,10 +38,12 @@ from resolver.solve.fleet import (
     split_groups,
 )
 from resolver.solve.memo import FleetSolver, unnamed
+from resolver.solve.whatif import unlocks
 from resolver.team.fleet_files import fleet_files, set_name
 from resolver.team.spec import EnvSpec
-from resolver.writers import lockfiles, recorded
+from resolver.writers import lockfiles, manifest, recorded
 from resolver.writers.formats.report import render_report
+from resolver.writers.recorded import FileOptions, LockInputs, LockRequest
 
 
 @dataclass(frozen=True)
@@ -91,29 +98,27 @@ def platform_decision(
     return decision
 
 
-def team_inputs(spec: EnvSpec, options: lockfiles.LockOptions, split: str) -> dict[str, Any]:
+def team_inputs(spec: EnvSpec, options: lockfiles.LockOptions, split: str) -> LockInputs:
     """What a team lock's files record: the spec re-resolves them (`lock SPEC --check`)."""
-    return {
-        "spec": spec.path.name,
-        "split": split,
-        "request": {
-            "torch": spec.torch_spec,
-            "with": list(spec.companions),
-            "pip": list(spec.pip),
-            "evidence": getattr(spec, "evidence", None)
-            or getattr(spec.request, "evidence", None)
-            or "documented",
-        },
-        "files": {
-            "formats": ["all"] if options.every else sorted(options.formats),
-            "hashes": options.with_hashes,
-            "top_level": options.top_level,
-            "conda_source": options.conda_source,
-            "channel": options.channel,
-            "pytorch_index": options.pytorch_index,
-            "default_index": options.default_index,
-        },
-    }
+    return LockInputs(
+        LockRequest(
+            torch_spec=spec.torch_spec,
+            with_=spec.companions,
+            pip=spec.pip,
+            evidence=spec.request.evidence.value,
+            pytorch_index=options.pytorch_index,
+        ),
+        FileOptions(
+            formats=("all",) if options.every else tuple(sorted(options.formats)),
+            hashes=options.with_hashes,
+            top_level=options.top_level,
+            conda_source=options.conda_source,
+            channel=options.channel,
+            default_index=options.default_index,
+        ),
+        spec=spec.path.name,
+        split=split,
+    )
 
 
 MAX_TARGETS_RECORD = 256 * 1024  # bytes of JSON; past it each target is recorded by digest
@@ -227,6 +232,7 @@ def lock_team(
                 label or None,
                 options.pytorch_index,
                 member_groups,
+                unlocks(decision, counts),  # "What would change"
             )
         )
         if not decision.ok:
@@ -234,13 +240,14 @@ def lock_team(
         several = len(decision.choices) > 1
         # One pyproject per group; with several platforms one pylock.toml with markers.
         per_platform = replace(
-            options, formats=options.formats - {"uv", *(("pylock",) if several else ())}
+            options,
+            formats=options.formats - {LockFormat.UV, *((LockFormat.PYLOCK,) if several else ())},
         )
         decisions: list[Decision] = []
         for choice in decision.choices:
             plat_decision = built[id(choice)]
             lock_input = lockfiles.LockInput(plat_decision)
-            if options.needs_conda and options.conda_source == "conda-forge":
+            if options.needs_conda and options.conda_source == CondaSource.CONDA_FORGE:
                 from resolver.solve.conda import solve_conda_forge
 
                 conda = solve_conda_forge(catalog, plat_decision.target, spec.request)
@@ -250,7 +257,9 @@ def lock_team(
             mine = per_platform
             if choice.cpu:
                 mine = replace(
-                    options, formats=options.formats - {"uv"} or frozenset({"requirements"})
+                    options,
+                    formats=options.formats - {LockFormat.UV}
+                    or frozenset({LockFormat.REQUIREMENTS.value}),
                 )
             if not choice.cpu:
                 decisions.append(plat_decision)
@@ -260,7 +269,7 @@ def lock_team(
             sub = f"{prefix}{choice.folder}/" if several else prefix
             group = set_name(spec.name, label, choice.folder, several)
             rendered = lockfiles.render_files(
-                catalog, lock_input, mine, inputs={**inputs, "group": group}
+                catalog, lock_input, mine, inputs=replace(inputs, group=group)
             )
             for name, text in rendered.items():
                 files[f"{sub}{name}"] = text
@@ -269,7 +278,7 @@ def lock_team(
             text = lockfiles.render_uv_project(
                 catalog, decisions, options, existing(rel) if existing else None
             )
-            record = {"database": catalog.updated, **inputs}
+            record = replace(inputs, database=catalog.updated).to_json()
             files[rel] = recorded.stamp(lockfiles.PYPROJECT, text, record)
         if pylock and several and decisions:
             header = [
@@ -282,18 +291,16 @@ def lock_team(
                 "packages by their markers)",
             ]
             text = lockfiles.render_fleet_pylock(catalog, decisions, options, header)
-            record = {"database": catalog.updated, **inputs}
+            record = replace(inputs, database=catalog.updated).to_json()
             files[f"{prefix}{lockfiles.PYLOCK}"] = recorded.stamp(lockfiles.PYLOCK, text, record)
-    record = {
-        "database": catalog.updated,
-        **inputs,
-        "python": str(spec.python),
-        "targets": targets_record(spec),
-    }
-    files["report.md"] = recorded.stamp("report.md", "\n".join(report), record)
+    report_inputs = replace(
+        inputs, database=catalog.updated, python=str(spec.python), targets=targets_record(spec)
+    )
+    files["report.md"] = recorded.stamp("report.md", "\n".join(report), report_inputs.to_json())
     # absolute, not resolved: the path as this shell sees it is the one the nodes mount
     root = os.path.abspath(folder or default_output(spec))
-    files.update(fleet_files(catalog, spec, [(lb, d) for lb, _, d in groups], files, record, root))
+    groups_done = [(lb, d) for lb, _, d in groups]
+    files.update(fleet_files(catalog, spec, groups_done, files, report_inputs, root))
     return TeamLock(files, tuple((label, d) for label, _, d in groups), auto_split)
 
 
@@ -306,3 +313,69 @@ def _build(decision: Decision) -> str:
 def default_output(spec: EnvSpec) -> Path:
     """``environments/<name>/`` beside the spec file."""
     return spec.path.parent / spec.name
+
+
+@dataclass(frozen=True)
+class TeamRun:
+    """A team lock resolved: its spec, options, folder, files and groups, and the files an
+    earlier run wrote that it no longer writes (each removable or kept, and why)."""
+
+    spec: EnvSpec
+    options: lockfiles.LockOptions
+    folder: OutputFolder
+    team: TeamLock
+    stale: tuple[manifest.Stale, ...]
+
+    @property
+    def gone(self) -> list[str]:
+        """What is no longer generated and provably ours."""
+        return [item.name for item in self.stale if item.removable]
+
+
+def run_team(
+    catalog: Catalog,
+    spec_path: str,
+    options: lockfiles.LockOptions,
+    *,
+    output: str | None,
+    split: bool | None,
+    check: bool,
+    evidence: str,
+    progress: Callable[[str, int], Progress] | None = None,
+    on_spec: Callable[[EnvSpec, lockfiles.LockOptions], lockfiles.LockOptions] | None = None,
+    recorded: Callable[[Path, lockfiles.LockOptions], lockfiles.LockOptions] | None = None,
+    image: str | None = None,
+) -> TeamRun:
+    """`gpuresolve lock SPEC` up to writing: the spec read, the fleet locked, the folder's stale
+    files found. ``evidence`` other than "documented" overrides the spec's; ``on_spec`` gets the
+    spec once read and returns the options it asks for (its `lock: top-level`); ``recorded``
+    gives the options the folder's report.md records (--check re-resolves with them)."""
+    from resolver.team.spec import load_spec, with_image
+
+    spec = with_image(load_spec(spec_path, catalog, progress), image)  # lock --image REF
+    if evidence != EvidenceLevel.DOCUMENTED:  # given on the command line: overrides the spec's
+        spec = replace(spec, request=replace(spec.request, evidence=EvidenceLevel(evidence)))
+    options = replace(options, conda_source=spec.conda_source)
+    if on_spec is not None:
+        options = on_spec(spec, options)
+    sources = [spec.path.parent / m.source for m in spec.members if m.source != "described"]
+    folder = OutputFolder(Path(output) if output else default_output(spec), [spec.path, *sources])
+    directory = folder.directory
+    if check and not (directory / "report.md").is_file():
+        raise UserError(
+            f"no gpuresolve lock files in {directory} (no report.md): nothing to check (lock "
+            f"{spec.name} first, or point -o at the folder its files are in)"
+        )
+    if check and recorded is not None:  # the formats the team's files record, unless given
+        options = recorded(directory, options)
+    team = lock_team(
+        catalog,
+        spec,
+        options,
+        split,
+        existing=lambda rel: folder.read(rel, MAX_PROJECT_BYTES, "a file gpuresolve edits"),
+        progress=progress,
+        folder=directory,
+    )
+    stale = tuple(folder.stale(team.files, spec.path.name, owned_names()) if team.ok else ())
+    return TeamRun(spec, options, folder, team, stale)
