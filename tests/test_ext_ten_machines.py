@@ -212,3 +212,20 @@ def test_ten_machines(
         return
     assert code == 0, doc["hints"]
     assert chosen(doc) == want
+
+
+def test_hints_sum_up_the_history(capsys: pytest.CaptureFixture[str]) -> None:
+    """A hint names the deciding gate and a few releases, never the whole history."""
+    code, doc = suggest(capsys, "rtx3090", "--with", "flash-attn")
+    assert code == 0
+    (held,) = [h for h in doc["hints"] if "held back by flash-attn" in h]
+    assert (
+        "none of its 35 releases in the database (2.8.3.post2, 2.8.3.post1, 2.8.3, 31 more, "
+        "down to 2.3.1.post1) is for torch 2.14.1 (gate: torch" in held
+    )
+    assert "2.7.4.post1" not in held
+    code, doc = suggest(capsys, "a100", "--with", "vllm")
+    (held,) = [h for h in doc["hints"] if "held back by vllm" in h]
+    assert "its 13 other releases with wheels: gate torch (13)" in held
+    gates = [g for r in doc["rejected"] for g in r.get("gates", [])]
+    assert any(g["values"].get("by") == "torch (13)" for g in gates)
