@@ -29,7 +29,6 @@ from typing import Any
 import pytest
 from cli_support import run_cli
 
-
 MACHINES = {
     "rtx3090": ["--gpu", "RTX 3090", "--driver", "535.183.01"],
     "rtx4090": ["--gpu", "RTX 4090", "--driver", "550.144.03"],

@@ -126,14 +126,15 @@ def choose(
         if built:
             values |= {"newest": built[0].version, "newest_torch": _torch_spec(built[0])}
         return None, Misfit(Gate.TORCH_HISTORY, name, "", tuple(values.items())), 2
-    miss = best[1]
-    others = [g for v, g in gates if miss is None or v != miss.version]
-    if miss is not None and others:
+    closest_miss = best[1]
+    others = [g for v, g in gates if closest_miss is None or v != closest_miss.version]
+    if closest_miss is not None and others:
         # the closest release is named; the rest of the history is summed up by gate
         counts = Counter(g.value for g in others)
         said = ", ".join(f"{g} ({n})" for g, n in counts.most_common())
-        miss = miss._replace(values=(*miss.values, ("others", str(len(others))), ("by", said)))
-    return None, miss, best[0]
+        extra = (("others", str(len(others))), ("by", said))
+        closest_miss = closest_miss._replace(values=(*closest_miss.values, *extra))
+    return None, closest_miss, best[0]
 
 
 def _loader_pick(builds: tuple[ExtBuild, ...], var: Variant, platform: str) -> ExtBuild | None:
