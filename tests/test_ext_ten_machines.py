@@ -123,13 +123,14 @@ def cases() -> list[Any]:
         )
     # V100: xformers 0.0.31-0.0.35 carry SASS from sm_75 (observed); 0.0.30 (torch ==2.7.0,
     # SASS 6.0/7.0/7.5/8.0/9.0) is the newest with Volta kernels. torchao beside torch 2.7.0:
-    # 0.14.0 has no import gate recorded (the gather found no table in its __init__.py) and
-    # no torch pin, so it is taken; 0.14.1+ gate on torch 2.9+.
+    # 0.14.1+ gate on torch 2.9+ (observed), 0.14.0 loads its kernels with no released torch
+    # and 0.13.0 only with 2.8.0 (build-config: __init__.py at the release commits), so
+    # 0.12.0 (no torch pin, no import check) is taken.
     case("v100", "--with xformers", {"torch": "2.7.0+cu126", "xformers": "0.0.30"}, "kernels")
     case(
         "v100",
         "--with xformers --with torchao",
-        {"torch": "2.7.0+cu126", "xformers": "0.0.30", "torchao": "0.14.0"},
+        {"torch": "2.7.0+cu126", "xformers": "0.0.30", "torchao": "0.12.0"},
         "kernels",
     )
     # RTX 5090 (sm_120): cu126 builds have no sm_120, so torch needs cu128 (2.11.0 the newest);
@@ -190,6 +191,16 @@ def cases() -> list[Any]:
             m, "--torch ==2.10.0 --with torchao", {"torch": "2.10.0+cu128", "torchao": "0.16.0"}, ""
         )
         case(m, "--torch ==2.10.0 --with vllm", {"torch": "2.10.0+cu128", "vllm": "0.19.1"}, "")
+    # torchao 0.13.0 is built against torch 2.8.0 (build-config); 0.14.0 never loads its kernels
+    case(
+        "h100", "--torch ==2.8.0 --with torchao", {"torch": "2.8.0+cu128", "torchao": "0.13.0"}, ""
+    )
+    case(
+        "h100",
+        "--with torchao==0.14.0",
+        "torchao cannot run on this target: torchao 0.14.0 loads its kernels with no released torch",
+        "import",
+    )
     case("a100", "--torch ==2.9.1 --with vllm", {"torch": "2.9.1+cu128", "vllm": "0.16.0"}, "")
     case(
         "a100",

@@ -36,6 +36,9 @@ class Gate(str, Enum):
     CEILING = "ceiling"  # its own kernels refuse the GPU, and nothing runs in their place
 
 
+NEVER = "<0"  # an import gate no torch release meets (torchao 0.14.0's check, SCHEMA.md)
+
+
 def phrase(gate: Gate, package: str, version: str, values: Mapping[str, str]) -> str:
     """One line for a misfit, naming the package and release it holds back."""
     v = values
@@ -63,7 +66,10 @@ def phrase(gate: Gate, package: str, version: str, values: Mapping[str, str]) ->
         Gate.PLATFORM: lambda: f"has no {v['platform']} wheel (only {v['have']})",
         Gate.TORCH: lambda: f"requires torch{v['requires']}, not {v['torch']}",
         Gate.IMPORT: lambda: (
-            f"loads its kernels only with torch {torch_words(v['gate'])} (its own import "
+            f"loads its kernels with no released torch (its own import check, {v['grade']}), "
+            f"so not with {v['torch']}"
+            if v["gate"] == NEVER
+            else f"loads its kernels only with torch {torch_words(v['gate'])} (its own import "
             f"check, {v['grade']}), not {v['torch']}"
         ),
         Gate.PYTHON: lambda: f"requires Python {v['requires']}, not {v['python']}",
