@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from local_server import local_server
 
+from resolver.db.yamlfile import read_yaml
 from resolver.dbupdate.exthistmerge import merge_history, parse_arch_list
 from resolver.dbupdate.exthistory import (
     ANY,
@@ -40,6 +41,8 @@ from resolver.dbupdate.exthistory import (
 from resolver.dbupdate.merge import Summary
 from resolver.io.http import Client
 from resolver.wheels.elfhead import code_start, parse_head
+
+ROOT = Path(__file__).resolve().parent.parent
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ext_history"
 PAGES = json.loads((FIXTURES / "pages.json").read_text(encoding="utf-8"))
@@ -461,3 +464,29 @@ def test_a_changed_page_does_not_read_again_what_was_read(server: tuple[str, Rep
     assert {u: s.read for u, s in again.state.items()} == {
         u: s.read for u, s in first.state.items()
     }
+
+
+def test_bitsandbytes_0_42_0_arch_lists_from_its_makefile() -> None:
+    """The shipped build configuration places 0.42.0 (its wheels carry no build record): the
+    Makefile at its tag, a library per CUDA and its _nocublaslt twin for CC below 7.5."""
+    configs = read_yaml(ROOT / "data" / "ext_build_configs.yaml")
+    template: Any = {
+        "name": "bitsandbytes",
+        "releases": [
+            {
+                "version": "0.50.2",
+                "builds": [{"index": "default", "cuda_match": "exact", "device_code": True}],
+            }
+        ],
+    }
+    libs = ["libbitsandbytes_cuda118.so", "libbitsandbytes_cuda121.so"]
+    raw = _raw(template)
+    summary = Summary()
+    assert merge_history(
+        raw, History(releases=[_bnb("0.42.0", libs)]), "2026-12-02", summary, configs
+    )
+    rel = next(r for r in template["releases"] if r["version"] == "0.42.0")
+    by_cuda = {b["cuda"]: b["platforms"]["linux-x86_64"] for b in rel["builds"]}
+    assert by_cuda["12.1"]["sass"][-2:] == ["8.9", "9.0"] and "7.0" in by_cuda["12.1"]["sass"]
+    assert by_cuda["11.8"]["sass"] == by_cuda["12.1"]["sass"] and by_cuda["12.1"]["ptx"] == []
+    assert by_cuda["12.1"]["source"] == ["BNB_BUILD_MAKE_0.42.0"]

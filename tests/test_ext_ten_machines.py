@@ -198,7 +198,8 @@ def cases() -> list[Any]:
     case(
         "h100",
         "--with torchao==0.14.0",
-        "torchao cannot run on this target: torchao 0.14.0 loads its kernels with no released torch",
+        "torchao cannot run on this target: torchao 0.14.0 loads its kernels with no released "
+        "torch",
         "import",
     )
     case("a100", "--torch ==2.9.1 --with vllm", {"torch": "2.9.1+cu128", "vllm": "0.16.0"}, "")
