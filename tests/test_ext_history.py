@@ -466,7 +466,7 @@ def test_a_changed_page_does_not_read_again_what_was_read(server: tuple[str, Rep
     }
 
 
-def test_bitsandbytes_0_42_0_arch_lists_from_its_makefile() -> None:
+def test_bitsandbytes_0_41_and_0_42_arch_lists_from_their_makefile() -> None:
     """The shipped build configuration places 0.42.0 (its wheels carry no build record): the
     Makefile at its tag, a library per CUDA and its _nocublaslt twin for CC below 7.5."""
     configs = read_yaml(ROOT / "data" / "ext_build_configs.yaml")
@@ -490,3 +490,12 @@ def test_bitsandbytes_0_42_0_arch_lists_from_its_makefile() -> None:
     assert by_cuda["12.1"]["sass"][-2:] == ["8.9", "9.0"] and "7.0" in by_cuda["12.1"]["sass"]
     assert by_cuda["11.8"]["sass"] == by_cuda["12.1"]["sass"] and by_cuda["12.1"]["ptx"] == []
     assert by_cuda["12.1"]["source"] == ["BNB_BUILD_MAKE_0.42.0"]
+    # 0.41.3: the same Makefile at the commit that set its version
+    template["releases"] = template["releases"][:1]
+    hist = History(releases=[_bnb("0.41.3", libs)])
+    assert merge_history(_raw(template), hist, "2026-12-02", Summary(), configs)
+    rel = next(r for r in template["releases"] if r["version"] == "0.41.3")
+    assert {b["cuda"]: b["platforms"]["linux-x86_64"]["source"] for b in rel["builds"]} == {
+        "11.8": ["BNB_BUILD_MAKE_0.41.x"],
+        "12.1": ["BNB_BUILD_MAKE_0.41.x"],
+    }
