@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from local_server import local_server
 
+from resolver.db.yamlfile import read_yaml
 from resolver.dbupdate.exthistmerge import merge_history, parse_arch_list
 from resolver.dbupdate.exthistory import (
     ANY,
@@ -40,6 +41,8 @@ from resolver.dbupdate.exthistory import (
 from resolver.dbupdate.merge import Summary
 from resolver.io.http import Client
 from resolver.wheels.elfhead import code_start, parse_head
+
+ROOT = Path(__file__).resolve().parent.parent
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ext_history"
 PAGES = json.loads((FIXTURES / "pages.json").read_text(encoding="utf-8"))
@@ -460,4 +463,39 @@ def test_a_changed_page_does_not_read_again_what_was_read(server: tuple[str, Rep
     assert again.wheels_read == 0 and len(replay.asked) == 2
     assert {u: s.read for u, s in again.state.items()} == {
         u: s.read for u, s in first.state.items()
+    }
+
+
+def test_bitsandbytes_0_41_and_0_42_arch_lists_from_their_makefile() -> None:
+    """The shipped build configuration places 0.42.0 (its wheels carry no build record): the
+    Makefile at its tag, a library per CUDA and its _nocublaslt twin for CC below 7.5."""
+    configs = read_yaml(ROOT / "data" / "ext_build_configs.yaml")
+    template: Any = {
+        "name": "bitsandbytes",
+        "releases": [
+            {
+                "version": "0.50.2",
+                "builds": [{"index": "default", "cuda_match": "exact", "device_code": True}],
+            }
+        ],
+    }
+    libs = ["libbitsandbytes_cuda118.so", "libbitsandbytes_cuda121.so"]
+    raw = _raw(template)
+    summary = Summary()
+    assert merge_history(
+        raw, History(releases=[_bnb("0.42.0", libs)]), "2026-12-02", summary, configs
+    )
+    rel = next(r for r in template["releases"] if r["version"] == "0.42.0")
+    by_cuda = {b["cuda"]: b["platforms"]["linux-x86_64"] for b in rel["builds"]}
+    assert by_cuda["12.1"]["sass"][-2:] == ["8.9", "9.0"] and "7.0" in by_cuda["12.1"]["sass"]
+    assert by_cuda["11.8"]["sass"] == by_cuda["12.1"]["sass"] and by_cuda["12.1"]["ptx"] == []
+    assert by_cuda["12.1"]["source"] == ["BNB_BUILD_MAKE_0.42.0"]
+    # 0.41.3: the same Makefile at the commit that set its version
+    template["releases"] = template["releases"][:1]
+    hist = History(releases=[_bnb("0.41.3", libs)])
+    assert merge_history(_raw(template), hist, "2026-12-02", Summary(), configs)
+    rel = next(r for r in template["releases"] if r["version"] == "0.41.3")
+    assert {b["cuda"]: b["platforms"]["linux-x86_64"]["source"] for b in rel["builds"]} == {
+        "11.8": ["BNB_BUILD_MAKE_0.41.x"],
+        "12.1": ["BNB_BUILD_MAKE_0.41.x"],
     }

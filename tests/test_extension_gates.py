@@ -56,10 +56,13 @@ def test_torchao_import_gate_is_recorded_as_read() -> None:
         "0.18.0": {">=2.11.0"},
         "0.17.0": {">=2.11.0"},
         "0.16.0": {"==2.10.0"},
-        # the history's, read from each wheel's __init__.py table (0.13.0's check is no table,
-        # 0.14.0's names no released torch for it: no gate recorded for either)
+        # the history's, read from each wheel's __init__.py table
         "0.15.0": {"==2.9.1"},
         "0.14.1": {"==2.9.0"},
+        # from the sources at the release commits (build-config): 0.14.0's check names no
+        # released torch for it, 0.13.0 is built against 2.8.0 (its check is no table)
+        "0.14.0": {"<0"},
+        "0.13.0": {"==2.8.0"},
     }
     old = next(r for r in pkg.releases if r.version == "0.16.0")
     gated = next(b for b in old.builds if b.import_gate)

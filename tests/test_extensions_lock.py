@@ -181,3 +181,56 @@ def test_with_takes_the_packages_the_database_lists(
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
     code, _out, err = run_cli(capsys, "suggest", *H100, "--with", "xformers")
     assert code == 2 and "--with 'xformers': the packages are" in err and "xformers," not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        # an older release pinned: vllm 0.16.0 requires torch ==2.9.1 (its METADATA)
+        (["--with", "vllm==0.16.0"], ["torch==2.9.1+cu128", "vllm==0.16.0"]),
+        # R535 runs no CUDA 13 torch: the newest vllm for CUDA 12 (0.19.1, torch ==2.10.0)
+        (["--with", "vllm"], ["torch==2.10.0+cu128", "vllm==0.19.1"]),
+    ],
+)
+def test_lock_over_the_history_pins_an_older_release(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], want: list[str]
+) -> None:
+    out = tmp_path / "lock"
+    a100_r535 = ["--gpu", "A100", "--driver", "535.230.02", "--python", "3.12"]
+    code, _stdout, _err = run_cli(capsys, "lock", *a100_r535, *args, "-o", str(out))
+    assert code == 0
+    lines = (out / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    assert [ln for ln in lines if not ln.startswith(("#", "--"))] == want
+    code, stdout, _err = run_cli(capsys, "lock", "--check", "-o", str(out))
+    assert code == 0, stdout
+    # the release pinned leaves the database: --check fails, naming the pin that no longer fits
+    if "vllm==0.16.0" in want:
+        _drop_release(db, "vllm", "0.16.0")
+        code, stdout, _err = run_cli(capsys, "lock", "--check", "-o", str(out))
+        assert code == 1 and "vllm: no release in the database matches ==0.16.0" in stdout
+
+
+def test_install_pins_torch_for_an_older_release(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """V100: xformers 0.0.30 is the newest with sm_70 kernels; torch is held at its ==2.7.0 by
+    a constraint while xformers installs."""
+    import json
+    import subprocess
+    import sys
+
+    env = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    args = ["install", "--python", str(env / "bin" / "python"), "--gpu", "V100"]
+    args += ["--driver", "525.147.05", "--with", "xformers", "--dry-run", "--json"]
+    code, out, _err = run_cli(capsys, *args)
+    assert code == 0
+    steps = json.loads(out)["plan"]["steps"]
+    assert "torch==2.7.0+cu126" in steps[0]["argv"]
+    ext = steps[1]["argv"]
+    assert "xformers==0.0.30" in ext and ext[-2] in ("-c", "--constraint")
+    constraints = Path(ext[-1])
+    try:
+        assert constraints.read_text(encoding="utf-8") == "torch==2.7.0+cu126\n"
+    finally:
+        shutil.rmtree(constraints.parent)

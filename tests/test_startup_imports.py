@@ -56,6 +56,42 @@ def test_suggest_imports_only_what_the_answer_needs(tmp_path: Path, fmt: list[st
     assert modules & UNNEEDED == set()
 
 
+OPENS = """
+import json, sys
+opened = []
+def hook(event, args):
+    name = args[0].rsplit("/", 1)[-1] if event == "open" and isinstance(args[0], str) else ""
+    if name in ("extensions.json", "extensions.yaml"):
+        opened.append(name)
+sys.addaudithook(hook)
+sys.argv = ["gpuresolve", *json.loads(sys.argv[1])]
+from resolver.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write("\\nOPENED " + json.dumps(opened) + "\\n")
+"""
+
+
+@pytest.mark.slow
+def test_extension_history_is_read_only_with_with(tmp_path: Path) -> None:
+    """The history (extensions.json, else extensions.yaml) is most of the database's bytes:
+    `suggest` without --with never opens it, warm or cold; `--with vllm` does (issue 38)."""
+    args = ["suggest", "--json", "--driver", "570.124.06", "--gpu", "RTX 3090", "--python", "3.12"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env.pop("GPURESOLVE_DATA_DIR", None)
+
+    def opened(argv: list[str]) -> list[str]:
+        proc = run_child([sys.executable, "-c", OPENS, json.dumps(argv)], env, tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return list(json.loads(proc.stderr.rsplit("OPENED ", 1)[1]))
+
+    assert opened(args) == []  # cold: the catalog is built from catalog.json's head
+    assert opened(args) == []  # warm: the catalog cache answers
+    assert "extensions.json" in opened([*args, "--with", "vllm"])
+
+
 # The console script's own route (resolver.start), its modules read at its last step: every way
 # out of it is os._exit (the interpreter's teardown skipped), which this wraps.
 SCRIPT = """

@@ -36,6 +36,9 @@ class Gate(str, Enum):
     CEILING = "ceiling"  # its own kernels refuse the GPU, and nothing runs in their place
 
 
+NEVER = "<0"  # an import gate no torch release meets (torchao 0.14.0's check, SCHEMA.md)
+
+
 def phrase(gate: Gate, package: str, version: str, values: Mapping[str, str]) -> str:
     """One line for a misfit, naming the package and release it holds back."""
     v = values
@@ -45,10 +48,16 @@ def phrase(gate: Gate, package: str, version: str, values: Mapping[str, str]) ->
     if gate is Gate.NO_MATCH:
         return f"{package}: no release in the database matches {v['spec']}"
     if gate is Gate.TORCH_HISTORY:
-        newest = f"; {v['newest']} requires torch {v['newest_torch']}" if v.get("newest") else ""
+        newest = (
+            f"; the newest with wheels, {v['newest']}, requires torch {v['newest_torch']}"
+            if v.get("newest")
+            else ""
+        )
+        count = v.get("count") or str(len(v["versions"].split(",")))
         return (
-            f"{package}: no release in the database ({v['versions']}) is for torch "
-            f"{v['torch']}{newest}"
+            f"{package}: none of its {count} releases in the database "
+            f"({versions_words(v['versions'])}) is for torch {v['torch']} (gate: torch, "
+            f"their Requires-Dist){newest}"
         )
     words: dict[Gate, Callable[[], str]] = {
         Gate.SOURCE_ONLY: lambda: (
@@ -57,7 +66,10 @@ def phrase(gate: Gate, package: str, version: str, values: Mapping[str, str]) ->
         Gate.PLATFORM: lambda: f"has no {v['platform']} wheel (only {v['have']})",
         Gate.TORCH: lambda: f"requires torch{v['requires']}, not {v['torch']}",
         Gate.IMPORT: lambda: (
-            f"loads its kernels only with torch {torch_words(v['gate'])} (its own import "
+            f"loads its kernels with no released torch (its own import check, {v['grade']}), "
+            f"so not with {v['torch']}"
+            if v["gate"] == NEVER
+            else f"loads its kernels only with torch {torch_words(v['gate'])} (its own import "
             f"check, {v['grade']}), not {v['torch']}"
         ),
         Gate.PYTHON: lambda: f"requires Python {v['requires']}, not {v['python']}",
@@ -92,7 +104,26 @@ def phrase(gate: Gate, package: str, version: str, values: Mapping[str, str]) ->
             f"{v['ceiling']} ({v['grade']})"
         ),
     }
-    return f"{head} {words[gate]()}"
+    others = v.get("others")
+    tail = ""
+    if others:
+        rest = "its other release" if others == "1" else f"its {others} other releases"
+        by = v.get("by", "")
+        if by == f"{gate.value} ({others})":
+            tail = f"; the same gate ({gate.value}) holds back {rest} with wheels"
+        else:
+            tail = f"; {rest} with wheels: gate {by}"
+    return f"{head} {words[gate]()}{tail}"
+
+
+def versions_words(versions: str, shown: int = 3) -> str:
+    """A long list of releases (newest first) in few words: the newest ``shown``, how many
+    more, and the oldest; the whole history listed one by one is unreadable in a hint."""
+    items = [x.strip() for x in versions.split(",") if x.strip()]
+    if len(items) <= shown + 1:
+        return ", ".join(items)
+    more = len(items) - shown - 1
+    return f"{', '.join(items[:shown])}, {more} more, down to {items[-1]}"
 
 
 def ceiling_words(ceiling: str, fallback: str, grade: str) -> str:

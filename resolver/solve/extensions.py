@@ -10,6 +10,7 @@ fits wins, and a rejected newer torch names the package that holds it back.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -90,6 +91,7 @@ def choose(
         return None, Misfit(Gate.NO_MATCH, name, "", (("spec", str(spec)),)), 0
     passed: list[str] = []
     best: tuple[int, Misfit | None] = (-1, None)
+    gates: list[tuple[str, Gate]] = []  # each release-with-wheels' gate, to sum up the others
     for ext in releases:
         if not ext.builds:
             miss = Misfit(Gate.SOURCE_ONLY, name, ext.version)
@@ -109,15 +111,28 @@ def choose(
             closest = max(closest, (stage, why_not), key=lambda b: b[0])
         if closest[1] is not None:
             gate, values = closest[1]
+            gates.append((ext.version, gate))
             miss = Misfit(gate, name, ext.version, tuple(values.items()))
             best = max(best, (closest[0], miss), key=lambda b: b[0])
     if best[0] == _TORCH and len(releases) > 1:
         built = [r for r in releases if r.builds]
-        values = {"versions": ", ".join(r.version for r in releases), "torch": rel.version}
+        values = {
+            "versions": ", ".join(r.version for r in releases),
+            "count": str(len(releases)),
+            "torch": rel.version,
+        }
         if built:
             values |= {"newest": built[0].version, "newest_torch": _torch_spec(built[0])}
         return None, Misfit(Gate.TORCH_HISTORY, name, "", tuple(values.items())), 2
-    return None, best[1], best[0]
+    closest_miss = best[1]
+    others = [g for v, g in gates if closest_miss is None or v != closest_miss.version]
+    if closest_miss is not None and others:
+        # the closest release is named; the rest of the history is summed up by gate
+        counts = Counter(g.value for g in others)
+        said = ", ".join(f"{g} ({n})" for g, n in counts.most_common())
+        extra = (("others", str(len(others))), ("by", said))
+        closest_miss = closest_miss._replace(values=(*closest_miss.values, *extra))
+    return None, closest_miss, best[0]
 
 
 def _loader_pick(builds: tuple[ExtBuild, ...], var: Variant, platform: str) -> ExtBuild | None:
