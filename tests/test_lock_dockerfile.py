@@ -16,7 +16,7 @@ from conftest import scrubbed_env
 
 from resolver.catalog import shipped_data_dir
 from resolver.standalone import startup
-from resolver.writers import lockfiles
+from resolver.writers import lockformats
 
 A100 = ("--driver", "535.104.05", "--gpu", "8.0")
 
@@ -77,11 +77,11 @@ def test_needs_a_linux_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_all_is_every_format() -> None:
-    assert lockfiles.DOCKERFILE in lockfiles.file_names(["all"])
-    assert lockfiles.file_names(["all"]) == lockfiles.file_names(lockfiles.FORMATS)
-    assert lockfiles.file_names(["dockerfile"]) == (
-        lockfiles.REQUIREMENTS,
-        lockfiles.DOCKERFILE,
+    assert "Dockerfile" in lockformats.file_names(["all"])
+    assert lockformats.file_names(["all"]) == lockformats.file_names(lockformats.names())
+    assert lockformats.file_names(["dockerfile"]) == (
+        "requirements.txt",
+        "Dockerfile",
         "gpuresolve-check.py",
         "gpuresolve-probe.py",
     )

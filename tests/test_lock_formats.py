@@ -445,11 +445,13 @@ def test_team_pylock_reads_back_per_platform(
 
 
 def test_every_format_of_the_vocabulary_names_its_files() -> None:
-    """One table of formats: every word of LockFormat has its files, in the vocabulary's order,
-    and each file is named by the first format that writes it."""
+    """One registry of formats: every word of LockFormat is a format, in the vocabulary's order,
+    and each file is named by the format that writes it."""
     from resolver.core.vocab import LockFormat, words
-    from resolver.writers import lockfiles
+    from resolver.writers import lockformats
 
-    assert tuple(lockfiles._FILES) == words(LockFormat) == lockfiles.FORMATS
-    assert lockfiles.FORMAT_OF["requirements.txt"] == "requirements"  # not the Dockerfile's
-    assert lockfiles.file_names(["all"]) == lockfiles._ORDER
+    assert lockformats.names() == words(LockFormat)
+    assert lockformats.owner("requirements.txt") == "requirements"  # not the Dockerfile's
+    every = lockformats.file_names(["all"])
+    assert every == tuple(n for f in lockformats.FORMATS for n in f.files)
+    assert len(set(every)) == len(every)  # a file is one format's

@@ -22,7 +22,8 @@ from resolver.solve import Request, Target, TargetGpu, solve
 from resolver.solve.conda import solve_conda_forge, virtual_packages
 from resolver.solve.inputs import build_request
 from resolver.writers import outputs
-from resolver.writers.lockfiles import LockOptions, file_names, render_files
+from resolver.writers.lockfiles import LockOptions, render_files
+from resolver.writers.lockformats import file_names
 
 REQ = build_request(torch=None, with_=["torchvision"], cuda=None, policy="compat")
 

@@ -21,7 +21,7 @@ from resolver.commands.config import no_config, standard_options
 from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.commands.lock_output import say_single, say_unmet, write_or_check
 from resolver.commands.lock_team import IMAGE_OPTION, lock_team, refuse_team_flags
-from resolver.commands.params import SafePath, check_channel, check_url
+from resolver.commands.params import FormatChoice, SafePath, check_channel, check_url
 from resolver.commands.ui import echo, level, step
 from resolver.core.errors import UserError, shown
 from resolver.core.vocab import CondaSource, words
@@ -34,7 +34,7 @@ from resolver.flows.lock import (
 )
 from resolver.flows.output import OutputFolder
 from resolver.writers import lockfiles
-from resolver.writers.recorded import FORMAT_CHOICES, FileOptions
+from resolver.writers.recorded import FileOptions
 
 _GLIBC_RE = re.compile(r"^2\.[0-9]{1,3}$")
 CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
@@ -47,7 +47,7 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 @click.option(
     "--format",
     "formats",
-    type=click.Choice(FORMAT_CHOICES),
+    type=FormatChoice(),
     multiple=True,
     default=("requirements",),
     show_default=True,

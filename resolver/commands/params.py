@@ -13,6 +13,7 @@ from resolver.core.errors import unsafe_char
 
 __all__ = [
     "SAFE_TEXT",
+    "FormatChoice",
     "SafePath",
     "SafeText",
     "Seconds",
@@ -20,6 +21,24 @@ __all__ = [
     "check_url",
     "lazy_complete",
 ]
+
+
+class FormatChoice(click.Choice[str]):
+    """--format's choices: the registered lock formats and ``all`` (writers/lockformats.py),
+    read when Click asks, so that a format registered is a choice without naming it here."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from resolver.writers import lockformats
+
+        return lockformats.choices()
+
+    @choices.setter
+    def choices(self, value: object) -> None:
+        """Click's constructor sets them: the registry's are read instead."""
 
 
 def lazy_complete(name: str) -> Callable[[click.Context, click.Parameter, str], list[Any]]:

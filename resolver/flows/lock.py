@@ -14,7 +14,7 @@ from resolver.flows.output import OutputFolder
 from resolver.host.pipconfig import PipIndex
 from resolver.solve import Decision, Request, Target, solve
 from resolver.solve.conda import solve_conda_forge
-from resolver.writers import lockfiles
+from resolver.writers import lockfiles, lockformats
 from resolver.writers.recorded import FileOptions, LockInputs
 
 __all__ = [
@@ -85,7 +85,7 @@ def single_files(
 ) -> dict[str, str]:
     """The files of one machine's lock, recording ``record``; a file it edits in place (the
     user's pyproject.toml) is read from the folder first."""
-    edited = [n for n in options.files if n in lockfiles.UPDATED_IN_PLACE]
+    edited = [n for n in options.files if n in lockformats.in_place()]
     existing = folder.existing(edited, MAX_PROJECT_BYTES)
     return lockfiles.render_files(
         catalog, single.lock_input, options, inputs=record, existing=existing

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from resolver.core.errors import UserError
 from resolver.writers import check as lockcheck
-from resolver.writers import lockfiles, manifest, outputs, recorded
+from resolver.writers import lockfiles, lockformats, manifest, outputs, recorded
 
 if TYPE_CHECKING:
     from resolver.core.documents.decision import CheckedFileJson, FileJson
@@ -31,14 +31,14 @@ __all__ = ["Checked", "FileStatus", "OutputFolder", "Replaced", "format_of", "ow
 def owned_names() -> tuple[str, ...]:
     """The file names a team lock owns and may remove: every format's files but those it edits
     in place (a user's pyproject.toml), and report.md."""
-    names = lockfiles.file_names(lockfiles.FORMATS)
-    return (*(n for n in names if n not in lockfiles.UPDATED_IN_PLACE), "report.md")
+    names = lockformats.file_names()
+    return (*(n for n in names if n not in lockformats.in_place()), "report.md")
 
 
 def format_of(name: str) -> str:
     """The format a written file belongs to, as `--json` names it."""
     base = name.rsplit("/", 1)[-1]
-    return lockfiles.FORMAT_OF.get(base, "report" if base == "report.md" else "other")
+    return lockformats.owner(base) or ("report" if base == "report.md" else "other")
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class OutputFolder:
         """The inputs recorded in the first of the folder's lock files that has them (where,
         inputs; a damaged record is one line); only the first ``_MAX_HEAD`` bytes of each are
         read."""
-        for name in lockfiles.file_names(lockfiles.FORMATS):
+        for name in lockformats.file_names():
             try:
                 head = outputs.read_head(self.directory, name, _MAX_HEAD)
                 if head is None:
@@ -128,9 +128,9 @@ class OutputFolder:
     def has_lock_files(self) -> bool:
         """Whether the folder holds a file `gpuresolve lock` writes (a uv project's
         pyproject.toml counts only with gpuresolve's table in it)."""
-        for name in lockfiles.file_names(lockfiles.FORMATS):
+        for name in lockformats.file_names():
             path = self.directory / name
-            if name not in lockfiles.UPDATED_IN_PLACE and (path.exists() or path.is_symlink()):
+            if name not in lockformats.in_place() and (path.exists() or path.is_symlink()):
                 return True  # whatever it is: reading it says what is wrong with it
         return self.recorded_inputs() is not None  # a uv project with [tool.gpuresolve]
 
@@ -174,13 +174,14 @@ class OutputFolder:
         files: Mapping[str, str],
         spec: str | None,
         ours: Iterable[str],
-        not_ours: Iterable[str] = lockfiles.UPDATED_IN_PLACE,
+        not_ours: Iterable[str] | None = None,
     ) -> Replaced:
         """A team lock's files in place of the last one's: ``files`` written (all or nothing),
         then the stale files provably ours (``ours``: the names gpuresolve owns; recorded for
         ``spec``) removed, then the manifest of what is there now, last. ``not_ours``: files
         of the user's that a format edits (a pyproject.toml), never recorded for removal."""
         ours = tuple(ours)
+        not_ours = lockformats.in_place() if not_ours is None else not_ours
         recorded = manifest.recorded(self.directory)  # read before anything changes
         stale = self.stale(files, spec, ours)
         written = self.write(files)

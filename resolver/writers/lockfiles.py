@@ -8,84 +8,33 @@ atomically or diffs them (``--check``). A fleet calls ``render_files`` once per 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
-from resolver.core.platforms import PythonVersion
-from resolver.core.vocab import CondaSource, LockFormat, words
+from resolver.core.vocab import CondaSource, LockFormat
 from resolver.solve import Decision, Target
-from resolver.solve.conda import virtual_packages
 from resolver.solve.extensions import requirement_line
-from resolver.standalone.startup import CHECK_NAME, PROBE_NAME
-from resolver.writers import recorded
+from resolver.writers import lockformats, recorded
 from resolver.writers.closure.conda_solve import CondaRecord
 from resolver.writers.closure.pip_resolve import ResolvedDist
-from resolver.writers.formats.conda_lock import LockedPlatform, content_hashes, render_conda_lock
-from resolver.writers.formats.environment import CONDA_SOURCES, conda_env, render_environment
-from resolver.writers.formats.header import header_lines
-from resolver.writers.formats.requirements import index_lines, pins, render_requirements
-from resolver.writers.formats.virtual_packages import explain, render_virtual_packages
+from resolver.writers.formats import requirements
+from resolver.writers.formats.environment import CONDA_SOURCES
+from resolver.writers.formats.requirements import index_lines
+from resolver.writers.formats.unit import (
+    CondaSolver,
+    LockFormatUnit,
+    Options,
+    PipResolver,
+    RenderContext,
+)
 from resolver.writers.outputs import diff_files, write_files
 
-__all__ = [
-    "FORMATS",
-    "LockInput",
-    "LockOptions",
-    "diff_files",
-    "file_names",
-    "render_files",
-    "write_files",
-]
+__all__ = ["LockInput", "LockOptions", "diff_files", "render_files", "write_files"]
 
-FORMATS = words(LockFormat)
-REQUIREMENTS, ENVIRONMENT, VIRTUAL, CONDA_LOCK, PYLOCK, PYPROJECT = (
-    "requirements.txt",
-    "environment.yml",
-    "virtual-packages.yml",
-    "conda-lock.yml",
-    "pylock.toml",
-    "pyproject.toml",
-)
-DOCKERFILE = "Dockerfile"
-STARTUP_CHECK, STARTUP_PROBE = CHECK_NAME, PROBE_NAME  # the Dockerfile's start-up check
-# Each format and the files it writes, in the order they are written: the one table of formats
-# (the file order, and the format a file is named by in a message, follow from it).
-_FILES: dict[str, tuple[str, ...]] = {
-    LockFormat.REQUIREMENTS: (REQUIREMENTS,),
-    LockFormat.CONDA: (ENVIRONMENT, VIRTUAL),
-    # the lock, and the inputs it came from
-    LockFormat.CONDA_LOCK: (ENVIRONMENT, VIRTUAL, CONDA_LOCK),
-    LockFormat.PYLOCK: (PYLOCK,),
-    LockFormat.UV: (PYPROJECT,),
-    # the Dockerfile installs requirements.txt; its start-up check runs the probe with the image's
-    # own Python
-    LockFormat.DOCKERFILE: (REQUIREMENTS, DOCKERFILE, STARTUP_CHECK, STARTUP_PROBE),
-}
-_ORDER = tuple(dict.fromkeys(name for names in _FILES.values() for name in names))
-FORMAT_OF = {name: next(f for f, names in _FILES.items() if name in names) for name in _ORDER}
-# Files edited in place (the user's own file): never removed; their inputs are recorded in
-# their own table ([tool.gpuresolve]), not in a comment line.
-UPDATED_IN_PLACE = frozenset({PYPROJECT})
-
-# (requirements, index lines, target, glibc) -> the resolved closure with hashes
-PipResolver = Callable[[Sequence[str], Sequence[str], Target, str | None], list[ResolvedDist]]
-# (channels, specs, conda subdir, virtual packages) -> the solved records
-CondaSolver = Callable[[Sequence[str], Sequence[str], str, Mapping[str, str]], list[CondaRecord]]
-
-
-def file_names(formats: Iterable[str]) -> tuple[str, ...]:
-    """The files the formats write, in a stable order ("all" is every format)."""
-    wanted = set(formats)
-    if "all" in wanted:
-        wanted = (wanted - {"all"}) | set(FORMATS)
-    unknown = wanted - set(FORMATS)
-    if unknown:
-        raise ValueError(f"unknown format(s) {', '.join(sorted(unknown))}")
-    names = {n for f in wanted for n in _FILES[f]}
-    return tuple(n for n in _ORDER if n in names)
+REQUIREMENTS = requirements.NAME  # --hashes pins it
 
 
 @dataclass(frozen=True)
@@ -105,9 +54,9 @@ class LockOptions:
     every: bool = False
 
     def __post_init__(self) -> None:
-        file_names(self.formats)  # validates
+        lockformats.expand(self.formats)  # validates
         if "all" in self.formats:
-            object.__setattr__(self, "formats", frozenset(FORMATS))
+            object.__setattr__(self, "formats", frozenset(lockformats.names()))
             object.__setattr__(self, "every", True)
         if self.top_level and self.hashes:
             raise ValueError("top-level pins carry no hashes: hashes need the whole closure")
@@ -121,19 +70,18 @@ class LockOptions:
 
     @property
     def files(self) -> tuple[str, ...]:
-        return file_names(self.formats)
+        return lockformats.file_names(self.formats)
 
     @property
     def needs_wheels(self) -> bool:
         """Whether a file is made from the PyTorch-index decision."""
-        wheel_files = {REQUIREMENTS, PYLOCK, PYPROJECT}
-        return bool(wheel_files & set(self.files)) or (
-            self.needs_conda and self.conda_source == CondaSource.PIP
-        )
+        wheels = any(f.needs_wheels for f in lockformats.expand(self.formats))
+        return wheels or (self.needs_conda and self.conda_source == CondaSource.PIP)
 
     @property
     def needs_conda(self) -> bool:
-        return ENVIRONMENT in self.files
+        """Whether a file is made from a conda environment's decision."""
+        return any(f.needs_conda for f in lockformats.expand(self.formats))
 
 
 @dataclass(frozen=True)
@@ -197,33 +145,31 @@ def _default_conda(
 
 
 @contextmanager
-def making(name: str, options: LockOptions) -> Iterator[None]:
+def making(name: str, options: Options) -> Iterator[None]:
     """A file that needs an index or a channel it cannot read: one line naming the file, its
     format, and what to do given the options passed (nothing is written: files are rendered
     before any is)."""
     try:
         yield
     except UserError as exc:
-        asked = FORMAT_OF[name]
-        if asked not in options.formats and name == REQUIREMENTS:  # the Dockerfile's
-            asked = LockFormat.DOCKERFILE
+        fmt = lockformats.get(lockformats.owner(name) or "")
+        asked = fmt.name
+        if asked not in options.formats:  # the file of a format another one uses
+            chosen = lockformats.expand(options.formats)
+            asked = next((f.name for f in chosen if fmt.name in f.uses), asked)
         said = str(exc) if str(exc).startswith(name) else f"{name} (--format {asked}): {exc}"
-        raise UserError(f"{said}; {_advice(name, options)}") from None
+        raise UserError(f"{said}; {_advice(fmt, name, options)}") from None
 
 
-def _advice(name: str, options: LockOptions) -> str:
-    mirror = "--pytorch-index and --default-index name a reachable mirror"
+def _advice(fmt: LockFormatUnit, name: str, options: Options) -> str:
     drop = (
         "ask for the formats you need instead of all"
         if options.every
-        else (f"leave out --format {FORMAT_OF[name]}")
+        else (f"leave out --format {fmt.name}")
     )
-    if name == REQUIREMENTS:
-        return f"--top-level pins only what was asked, with no index to reach; or {mirror}"
-    if name == CONDA_LOCK:
-        return f"or {drop}"  # the channel's own message names --channel
     given = " (a top-level lock pins requirements.txt alone)" if options.top_level else ""
-    return f"{name} always pins the whole closure{given}: {mirror}; or {drop}"
+    mirror = "--pytorch-index and --default-index name a reachable mirror"
+    return fmt.advice.format(name=name, mirror=mirror, drop=drop, given=given)
 
 
 def render_files(
@@ -238,185 +184,30 @@ def render_files(
 ) -> dict[str, str]:
     """``{file name: text}`` for the target, in a stable order; deterministic for fixed inputs.
 
-    Every file records its inputs (``recorded.stamp``): ``inputs`` (the request and options as
-    given, for `lock --check` to re-resolve) with the target and the database's version.
-    ``existing``: the current text of files edited in place (the user's pyproject.toml).
-    Raises ValueError when a decision the files need selected nothing (check ``lock.unmet``).
+    Each format asked for (and each it uses) renders its files, in the registry's order
+    (writers/lockformats.py). Every file records its inputs (``recorded.stamp``): ``inputs``
+    (the request and options as given, for `lock --check` to re-resolve) with the target and
+    the database's version. ``existing``: the current text of files edited in place (the
+    user's pyproject.toml). Raises ValueError when a decision the files need selected nothing
+    (check ``lock.unmet``).
     """
-    pip_run = pip_resolver or _default_pip
-    conda_run = conda_solver or _default_conda
-    closures: dict[tuple[tuple[str, ...], tuple[str, ...]], list[ResolvedDist]] = {}
-
-    def closure(reqs: Sequence[str], index: Sequence[str], target: Target) -> list[ResolvedDist]:
-        key = (tuple(reqs), tuple(index))
-        if key not in closures:
-            closures[key] = pip_run(reqs, index, target, lock.glibc)
-        return closures[key]
-
-    files: dict[str, str] = {}
-    names = options.files
-    decision = lock.decision
-    if REQUIREMENTS in names:
-        cand = decision.selection
-        if cand is None:
-            raise ValueError("no build selected: nothing to lock")
-        whole = None
-        if not options.top_level:
-            extra = options.extra_requirements
-            index = index_lines(
-                catalog, cand, options.pytorch_index, bool(extra), options.default_index
-            )
-            with making(REQUIREMENTS, options):
-                whole = closure([*pins(cand), *extra], index, decision.target)
-        files[REQUIREMENTS] = render_requirements(
-            catalog,
-            decision,
-            options.pytorch_index,
-            whole,
-            options.extra_requirements,
-            options.default_index,
-            hashes=options.with_hashes,
-        )
-    if PYLOCK in names:
-        with making(PYLOCK, options):
-            files[PYLOCK] = render_pylock_file(catalog, decision, options, closure)
-    if PYPROJECT in names:
-        files[PYPROJECT] = render_uv_project(
-            catalog, [decision], options, (existing or {}).get(PYPROJECT)
-        )
-    if options.needs_conda:
-        forge = options.conda_source == CondaSource.CONDA_FORGE
-        env_decision = lock.conda_decision if forge else decision
-        if env_decision is None or env_decision.selection is None:
-            raise ValueError("no conda build selected: nothing to lock")
-        env = conda_env(
-            catalog,
-            env_decision,
-            source=options.conda_source,
-            channel=options.channel,
-            pytorch_index=options.pytorch_index,
-            name=options.name,
-            extra_requirements=options.extra_requirements,
-            default_index=options.default_index,
-        )
-        target = env_decision.target
-        vp = virtual_packages(catalog, target, env_decision.selection.variant.cuda, lock.glibc)
-        notes = explain(target, vp, lock.glibc)
-        files[ENVIRONMENT] = render_environment(catalog, env)
-        files[VIRTUAL] = render_virtual_packages(catalog, env_decision, [(env.platform, vp, notes)])
-        if CONDA_LOCK in names:
-            hashes = content_hashes(files[ENVIRONMENT], files[VIRTUAL])  # before the slow solve
-            channels = [c for c in env.channels if c != "nodefaults"]
-            with making(CONDA_LOCK, options):
-                records = conda_run(channels, env.specs, env.platform, vp)
-                pip = closure(env.pip, env.pip_index, target) if env.pip else []
-            if pip and pip_resolver is None:  # uv's closure: the specifiers from the metadata
-                from resolver.writers.closure.dist_metadata import with_requires
-
-                pip = with_requires(pip, target)
-            header = header_lines(
-                catalog,
-                env_decision,
-                [f"solved for {env.platform} with the virtual packages of virtual-packages.yml"],
-            )
-            locked = [LockedPlatform(env, vp, records, pip)]
-            files[CONDA_LOCK] = render_conda_lock(header, locked, hashes)
-    if DOCKERFILE in names and (decision.target.platform.os == "linux" or not options.every):
-        from resolver.db import imagesdata
-        from resolver.images import facts as image_facts
-        from resolver.writers.formats.dockerfile import probe_files, render_dockerfile
-
-        facts = image_facts.from_raw(*imagesdata.read(catalog.origin))
-        files[DOCKERFILE] = render_dockerfile(catalog, decision, facts)
-        files.update(probe_files())
+    ctx = RenderContext(
+        catalog,
+        lock,
+        options,
+        pip_resolver or _default_pip,
+        conda_solver or _default_conda,
+        pip_resolver is not None,
+        existing or {},
+        making,
+    )
+    for fmt in lockformats.expand(options.formats):
+        ctx.files.update(fmt.render(ctx))
     made = replace(
         inputs or recorded.LockInputs(),
-        target=decision.target,
+        target=lock.decision.target,
         glibc=lock.glibc,
         database=catalog.updated,
     )
     record = made.to_json()
-    return {n: recorded.stamp(n, files[n], record) for n in _ORDER if n in files}
-
-
-def pylock_closure(
-    catalog: Catalog,
-    decision: Decision,
-    options: LockOptions,
-    closure: Callable[[Sequence[str], Sequence[str], Target], list[ResolvedDist]] | None = None,
-    glibc: str | None = None,
-) -> list[ResolvedDist]:
-    """The decision's whole closure for its target (the torch set and the extra packages)."""
-    cand = decision.selection
-    if cand is None:
-        raise ValueError("no build selected: nothing to lock")
-    extra = options.extra_requirements
-    index = index_lines(catalog, cand, options.pytorch_index, bool(extra), options.default_index)
-    if closure is None:
-        return _default_pip([*pins(cand), *extra], index, decision.target, glibc)
-    return closure([*pins(cand), *extra], index, decision.target)
-
-
-def render_fleet_pylock(
-    catalog: Catalog, decisions: Sequence[Decision], options: LockOptions, header: Sequence[str]
-) -> str:
-    """One pylock.toml for several platforms: packages carry their platforms' markers."""
-    from resolver.writers.formats.pylock import fleet_document, render_pylock
-
-    with making(PYLOCK, options):
-        closures = [
-            (d.target.platform, d.target.python, pylock_closure(catalog, d, options))
-            for d in decisions
-        ]
-    return render_pylock(header, fleet_document(closures))
-
-
-def render_pylock_file(
-    catalog: Catalog,
-    decision: Decision,
-    options: LockOptions,
-    closure: Callable[[Sequence[str], Sequence[str], Target], list[ResolvedDist]],
-) -> str:
-    """pylock.toml for the decision's target: the resolved closure (needs the index)."""
-    from resolver.writers.formats.pylock import document, render_pylock
-
-    dists = pylock_closure(catalog, decision, options, closure)
-    target = decision.target
-    header = header_lines(
-        catalog,
-        decision,
-        [
-            f"for {target.platform} and Python {target.python} only: other machines need their own",
-            "install: uv pip install -r pylock.toml (PEP 751; every wheel checked by its sha256)",
-        ],
-    )
-    return render_pylock(header, document(target.platform, target.python, dists))
-
-
-def render_uv_project(
-    catalog: Catalog,
-    decisions: Sequence[Decision],
-    options: LockOptions,
-    existing: str | None,
-) -> str:
-    """pyproject.toml with the torch set of every decision (one per platform, with markers)."""
-    from resolver.writers.formats.uvproject import PlatformSet, render_pyproject
-
-    sets: list[PlatformSet] = []
-    for decision in decisions:
-        cand = decision.selection
-        if cand is None:
-            raise ValueError("no build selected: nothing to lock")
-        tagged = any("+" in version for _, version in cand.packages)
-        url = catalog.index_url(cand.variant.name, options.pytorch_index) if tagged else None
-        sets.append(
-            PlatformSet(decision.target.platform, tuple(cand.packages), cand.variant.name, url)
-        )
-    python = decisions[0].target.python if decisions else PythonVersion(3, 12)
-    return render_pyproject(
-        existing,
-        sets,
-        name=options.name or "environment",
-        python=python,
-        extra_requirements=options.extra_requirements,
-    )
+    return {n: recorded.stamp(n, text, record) for n, text in ctx.files.items()}

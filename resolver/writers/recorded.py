@@ -296,7 +296,6 @@ def lock_group(path: str | Path) -> str | None:
 
 # --- the lock's inputs: one model, one JSON form ---------------------------------------------
 
-FORMAT_CHOICES = (*words(LockFormat), "all")
 # a request's fields as the options name them -> a team record's keys (the spec's words)
 _TEAM_REQUEST = {"torch_spec": "torch", "with_": "with", "pip": "pip", "evidence": "evidence"}
 _FLAGS = {
@@ -457,7 +456,6 @@ _CHOICES = {
     "driver_policy": words(DriverPolicy),
     "evidence": words(EvidenceLevel),
     "conda_source": words(CondaSource),
-    "formats": FORMAT_CHOICES,
 }
 
 
@@ -490,6 +488,10 @@ def _checked(where: str, name: str, value: Any) -> Any:
     ):
         raise refuse()
     choices = _CHOICES.get(name)
+    if name == "formats":  # the registered formats, read when asked
+        from resolver.writers import lockformats
+
+        choices = lockformats.choices()
     for v in items:
         if choices is not None and v not in choices:
             raise refuse(f"{v!r} is not one of {', '.join(map(repr, choices))}")

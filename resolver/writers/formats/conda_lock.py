@@ -16,11 +16,21 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from resolver.core.errors import UserError
+from resolver.core.vocab import LockFormat
 from resolver.writers.closure.conda_solve import INSTALL_HINT, CondaRecord
 from resolver.writers.closure.pip_resolve import ResolvedDist
+from resolver.writers.formats import environment
 from resolver.writers.formats.environment import CondaEnv
+from resolver.writers.formats.header import header_lines
+from resolver.writers.formats.unit import LockFormatUnit
+
+if TYPE_CHECKING:
+    from resolver.writers.formats.unit import RenderContext
+
+NAME = "conda-lock.yml"
 
 
 @dataclass(frozen=True)
@@ -152,3 +162,35 @@ def render_conda_lock(
         "# install: conda-lock install --name ENV conda-lock.yml",
     ]
     return "\n".join(lines) + "\n" + body
+
+
+def render(ctx: RenderContext) -> Mapping[str, str]:
+    """conda-lock.yml: the environment solved by conda (and its pip section by the resolver)."""
+    conda = environment.conda_inputs(ctx)
+    env, target = conda.env, conda.decision.target
+    # before the slow solve
+    hashes = content_hashes(ctx.files[environment.NAME], ctx.files[environment.VIRTUAL])
+    channels = [c for c in env.channels if c != "nodefaults"]
+    with ctx.reaching(NAME):
+        records = ctx.conda_run(channels, env.specs, env.platform, conda.virtual)
+        pip = ctx.closure(env.pip, env.pip_index, target) if env.pip else []
+    if pip and not ctx.custom_pip:  # uv's closure: the specifiers from the metadata
+        from resolver.writers.closure.dist_metadata import with_requires
+
+        pip = with_requires(pip, target)
+    header = header_lines(
+        ctx.catalog,
+        conda.decision,
+        [f"solved for {env.platform} with the virtual packages of virtual-packages.yml"],
+    )
+    locked = [LockedPlatform(env, conda.virtual, records, pip)]
+    return {NAME: render_conda_lock(header, locked, hashes)}
+
+
+FORMAT = LockFormatUnit(
+    LockFormat.CONDA_LOCK,
+    (NAME,),
+    render,
+    uses=(LockFormat.CONDA,),
+    advice="or {drop}",  # the channel's own message names --channel
+)

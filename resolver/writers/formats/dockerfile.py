@@ -11,14 +11,24 @@ index). The lines that add the check are marked and can be deleted.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 from resolver import __version__
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.platforms import Platform
+from resolver.core.vocab import LockFormat
 from resolver.images.facts import ImageFacts
 from resolver.solve import Decision
 from resolver.standalone.startup import CHECK_NAME, PROBE_NAME, SKIP_ENV
 from resolver.writers.formats.header import header_lines
+from resolver.writers.formats.unit import LockFormatUnit
+
+if TYPE_CHECKING:
+    from resolver.writers.formats.unit import RenderContext
+
+NAME = "Dockerfile"
 
 CHECK_DIR = "/opt/gpuresolve"
 REQUIREMENTS_PATH = f"{CHECK_DIR}/requirements.txt"
@@ -112,3 +122,25 @@ def render_dockerfile(catalog: Catalog, decision: Decision, facts: ImageFacts | 
         'CMD ["python"]',
     ]
     return "\n".join(lines) + "\n"
+
+
+def render(ctx: RenderContext) -> Mapping[str, str]:
+    """The Dockerfile and its start-up check; none for a non-Linux target under ``--format
+    all`` (containers run Linux)."""
+    decision = ctx.decision
+    if decision.target.platform.os != "linux" and ctx.options.every:
+        return {}
+    from resolver.db import imagesdata
+    from resolver.images import facts as image_facts
+
+    facts = image_facts.from_raw(*imagesdata.read(ctx.catalog.origin))
+    return {NAME: render_dockerfile(ctx.catalog, decision, facts), **probe_files()}
+
+
+# requirements.txt is what the image installs
+FORMAT = LockFormatUnit(
+    LockFormat.DOCKERFILE,
+    (NAME, CHECK_NAME, PROBE_NAME),
+    render,
+    uses=(LockFormat.REQUIREMENTS,),
+)

@@ -12,15 +12,23 @@ requirement and takes indexes from ``pip-repositories`` instead, so that line ca
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
-from resolver.core.vocab import CondaSource, words
+from resolver.core.vocab import CondaSource, LockFormat, words
 from resolver.solve import Decision
-from resolver.solve.conda import conda_forge_pins, python_specs
+from resolver.solve.conda import conda_forge_pins, python_specs, virtual_packages
 from resolver.writers.formats.header import header_lines
 from resolver.writers.formats.requirements import index_lines, pins
+from resolver.writers.formats.unit import LockFormatUnit
+from resolver.writers.formats.virtual_packages import explain, render_virtual_packages
+
+if TYPE_CHECKING:
+    from resolver.writers.formats.unit import RenderContext
+
+NAME, VIRTUAL = "environment.yml", "virtual-packages.yml"
 
 CONDA_SOURCES = words(CondaSource)
 PIP_INDEX_SELECTOR = "# [pip-index]"
@@ -146,3 +154,52 @@ def render_environment(catalog: Catalog, env: CondaEnv) -> str:
         lines.extend(f"      - {_scalar(line)}  {PIP_INDEX_SELECTOR}" for line in env.pip_index)
         lines.extend(f"      - {_scalar(p)}" for p in env.pip)
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class CondaInputs:
+    """The target's conda environment and virtual packages (environment.yml and
+    virtual-packages.yml say them, conda-lock.yml solves them)."""
+
+    decision: Decision
+    env: CondaEnv
+    virtual: Mapping[str, str]
+
+
+def conda_inputs(ctx: RenderContext) -> CondaInputs:
+    """The environment of the decision the conda source asks for (once per rendering)."""
+    if "conda" not in ctx.memo:
+        options, lock = ctx.options, ctx.lock
+        forge = options.conda_source == CondaSource.CONDA_FORGE
+        decision = lock.conda_decision if forge else lock.decision
+        if decision is None or decision.selection is None:
+            raise ValueError("no conda build selected: nothing to lock")
+        env = conda_env(
+            ctx.catalog,
+            decision,
+            source=options.conda_source,
+            channel=options.channel,
+            pytorch_index=options.pytorch_index,
+            name=options.name,
+            extra_requirements=options.extra_requirements,
+            default_index=options.default_index,
+        )
+        cuda = decision.selection.variant.cuda
+        vp = virtual_packages(ctx.catalog, decision.target, cuda, lock.glibc)
+        ctx.memo["conda"] = CondaInputs(decision, env, vp)
+    found: CondaInputs = ctx.memo["conda"]
+    return found
+
+
+def render(ctx: RenderContext) -> Mapping[str, str]:
+    """environment.yml and the virtual packages it was made for."""
+    conda = conda_inputs(ctx)
+    notes = explain(conda.decision.target, conda.virtual, ctx.lock.glibc)
+    platforms = [(conda.env.platform, conda.virtual, notes)]
+    return {
+        NAME: render_environment(ctx.catalog, conda.env),
+        VIRTUAL: render_virtual_packages(ctx.catalog, conda.decision, platforms),
+    }
+
+
+FORMAT = LockFormatUnit(LockFormat.CONDA, (NAME, VIRTUAL), render, needs_conda=True)

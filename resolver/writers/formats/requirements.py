@@ -3,12 +3,20 @@ default), or with ``--top-level`` only the pins asked for (not a lock: pip resol
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
+from resolver.core.vocab import LockFormat
 from resolver.solve import Candidate, Decision
 from resolver.writers.closure.pip_resolve import ResolvedDist
 from resolver.writers.formats.header import header_lines
+from resolver.writers.formats.unit import LockFormatUnit
+
+if TYPE_CHECKING:
+    from resolver.writers.formats.unit import RenderContext
+
+NAME = "requirements.txt"
 
 TOP_LEVEL_NOTE = (
     "top-level pins only (--top-level, or a spec's lock: top-level): NOT a full lock; the "
@@ -99,3 +107,38 @@ def render_requirements(
             lines.append(f"{dist.name}=={dist.version} \\")
             lines.append(f"    --hash=sha256:{dist.sha256}")
     return "\n".join(lines) + "\n"
+
+
+def render(ctx: RenderContext) -> Mapping[str, str]:
+    """requirements.txt: the closure resolved from the index (``--top-level``: the pins)."""
+    decision, options = ctx.decision, ctx.options
+    cand = decision.selection
+    if cand is None:
+        raise ValueError("no build selected: nothing to lock")
+    whole = None
+    if not options.top_level:
+        extra = options.extra_requirements
+        index = index_lines(
+            ctx.catalog, cand, options.pytorch_index, bool(extra), options.default_index
+        )
+        with ctx.reaching(NAME):
+            whole = ctx.closure([*pins(cand), *extra], index, decision.target)
+    text = render_requirements(
+        ctx.catalog,
+        decision,
+        options.pytorch_index,
+        whole,
+        options.extra_requirements,
+        options.default_index,
+        hashes=options.with_hashes,
+    )
+    return {NAME: text}
+
+
+FORMAT = LockFormatUnit(
+    LockFormat.REQUIREMENTS,
+    (NAME,),
+    render,
+    needs_wheels=True,
+    advice="--top-level pins only what was asked, with no index to reach; or {mirror}",
+)

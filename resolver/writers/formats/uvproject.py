@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -29,6 +29,13 @@ from packaging.utils import canonicalize_name
 from resolver.core import secrets
 from resolver.core.errors import UserError
 from resolver.core.platforms import Platform, PythonVersion
+from resolver.core.vocab import LockFormat
+from resolver.writers.formats.unit import LockFormatUnit, TeamWrite
+
+if TYPE_CHECKING:
+    from resolver.catalog import Catalog
+    from resolver.solve import Decision
+    from resolver.writers.formats.unit import Options, RenderContext, TeamContext
 
 NAME = "pyproject.toml"
 MANAGED = ("torch", "torchvision", "torchaudio")
@@ -359,3 +366,51 @@ def read_inputs(text: str) -> dict[str, Any] | None:
     except UserError:  # not one of ours: as if there were none
         return None
     return record if isinstance(record, dict) else None
+
+
+def render_project(
+    catalog: Catalog,
+    decisions: Sequence[Decision],
+    options: Options,
+    existing: str | None,
+) -> str:
+    """pyproject.toml with the torch set of every decision (one per platform, with markers)."""
+    sets: list[PlatformSet] = []
+    for decision in decisions:
+        cand = decision.selection
+        if cand is None:
+            raise ValueError("no build selected: nothing to lock")
+        tagged = any("+" in version for _, version in cand.packages)
+        url = catalog.index_url(cand.variant.name, options.pytorch_index) if tagged else None
+        sets.append(
+            PlatformSet(decision.target.platform, tuple(cand.packages), cand.variant.name, url)
+        )
+    python = decisions[0].target.python if decisions else PythonVersion(3, 12)
+    return render_pyproject(
+        existing,
+        sets,
+        name=options.name or "environment",
+        python=python,
+        extra_requirements=options.extra_requirements,
+    )
+
+
+def render(ctx: RenderContext) -> Mapping[str, str]:
+    """The user's pyproject.toml with the target's torch set (the file edited in place)."""
+    return {NAME: render_project(ctx.catalog, [ctx.decision], ctx.options, ctx.existing.get(NAME))}
+
+
+def render_team(team: TeamContext) -> str:
+    """One pyproject.toml for a group: its sets' torch builds by platform marker."""
+    return render_project(team.catalog, team.decisions, team.options, team.existing)
+
+
+FORMAT = LockFormatUnit(
+    LockFormat.UV,
+    (NAME,),
+    render,
+    needs_wheels=True,
+    in_place=True,
+    team=TeamWrite.PER_GROUP,
+    render_team=render_team,
+)
