@@ -184,12 +184,12 @@ def render_files(
 ) -> dict[str, str]:
     """``{file name: text}`` for the target, in a stable order; deterministic for fixed inputs.
 
-    Each format asked for (and each it uses) renders its files, in the registry's order
-    (writers/lockformats.py). Every file records its inputs (``recorded.stamp``): ``inputs``
-    (the request and options as given, for `lock --check` to re-resolve) with the target and
-    the database's version. ``existing``: the current text of files edited in place (the
-    user's pyproject.toml). Raises ValueError when a decision the files need selected nothing
-    (check ``lock.unmet``).
+    Each format asked for (and each it uses) renders its files (writers/lockformats.py); the
+    files come in the registry's order. Every file records its inputs (``recorded.stamp``):
+    ``inputs`` (the request and options as given, for `lock --check` to re-resolve) with the
+    target and the database's version. ``existing``: the current text of files edited in place
+    (the user's pyproject.toml). Raises ValueError when a decision the files need selected
+    nothing (check ``lock.unmet``).
     """
     ctx = RenderContext(
         catalog,
@@ -201,7 +201,10 @@ def render_files(
         existing or {},
         making,
     )
-    for fmt in lockformats.expand(options.formats):
+    chosen = lockformats.expand(options.formats)
+    # the files of the PyTorch-index decision first (the slow conda solve after them); a
+    # format's own order otherwise, so a format rendered after those whose files it uses
+    for fmt in sorted(chosen, key=lambda f: not f.needs_wheels):
         ctx.files.update(fmt.render(ctx))
     made = replace(
         inputs or recorded.LockInputs(),
@@ -210,4 +213,5 @@ def render_files(
         database=catalog.updated,
     )
     record = made.to_json()
-    return {n: recorded.stamp(n, text, record) for n, text in ctx.files.items()}
+    made_files = [n for f in chosen for n in f.files if n in ctx.files]  # in the registry's order
+    return {n: recorded.stamp(n, ctx.files[n], record) for n in made_files}
