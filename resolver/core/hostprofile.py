@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from resolver.core.errors import UserError, shown, unsafe_char
+from resolver.core.errors import UserError, shown
+from resolver.core.fields import Fields
 from resolver.core.platforms import PLATFORMS, PYTHON_RE
 from resolver.core.versions import Driver
 
@@ -153,14 +154,14 @@ class HostProfile:
         A hand-edited or foreign file raises ``ValueError`` naming the key, never an
         AttributeError deep inside the solver.
         """
-        doc = _Doc(data, "")
+        doc = Fields(data, "")
         platform = doc.need("platform")
         if platform not in PLATFORMS:
             raise ValueError(f"platform: expected one of {', '.join(PLATFORMS)}, got {platform!r}")
         python = doc.need("python", like="3.12", pattern=PYTHON_RE)
         gpus = []
         for i, item in enumerate(doc.items("gpus")):
-            g = _Doc(item, f"gpus[{i}]")
+            g = Fields(item, f"gpus[{i}]")
             index = g.integer("index")
             memory = g.integer("memory_mib")
             gpus.append(
@@ -174,14 +175,8 @@ class HostProfile:
                     sources=g.strings("sources"),
                 )
             )
-        wsl = data.get("wsl", False)
-        if not isinstance(wsl, bool):
-            raise ValueError(f"wsl: expected true or false, got {wsl!r}")
-        messages = doc.items("messages")
-        if not all(isinstance(m, str) for m in messages):
-            raise ValueError("messages: expected a list of strings")
-        for i, m in enumerate(messages):
-            _plain(m, f"messages[{i}]")
+        wsl = doc.flag("wsl")
+        messages = doc.texts("messages")
         return cls(
             platform=platform,
             python=python,
@@ -203,84 +198,6 @@ class HostProfile:
         )
 
 
-class _Doc:
-    """One JSON object of a profile, read key by key with a ``ValueError`` naming the key."""
-
-    def __init__(self, data: Any, where: str) -> None:
-        if not isinstance(data, dict):
-            what = f"{where}: expected an object" if where else "expected a JSON object"
-            raise ValueError(f"{what}, got {_kind(data)}")
-        self.data = data
-        self.where = where
-
-    def _key(self, key: str) -> str:
-        return f"{self.where}.{key}" if self.where else key
-
-    def text(
-        self, key: str, *, like: str | None = None, pattern: re.Pattern[str] | None = None
-    ) -> str | None:
-        value = self.data.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str) or (pattern is not None and not pattern.fullmatch(value)):
-            expected = f"expected a string like {like!r}" if like else "expected a string"
-            raise ValueError(f"{self._key(key)}: {expected}, got {shown(value)}")
-        return _plain(value, self._key(key))
-
-    def need(
-        self, key: str, *, like: str | None = None, pattern: re.Pattern[str] | None = None
-    ) -> str:
-        value = self.text(key, like=like, pattern=pattern)
-        if value is None:
-            raise ValueError(f"{self._key(key)}: missing")
-        return value
-
-    def integer(self, key: str) -> int | None:
-        value = self.data.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ValueError(f"{self._key(key)}: expected a whole number, got {value!r}")
-        return value
-
-    def items(self, key: str) -> list[Any]:
-        value = self.data.get(key)
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise ValueError(f"{self._key(key)}: expected a list, got {_kind(value)}")
-        return value
-
-    def strings(self, key: str) -> dict[str, str]:
-        value = self.data.get(key)
-        if value is None:
-            return {}
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            raise ValueError(f"{self._key(key)}: expected an object of strings")
-        for k, v in value.items():
-            _plain(k, self._key(key))
-            _plain(v, f"{self._key(key)}.{k}")
-        return dict(value)
-
-
-def _plain(value: str, key: str) -> str:
-    """A string of a host file, refused (ValueError naming the key) when it holds a control or
-    bidi character: it would reach the terminal and the lock files raw."""
-    ch = unsafe_char(value)
-    if ch is not None:
-        raise ValueError(f"{key}: holds the control or bidi character U+{ord(ch):04X}: refused")
-    return value
-
-
-def _kind(value: Any) -> str:
-    """A JSON value's kind, as the user wrote it."""
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string"}.get(
-        type(value), "a list" if isinstance(value, list) else "an object"
-    )
-
-
 def _driver(value: str | None) -> str | None:
     """A host file's driver in `Driver`'s one grammar (a lock records it; --check reads it)."""
     if value is None:
@@ -293,7 +210,7 @@ def _driver(value: str | None) -> str | None:
 
 
 def _lost(item: Any, i: int) -> LostGpu:
-    doc = _Doc(item, f"lost_gpus[{i}]")
+    doc = Fields(item, f"lost_gpus[{i}]")
     bus = doc.need("pci_bus_id")
     if bus != LOST_BUS_UNKNOWN:
         bus = doc.need("pci_bus_id", like="0000:17:00.0", pattern=PCI_BUS_ID_RE)
