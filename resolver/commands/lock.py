@@ -33,7 +33,7 @@ from resolver.flows.lock import (
     single_files,
 )
 from resolver.flows.output import OutputFolder
-from resolver.writers import lockfiles
+from resolver.writers import lockfiles, lockformats
 from resolver.writers.recorded import FileOptions
 
 _GLIBC_RE = re.compile(r"^2\.[0-9]{1,3}$")
@@ -51,10 +51,7 @@ CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
     multiple=True,
     default=("requirements",),
     show_default=True,
-    help="requirements: requirements.txt; conda: environment.yml + virtual-packages.yml; "
-    "conda-lock: those and conda-lock.yml (a real solve); pylock: pylock.toml (PEP 751); "
-    "uv: the torch set in pyproject.toml for uv; dockerfile: requirements.txt and a Dockerfile "
-    "that installs it; repeat, or all (every one; the Dockerfile for Linux targets).",
+    help=lockformats.help_text(),
 )
 @click.option(
     "-o",

@@ -43,6 +43,12 @@ def choices() -> tuple[str, ...]:
     return (*names(), ALL)
 
 
+def help_text() -> str:
+    """--format's help: each format and what it writes."""
+    each = "; ".join(f"{f.name}: {f.summary}" for f in FORMATS)
+    return f"{each}; repeat, or all (every one; the Dockerfile for Linux targets)."
+
+
 def get(name: str) -> LockFormatUnit:
     return next(f for f in FORMATS if f.name == name)
 

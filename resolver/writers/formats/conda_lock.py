@@ -193,4 +193,5 @@ FORMAT = LockFormatUnit(
     render,
     uses=(LockFormat.CONDA,),
     advice="or {drop}",  # the channel's own message names --channel
+    summary="those and conda-lock.yml (a real solve)",
 )

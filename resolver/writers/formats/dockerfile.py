@@ -143,4 +143,5 @@ FORMAT = LockFormatUnit(
     (NAME, CHECK_NAME, PROBE_NAME),
     render,
     uses=(LockFormat.REQUIREMENTS,),
+    summary="requirements.txt and a Dockerfile that installs it",
 )

@@ -202,4 +202,10 @@ def render(ctx: RenderContext) -> Mapping[str, str]:
     }
 
 
-FORMAT = LockFormatUnit(LockFormat.CONDA, (NAME, VIRTUAL), render, needs_conda=True)
+FORMAT = LockFormatUnit(
+    LockFormat.CONDA,
+    (NAME, VIRTUAL),
+    render,
+    needs_conda=True,
+    summary="environment.yml + virtual-packages.yml",
+)

@@ -204,4 +204,5 @@ FORMAT = LockFormatUnit(
     needs_closure=True,
     team=TeamWrite.MERGED,
     render_team=render_team,
+    summary="pylock.toml (PEP 751)",
 )

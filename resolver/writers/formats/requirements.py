@@ -141,4 +141,5 @@ FORMAT = LockFormatUnit(
     render,
     needs_wheels=True,
     advice="--top-level pins only what was asked, with no index to reach; or {mirror}",
+    summary="requirements.txt",
 )

@@ -101,6 +101,7 @@ class LockFormatUnit:
     render_team: Callable[[TeamContext], str] | None = None  # PER_GROUP/MERGED: the one file
     # what to do when its index or channel cannot be read: {name} {mirror} {drop} {given}
     advice: str = CLOSURE_ADVICE
+    summary: str = ""  # what it writes, as --format's help says it
 
 
 @dataclass

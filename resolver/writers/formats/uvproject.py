@@ -413,4 +413,5 @@ FORMAT = LockFormatUnit(
     in_place=True,
     team=TeamWrite.PER_GROUP,
     render_team=render_team,
+    summary="the torch set in pyproject.toml for uv",
 )
