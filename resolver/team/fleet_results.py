@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from resolver.core.errors import UserError, escaped, unsafe_char
+from resolver.core.fields import dig
 from resolver.io.bounded import open_regular
 
 MAX_RESULT_FILE = 256 << 20  # `kubectl logs` of a large Job: ~30 KB a node, 8,000 nodes
@@ -443,12 +444,6 @@ _TORCH_PIN = re.compile(
 )
 
 
-def _get(doc: Any, *keys: str) -> Any:
-    for key in keys:
-        doc = doc.get(key) if isinstance(doc, dict) else None
-    return doc
-
-
 def _gpus(gpus: Any) -> str:
     if type(gpus) is list and len(gpus) == 1 and type(gpus[0]) is dict:  # most nodes
         return _text(gpus[0].get("name"), 80) or "unknown GPU"
@@ -519,8 +514,8 @@ def _nccl_env(doc: Any) -> dict[str, str]:
     """The NCCL_* variables set in the first NCCL worker (verify records what changes NCCL)."""
     if doc is None:
         return _NO_ENV
-    ranks = _get(doc, "run", "ranks")
-    env = _get(ranks[0], "result", "env") if isinstance(ranks, list) and ranks else None
+    ranks = dig(doc, "run", "ranks")
+    env = dig(ranks[0], "result", "env") if isinstance(ranks, list) and ranks else None
     out: dict[str, str] = {}
     for key, value in (env if isinstance(env, dict) else {}).items():
         if isinstance(key, str) and key.startswith("NCCL_") and _NAME.fullmatch(key):
