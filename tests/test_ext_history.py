@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
@@ -499,3 +500,99 @@ def test_bitsandbytes_0_41_and_0_42_arch_lists_from_their_makefile() -> None:
         "11.8": ["BNB_BUILD_MAKE_0.41.x"],
         "12.1": ["BNB_BUILD_MAKE_0.41.x"],
     }
+
+
+def _requested(lines: dict[str, dict[str, str]], cuda: str) -> str | None:
+    """The TORCH_CUDA_ARCH_LIST recorded lines give the release step that builds for ``cuda``:
+    its own build arg, a pipeline env entry it names, else the Dockerfile's ARG default."""
+    pipeline = lines.get(".buildkite/release-pipeline.yaml", {})
+    steps = [t for t in pipeline.values() if f"CUDA_VERSION={cuda}." in t]
+    if not steps:
+        return None
+    (step,) = steps
+    own = re.search(r"torch_cuda_arch_list='([^']*)'", step)
+    if own:
+        return own.group(1)
+    named = re.search(r"torch_cuda_arch_list=\\?\"\$\{(\w+)\}", step)
+    if named:
+        (env,) = [t for t in pipeline.values() if t.startswith(f"{named.group(1)}:")]
+        return env.split('"')[1]
+    (arg,) = lines["docker/Dockerfile"].values()
+    return arg.split("'")[1]
+
+
+def test_vllm_arch_lists_follow_their_sdists_recorded_lines() -> None:
+    """Each recorded vllm release's arch list in ext_build_configs.yaml is what the lines read
+    from its own sdist give: CMake's CUDA_SUPPORTED_ARCHS intersected with the release build's
+    TORCH_CUDA_ARCH_LIST (+PTX dropped), for the CUDA its default wheel is built with; the
+    source cites the sdist's file name and sha256."""
+    configs = read_yaml(ROOT / "data" / "ext_build_configs.yaml")
+    excerpts = json.loads((FIXTURES / "vllm_sdist_excerpts.json").read_text(encoding="utf-8"))
+    entries = configs["packages"]["vllm"]
+    checked = 0
+    for version, rel in excerpts["releases"].items():
+        for plat, seen in rel["platforms"].items():
+            (entry,) = [
+                e for e in entries if e["versions"] == f"=={version}" and plat in e["platforms"]
+            ]
+            lines = seen["lines"]
+            supported = next(
+                t for t in lines["CMakeLists.txt"].values() if "CUDA_SUPPORTED_ARCHS" in t
+            )
+            want = set(parse_arch_list(supported.split('"')[1])[0])
+            asks = _requested(lines, seen["cuda"]) if seen["cuda"] else None
+            if asks is not None:  # the release pipeline's list, filtered by CMake
+                want &= set(parse_arch_list(asks)[0])
+            assert parse_arch_list(entry["arch_list"]) == (
+                sorted(want, key=lambda c: tuple(int(p) for p in c.split("."))),
+                [],
+            ), (version, plat)
+            cite = configs["sources"][entry["source"][0]]["cite"]
+            assert rel["sdist"] in cite and rel["sha256"] in cite
+            assert configs["sources"][entry["source"][0]]["kind"] == "build-config"
+            checked += 1
+    assert checked == 7
+    # 0.10.2's default wheel is its CUDA 12.9 build ('7.0 7.5 8.0 8.9 9.0+PTX'): no Blackwell
+    (x86,) = [
+        e for e in entries if e["versions"] == "==0.10.2" and "linux-x86_64" in e["platforms"]
+    ]
+    assert x86["arch_list"] == "7.0 7.5 8.0 8.9 9.0"
+    # releases with no sdist on the index (or no said nvcc) get no arch list: left out, not guessed
+    for version in ("0.2.1.post1", "0.3.2", "0.4.0", "0.15.0", "0.15.1"):
+        assert not [e for e in entries if e["versions"] == f"=={version}"]
+
+
+def test_merge_places_vllm_from_its_sdist_build_configuration() -> None:
+    """vllm 0.19.0's wheels carry no build record; the shipped configuration gives each
+    platform's arch list (SASS, no PTX) from its sdist, graded build-config."""
+    configs = read_yaml(ROOT / "data" / "ext_build_configs.yaml")
+    template: Any = {
+        "name": "vllm",
+        "releases": [
+            {
+                "version": "0.19.1",
+                "builds": [{"index": "default", "cuda_match": "default", "device_code": True}],
+            }
+        ],
+    }
+    wheels = []
+    for plat in ("linux-x86_64", "linux-aarch64"):
+        wheel = WheelFacts(plat, f"vllm-0.19.0-cp38-abi3-manylinux_2_31_{plat[6:]}.whl", None)
+        wheel.libraries = {"vllm/_C.abi3.so": LibFacts(12, True, True)}
+        wheel.torch = "==2.10.0"
+        wheels.append(wheel)
+    raw = _raw(template)
+    raw["gpus.yaml"]["architectures"] += [{"cc": c} for c in ("8.7", "10.0", "12.0")]
+    hist = History(releases=[HistRelease("vllm", "0.19.0", "default", "2026-04-03", True, wheels)])
+    assert merge_history(raw, hist, "2026-12-02", Summary(), configs) == {"vllm": 1}
+    rel = next(r for r in template["releases"] if r["version"] == "0.19.0")
+    (build,) = rel["builds"]
+    assert build["cudart"] == 12 and build["torch"] == "==2.10.0"
+    assert build["platforms"]["linux-x86_64"] == {
+        "sass": ["7.0", "7.5", "8.0", "8.9", "9.0", "10.0", "12.0"],
+        "ptx": [],
+        "source": ["VLLM_SDIST_0.19.0"],
+    }
+    assert build["platforms"]["linux-aarch64"]["sass"] == ["8.7", "8.9", "9.0", "10.0", "12.0"]
+    sources = raw["extensions.yaml"]["sources"]
+    assert sources["VLLM_SDIST_0.19.0"]["kind"] == "build-config"
