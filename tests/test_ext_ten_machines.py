@@ -162,8 +162,10 @@ def cases() -> list[Any]:
         "torch",
     )
     case("rtxpro6000", "--with xformers", {"torch": "2.11.0+cu128", "xformers": "0.0.35"}, "")
-    # GH200 (linux-aarch64): no release of xformers, flash-attn or vllm 0.16.0 has an aarch64
-    # wheel (the files of each release, observed)
+    # GH200 (linux-aarch64): no release of xformers or flash-attn has an aarch64 wheel (the
+    # files of each release, observed); vllm 0.16.0 has one (sm_90 from its sdist's release
+    # pipeline, build-config), but its libraries need libcudart.so.12 and the torch 2.9.1 the
+    # solver pairs it with here is cu130 (the default index's aarch64 torch 2.9.1 is CPU only)
     case(
         "gh200",
         "--with xformers",
@@ -181,8 +183,9 @@ def cases() -> list[Any]:
     case(
         "gh200",
         "--with vllm==0.16.0",
-        "vllm cannot run on this target: vllm 0.16.0 has no linux-aarch64 wheel",
-        "platform",
+        "vllm cannot run on this target: vllm 0.16.0 its libraries need libcudart.so.12 (CUDA "
+        "12), which a cu130 torch build does not bring",
+        "cudart",
     )
     # a pinned torch gets the release built for it: torchao 0.16.0's import gate is ==2.10.0
     # (0.17/0.18: >=2.11.0); vllm 0.19.1 requires torch ==2.10.0
