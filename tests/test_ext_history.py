@@ -11,8 +11,8 @@ reader that asked for more than it did fails here.
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
-import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
@@ -44,6 +44,7 @@ from resolver.io.http import Client
 from resolver.wheels.elfhead import code_start, parse_head
 
 ROOT = Path(__file__).resolve().parent.parent
+TOOL = ROOT / "tools" / "vllm_sdist_archs.py"
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ext_history"
 PAGES = json.loads((FIXTURES / "pages.json").read_text(encoding="utf-8"))
@@ -502,54 +503,42 @@ def test_bitsandbytes_0_41_and_0_42_arch_lists_from_their_makefile() -> None:
     }
 
 
-def _requested(lines: dict[str, dict[str, str]], cuda: str) -> str | None:
-    """The TORCH_CUDA_ARCH_LIST recorded lines give the release step that builds for ``cuda``:
-    its own build arg, a pipeline env entry it names, else the Dockerfile's ARG default."""
-    pipeline = lines.get(".buildkite/release-pipeline.yaml", {})
-    steps = [t for t in pipeline.values() if f"CUDA_VERSION={cuda}." in t]
-    if not steps:
-        return None
-    (step,) = steps
-    own = re.search(r"torch_cuda_arch_list='([^']*)'", step)
-    if own:
-        return own.group(1)
-    named = re.search(r"torch_cuda_arch_list=\\?\"\$\{(\w+)\}", step)
-    if named:
-        (env,) = [t for t in pipeline.values() if t.startswith(f"{named.group(1)}:")]
-        return env.split('"')[1]
-    (arg,) = lines["docker/Dockerfile"].values()
-    return arg.split("'")[1]
+def _sdist_tool() -> Any:
+    spec = importlib.util.spec_from_file_location("vllm_sdist_archs", TOOL)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_vllm_arch_lists_follow_their_sdists_recorded_lines() -> None:
-    """Each recorded vllm release's arch list in ext_build_configs.yaml is what the lines read
-    from its own sdist give: CMake's CUDA_SUPPORTED_ARCHS intersected with the release build's
-    TORCH_CUDA_ARCH_LIST (+PTX dropped), for the CUDA its default wheel is built with; the
-    source cites the sdist's file name and sha256."""
+    """The lines recorded from a few vllm sdists (CMake's CUDA_SUPPORTED_ARCHS, the release
+    pipeline's wheel steps and TORCH_CUDA_ARCH_LIST, the default wheel's CUDA), put back at
+    their line numbers, give through tools/vllm_sdist_archs.py exactly the arch list
+    ext_build_configs.yaml records for each platform, citing the sdist's name and sha256."""
+    arch_lists = _sdist_tool().arch_lists
     configs = read_yaml(ROOT / "data" / "ext_build_configs.yaml")
     excerpts = json.loads((FIXTURES / "vllm_sdist_excerpts.json").read_text(encoding="utf-8"))
     entries = configs["packages"]["vllm"]
     checked = 0
     for version, rel in excerpts["releases"].items():
-        for plat, seen in rel["platforms"].items():
+        recorded: dict[str, dict[int, str]] = {}
+        for seen in rel["platforms"].values():
+            for path, lines in seen["lines"].items():
+                recorded.setdefault(path, {}).update({int(n): t for n, t in lines.items()})
+        files = {
+            path: "\n".join(lines.get(n, "") for n in range(1, max(lines) + 1))
+            for path, lines in recorded.items()
+        }
+        found = arch_lists(files)
+        for plat in rel["platforms"]:
             (entry,) = [
                 e for e in entries if e["versions"] == f"=={version}" and plat in e["platforms"]
             ]
-            lines = seen["lines"]
-            supported = next(
-                t for t in lines["CMakeLists.txt"].values() if "CUDA_SUPPORTED_ARCHS" in t
-            )
-            want = set(parse_arch_list(supported.split('"')[1])[0])
-            asks = _requested(lines, seen["cuda"]) if seen["cuda"] else None
-            if asks is not None:  # the release pipeline's list, filtered by CMake
-                want &= set(parse_arch_list(asks)[0])
-            assert parse_arch_list(entry["arch_list"]) == (
-                sorted(want, key=lambda c: tuple(int(p) for p in c.split("."))),
-                [],
-            ), (version, plat)
-            cite = configs["sources"][entry["source"][0]]["cite"]
-            assert rel["sdist"] in cite and rel["sha256"] in cite
-            assert configs["sources"][entry["source"][0]]["kind"] == "build-config"
+            assert " ".join(found[plat][0]) == entry["arch_list"], (version, plat)
+            source = configs["sources"][entry["source"][0]]
+            assert rel["sdist"] in source["cite"] and rel["sha256"] in source["cite"]
+            assert source["kind"] == "build-config"
             checked += 1
     assert checked == 7
     # 0.10.2's default wheel is its CUDA 12.9 build ('7.0 7.5 8.0 8.9 9.0+PTX'): no Blackwell
