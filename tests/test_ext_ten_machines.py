@@ -183,7 +183,7 @@ def cases() -> list[Any]:
     case(
         "gh200",
         "--with vllm==0.16.0",
-        "vllm cannot run on this target: vllm 0.16.0 its libraries need libcudart.so.12 (CUDA "
+        "vllm cannot run on this target: vllm 0.16.0 links libcudart.so.12 (CUDA "
         "12), which a cu130 torch build does not bring",
         "cudart",
     )

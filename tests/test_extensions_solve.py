@@ -178,7 +178,7 @@ def test_explain_and_db_show_name_the_packages(capsys: pytest.CaptureFixture[str
     )
     assert code == 1
     # the closest miss: vllm 0.2.5 admits torch 2.15 but links libcudart.so.12 (the history)
-    assert "  FAIL packages: vllm 0.2.5 its libraries need libcudart.so.12" in out
+    assert "  FAIL packages: vllm 0.2.5 links libcudart.so.12" in out
     code, out, _ = run_cli(capsys, "db", "show", "--with", "flash-attn")
     assert code == 0 and "  flash-attn 2.8.3.post2: source distribution only" in out
     code, out, _ = run_cli(capsys, "db", "show", "--json")

@@ -78,7 +78,7 @@ def phrase(gate: Gate, package: str, version: str, values: Mapping[str, str]) ->
             f"not {v['variant']}"
         ),
         Gate.CUDART: lambda: (
-            f"its libraries need libcudart.so.{v['cudart']} (CUDA {v['cudart']}), which a "
+            f"links libcudart.so.{v['cudart']} (CUDA {v['cudart']}), which a "
             f"{v['variant']} torch build does not bring"
         ),
         Gate.LIBRARY: lambda: f"has no library for CUDA {v['cuda']}",
@@ -91,7 +91,7 @@ def phrase(gate: Gate, package: str, version: str, values: Mapping[str, str]) ->
         ),
         Gate.NEEDS_CUDA: lambda: "needs a CUDA torch build",
         Gate.ABI: lambda: (
-            f"build for the {'C++11' if v['abi'] == 'cxx11' else 'old'} ABI, but torch "
+            f"is built for the {'C++11' if v['abi'] == 'cxx11' else 'old'} ABI, but torch "
             f"{v['torch']} {v['variant']} uses the {'C++11' if v['abi'] != 'cxx11' else 'old'}"
             " ABI"
         ),
