@@ -12,6 +12,8 @@ import random
 import time
 
 from resolver import catalog as catalog_mod
+from resolver.core.platforms import Platform, PythonVersion
+from resolver.core.versions import Driver
 from resolver.solve import Request, Target, TargetGpu
 from resolver.solve.fleet import solve_fleet
 
@@ -43,8 +45,10 @@ def main() -> None:
     for i in range(n):
         platform, driver, gpus = rng.choice(SHAPES)
         resolved = tuple(TargetGpu(*catalog.resolve_gpu(g)) for g in gpus)
+        drv = None if driver is None else Driver.parse(driver)  # typed, as the readers give it
+        plat, py = Platform.parse(platform), PythonVersion.parse("3.12")
         targets.append(
-            Target(platform, "3.12", driver, "linux", resolved, nvidia=bool(resolved), name=f"m{i}")
+            Target(plat, py, drv, "linux", resolved, nvidia=bool(resolved), name=f"m{i}")
         )
     t2 = time.perf_counter()
     decision = solve_fleet(catalog, targets, Request())

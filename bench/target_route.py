@@ -23,13 +23,15 @@ Three kinds of call are not counted, because the machine does not pass through a
 - the database's own text while it loads (``catalog._load_dir``): its GPU table spells
   "NVIDIA GeForce RTX 3090" too, and indexing that name is not the command line's value.
 (All three were counted until 2026-11-26.)
-The route starts at `commands/lock.py`, as issue 29 defines it: calls before the command's
-first stay (``cli.main`` parsing argv) are not counted (they were until 2026-11-26, and added
-one module, ``resolver.cli``). It ends at the writers: after the first stay in
-``resolver.writers``, what the writers do with the decision in their own layer (render each
-file, its header spelling the target through ``render``) is listed after the figures, not
-counted; a stay there in a lower layer is still counted (the writers handing the machine back to
-the decision layer, as a team's report did for its what-ifs, or as the writers did when they
+The route starts at `commands/lock.py`, as issue 29 defines it: calls before the command's first
+stay (``cli.main`` parsing argv) are not counted (they were until 2026-11-26, and added one module,
+``resolver.cli``). Importing `commands/lock.py` (its module code, run when Click loads the command
+lazily, before it parses argv) is not that first stay: since 2026-12-02 the option types parse what
+they read (``--driver`` into a `Driver`), and that parsing is argv's. It ends at the writers: after
+the first stay in ``resolver.writers``, what the writers do with the decision in their own layer
+(render each file, its header spelling the target through ``render``) is listed after the figures,
+not counted; a stay there in a lower layer is still counted (the writers handing the machine back
+to the decision layer, as a team's report did for its what-ifs, or as the writers did when they
 solved inside ``lockfiles.prepare``; the flows do both now): ending the count at the writers
 hides no work moved there.
 Usage: python3 bench/target_route.py [--team]   (--team: a team spec instead of one machine)
@@ -107,7 +109,11 @@ def main() -> None:
             return
         if event != "call" or not module.startswith("resolver."):
             return
-        started[0] = started[0] or module == "resolver.commands.lock"
+        # The command's first call, not its module's import: Click imports the command lazily,
+        # then parses argv (a --driver by its option type), which is not the route.
+        started[0] = started[0] or (
+            module == "resolver.commands.lock" and code.co_name != "<module>"
+        )
         if not started[0]:
             return
         if code.co_filename == "<string>" or code.co_name in OWN_PROTOCOL:

@@ -58,7 +58,7 @@ LAYERS: dict[str, int] = {
     "resolver.observe": EFFECTS,
     "resolver.dbupdate": EFFECTS,
     "resolver.team": EFFECTS,
-    "resolver.render": EFFECTS,
+    "resolver.present": EFFECTS,  # the sentences of a decision's records, --explain
     "resolver.dbshow": EFFECTS,
     "resolver.flows": FLOWS,  # each job on typed values: target, lock inputs, output folder
     "resolver.commands": COMMANDS,
@@ -330,6 +330,89 @@ def solver_calls(source: str, mod: str) -> list[str]:
     return out
 
 
+# The decision layer returns data; every sentence is made in resolver.present (ARCHITECTURE.md,
+# "Decisions are data"). Building text there is an f-string, ``%``, ``str.format``, a ``+`` or a
+# ``.join`` whose own literal text holds a space: that is prose. Text without a space is allowed:
+# an identifier, a key or an internal label (``f"{version}+{variant}"``, ``f"{platform}-cpu"``,
+# ``"/".join(...)``). What is not converted yet is listed below, function by function, each with
+# why; an entry that no longer formats prose fails too, so the list only shrinks.
+PROSE_FREE = ("resolver.solve", "resolver.images")
+NOT_YET: dict[str, str] = {
+    # A GPU's label ("sm_86 (RTX 3090)"), the name the records carry for a GPU.
+    "resolver.solve.target.TargetGpu.label": "a GPU's label",
+    # Bad input at the text edge: one line on stderr, exit 2 (the error's own message).
+    "resolver.solve.inputs._specifier": "a --torch/--with specifier refused",
+    "resolver.solve.inputs.build_request": "a request refused",
+    "resolver.solve.target.target_from_profile": "a host record's GPU refused; 'GPU 0' named",
+    "resolver.solve.conda.conda_forge_catalog": "no conda_forge.yaml refused; the origin's label",
+    "resolver.images.facts": "images.yaml read: a bad record refused",
+    "resolver.images.reference.parse": "a bad image reference refused",
+    # A PEP 508 line (``name @ URL``): a requirement, not prose.
+    "resolver.solve.extensions.requirement_line": "a requirement line",
+    # The extension gates are data (findings.Misfit), said by present/ext_words.py; some of
+    # their values are text that --json's `gates` publish as is.
+    "resolver.solve.extensions.choose": "a gate's value: the releases, listed",
+    "resolver.solve.extensions._torch_spec": "a gate's value: a release's torch span",
+    "resolver.solve.extensions._misfit": "a gate's value: a build's platforms, listed",
+    "resolver.solve.extensions._arch_text": "a gate's value: a kernel list",
+    "resolver.images.evaluate._official_build": "an unknown official tag refused",
+    "resolver.images.evaluate.ngc_report": "an unknown NGC tag or release refused",
+    "resolver.images.evaluate.report_for": "an image reference without a known tag refused",
+    "resolver.images.evaluate._official_evidence": "an evidence value: the SASS list",
+}
+
+
+def prose(source: str, mod: str) -> dict[str, list[int]]:
+    """Where ``source`` builds text with a space in it, by function (``mod.f``; ``mod`` for
+    module level), each with its lines."""
+    tree = ast.parse(source)
+    out: dict[str, list[int]] = {}
+
+    def spaced(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return any(c.isspace() for c in node.value)
+        if isinstance(node, ast.JoinedStr):
+            return any(spaced(v) for v in node.values)
+        return False
+
+    def builds(node: ast.AST) -> bool:
+        if isinstance(node, ast.JoinedStr):
+            return spaced(node)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mod, ast.Add)):
+            return spaced(node.left) or (isinstance(node.op, ast.Add) and spaced(node.right))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            return node.func.attr in ("format", "join") and spaced(node.func.value)
+        return False
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, f"{where}.{child.name}" if where != mod else f"{mod}.{child.name}")
+                continue
+            line = getattr(child, "lineno", 0)
+            if builds(child) and line not in out.get(where, []):
+                out.setdefault(where, []).append(line)
+                if isinstance(child, ast.JoinedStr):
+                    continue  # its parts are one piece of text
+            visit(child, where)
+
+    visit(tree, mod)
+    return out
+
+
+def prose_violations(found: Mapping[str, list[int]], not_yet: Mapping[str, str]) -> list[str]:
+    """Prose built outside ``not_yet`` (by function, or by a whole module), and entries of
+    ``not_yet`` that build none any more."""
+    out = []
+    for where, lines in sorted(found.items()):
+        if not any(where == k or where.startswith(k + ".") for k in not_yet):
+            out.append(f"{where}:{lines[0]}: user text formatted in the decision layer")
+    for key in sorted(not_yet):
+        if not any(w == key or w.startswith(key + ".") for w in found):
+            out.append(f"{key}: formats no text any more: take it off NOT_YET")
+    return out
+
+
 def violations(
     graph: Mapping[str, Iterable[str]],
     lines: Mapping[str, int],
@@ -440,6 +523,40 @@ def test_checker_finds_a_solver_call_outside_the_flows() -> None:
     assert solver_calls(planted, "resolver.flows.lock") == []
     clean = "from resolver.solve import Decision\nfrom resolver.solve.whatif import sentence\n"
     assert solver_calls(clean, "resolver.writers.formats.report") == []
+
+
+def test_the_decision_layer_writes_no_sentence() -> None:
+    found: dict[str, list[int]] = {}
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        mod = module_name(path, ROOT)
+        if _within(mod, PROSE_FREE):
+            found.update(prose(path.read_text(encoding="utf-8"), mod))
+    assert prose_violations(found, NOT_YET) == []
+
+
+def test_checker_finds_prose_and_lets_labels_pass() -> None:
+    source = (
+        "def label(v: str, b: str) -> str:\n"
+        "    return f'{v}+{b}' + '-'.join([v, b]) + 'R%d' % 3\n"
+        "def reason(v: str) -> str:\n"
+        "    return f'torch {v} does not match'\n"
+        "class C:\n"
+        "    def why(self, xs: list[str]) -> str:\n"
+        "        return '; '.join(xs) + ' (it has ' + 'none)'\n"
+        "def old(x: str) -> str:\n"
+        "    return 'a {}'.format(x) + 'b %s' % x\n"
+    )
+    found = prose(source, "resolver.solve.x")
+    assert found == {
+        "resolver.solve.x.reason": [4],
+        "resolver.solve.x.C.why": [7],
+        "resolver.solve.x.old": [9],
+    }
+    assert prose_violations(found, {"resolver.solve.x.old": "", "resolver.solve.y": ""}) == [
+        "resolver.solve.x.C.why:7: user text formatted in the decision layer",
+        "resolver.solve.x.reason:4: user text formatted in the decision layer",
+        "resolver.solve.y: formats no text any more: take it off NOT_YET",
+    ]
 
 
 def test_every_standalone_script_has_its_own_python_target() -> None:

@@ -12,6 +12,7 @@ from target_support import written
 
 from resolver.catalog import Catalog
 from resolver.db.check import check as db_check
+from resolver.present import findings as words
 from resolver.solve import Decision, Request, Target, TargetGpu, solve
 
 
@@ -44,10 +45,10 @@ def test_cuda13_needs_driver_580(shipped: Catalog) -> None:
     dec = solve(shipped, target(shipped, "NVIDIA H100 80GB HBM3", driver="570.124.06"), Request())
     assert dec.selection is not None
     assert dec.selection.variant.cuda is not None and dec.selection.variant.cuda.startswith("12.")
-    assert any(h.startswith("torch 2.15.0 needs driver >= 580") for h in dec.hints)
+    assert any(h.startswith("torch 2.15.0 needs driver >= 580") for h in words.hints(dec.hints))
     for rej in dec.rejected:
         if rej.variant.name in ("cu130", "cu132") and rej.release.version == "2.15.0":
-            assert any("needs driver >= 580" in r.text for r in rej.reasons)
+            assert any("needs driver >= 580" in words.reason(r) for r in rej.reasons)
 
 
 def test_blackwell_needs_cuda_12_8(shipped: Catalog) -> None:
@@ -79,7 +80,7 @@ def test_volta_dropped_by_cuda_13(shipped: Catalog) -> None:
     assert sel is not None and sel.variant.cuda is not None and sel.variant.cuda < "13"
     v13 = [c for c in dec.rejected if c.variant.name == "cu130" and c.release.version == "2.11.0"]
     assert v13 and [r.kind for r in v13[0].reasons] == ["arch"]
-    assert any("no kernels for sm_70" in h for h in dec.hints)
+    assert any("no kernels for sm_70" in h for h in words.hints(dec.hints))
 
 
 def test_pascal_gets_the_newest_documented_cu126(shipped: Catalog) -> None:
@@ -99,13 +100,13 @@ def test_maxwell_without_driver_states_the_need(shipped: Catalog) -> None:
         "cu124",
         "cu126",
     )
-    assert any(h.startswith("no driver given") for h in dec.hints)
+    assert any(h.startswith("no driver given") for h in words.hints(dec.hints))
 
 
 def test_python_3_10_dropped_in_2_15(shipped: Catalog) -> None:
     dec = solve(shipped, target(shipped, "9.0", driver="580.65.06", python="3.10"), Request())
     assert dec.selection is not None and dec.selection.release.version.startswith("2.14.")
-    assert "torch 2.15.0 needs Python 3.11+ (this target has 3.10)" in dec.hints
+    assert "torch 2.15.0 needs Python 3.11+ (this target has 3.10)" in words.hints(dec.hints)
 
 
 def test_windows_driver_floors(shipped: Catalog) -> None:
@@ -128,7 +129,7 @@ def test_aarch64_gb10_vs_jetson(shipped: Catalog) -> None:
     dec = solve(shipped, orin, Request())
     assert dec.selection is None
     assert dec.cpu_fallback is not None and dec.cpu_fallback.variant.name == "cpu"
-    assert any("Tegra" in h for h in dec.hints)
+    assert any("Tegra" in h for h in words.hints(dec.hints))
 
 
 def test_mixed_box_needs_a_build_for_every_gpu(shipped: Catalog) -> None:

@@ -34,6 +34,7 @@ from resolver.cli import main
 from resolver.db.check import check as db_check
 from resolver.db.yamlfile import dump_yaml
 from resolver.io import http as fetch
+from resolver.present import findings as words
 from resolver.solve import Request, TargetGpu, solve
 
 pytestmark = pytest.mark.usefixtures("dbupdate_hermetic")
@@ -149,7 +150,8 @@ def test_unconfirmed_builds_are_a_last_resort_with_a_warning(
     dec = solve(cat, written("linux-x86_64", "3.13", "580.65.06", "linux", gpu, True), Request())
     assert dec.selection is not None
     assert (dec.selection.release.version, dec.selection.confirmed) == ("2.16.0", False)
-    assert dec.selection.warnings and "nothing documented fits" in dec.selection.warnings[0]
+    assert dec.selection.warnings
+    assert "nothing documented fits" in words.warning(dec.selection.warnings[0])
     cu136 = [c for c in dec.rejected if c.variant.name == "cu136"]
     assert cu136 and [r.kind for r in cu136[0].reasons] == ["unknown"]
     # Python 3.12: the confirmed 2.12.0 build wins over the newer unconfirmed one.

@@ -17,8 +17,9 @@ from resolver.core.platforms import BY_NAME, PythonVersion
 from resolver.core.versions import cc_str
 from resolver.db.models import Ceiling
 from resolver.db.torchabi import uses_cxx11
-from resolver.solve.ext_words import Gate
+from resolver.present.ext_words import misfit
 from resolver.solve.extensions import Place, choose
+from resolver.solve.findings import Gate, Reach
 
 H100 = ["--gpu", "H100", "--driver", "580.65.06", "--python", "3.12"]
 
@@ -109,10 +110,12 @@ def test_bitsandbytes_loader_never_crosses_a_major() -> None:
     pkg = cat.extensions["bitsandbytes"]._replace(releases=(only12,))
     narrowed = dataclasses.replace(cat, extensions={"bitsandbytes": pkg})
     place = Place(BY_NAME["linux-x86_64"], PythonVersion.parse("3.12"), (((9, 0), "H100"),))
-    got, miss, _ = choose(narrowed, place, rel, var, "bitsandbytes", None, lambda a, cc: "SASS")
+    got, miss, _ = choose(
+        narrowed, place, rel, var, "bitsandbytes", None, lambda a, cc: Reach(False, cc)
+    )
     assert got is None and miss is not None
     assert miss.gate is Gate.CUDART  # its libraries link libcudart.so.11 or .12
-    assert "which a cu130 torch build does not bring" in miss.text
+    assert "which a cu130 torch build does not bring" in misfit(miss)
 
 
 def test_bitsandbytes_facts_read_from_the_loaded_image() -> None:
@@ -141,9 +144,11 @@ def test_cudart_of_another_major_does_not_load() -> None:
     rel = next(r for r in cat.releases if r.version == "2.11.0")
     var = next(v for v in rel.variants if v.name == "cu130")
     place = Place(BY_NAME["linux-x86_64"], PythonVersion.parse("3.12"), (((9, 0), "H100"),))
-    got, miss, _ = choose(narrowed, place, rel, var, "xformers", None, lambda a, cc: "SASS")
+    got, miss, _ = choose(
+        narrowed, place, rel, var, "xformers", None, lambda a, cc: Reach(False, cc)
+    )
     assert got is None and miss is not None and miss.gate is Gate.CUDART
-    assert "libcudart.so.12" in miss.text
+    assert "libcudart.so.12" in misfit(miss)
 
 
 def test_xformers_ceiling_says_what_runs_on_blackwell(capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,7 +175,9 @@ def test_a_ceiling_without_fallback_refuses_the_gpu() -> None:
     rel = next(r for r in cat.releases if r.version == "2.11.0")
     var = next(v for v in rel.variants if v.name == "cu128")
     place = Place(BY_NAME["linux-x86_64"], PythonVersion.parse("3.12"), (((12, 0), "5090"),))
-    got, miss, _ = choose(narrowed, place, rel, var, "xformers", None, lambda a, cc: "PTX")
+    got, miss, _ = choose(
+        narrowed, place, rel, var, "xformers", None, lambda a, cc: Reach(True, cc)
+    )
     assert got is None and miss is not None and miss.gate is Gate.CEILING
     assert miss.value("ceiling") == "9.0"
 

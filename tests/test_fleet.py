@@ -14,6 +14,7 @@ from target_support import written
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.vocab import DriverPolicy
+from resolver.present import findings as words
 from resolver.solve import Request, Target, TargetGpu
 from resolver.solve.fleet import solve_fleet, split_groups
 from resolver.team.spec import load_spec
@@ -49,7 +50,7 @@ def test_common_set_covers_every_member(shipped: Catalog) -> None:
 def test_no_common_set_names_who_forces_what(shipped: Catalog) -> None:
     dec = solve_fleet(shipped, lab(shipped), Request())
     assert not dec.ok
-    text = " ".join(dec.conflicts)
+    text = " ".join(words.conflicts(dec.conflicts))
     assert "pascal-laptop needs" in text and "b200-node needs" in text
     assert "no torch build has both" in text
 
@@ -446,6 +447,6 @@ def test_conflicts_compare_kinds_not_every_pair_of_machines(shipped: Catalog) ->
     ]
     dec = solve_fleet(shipped, fleet, Request())
     assert not dec.ok
-    pairs = [c for c in dec.conflicts if "no torch build has both" in c]
+    pairs = [c for c in words.conflicts(dec.conflicts) if "no torch build has both" in c]
     assert any("pascal needs" in c and "b200 needs" in c for c in pairs)
     assert 1 <= len(pairs) <= 3

@@ -8,7 +8,9 @@ from target_support import written
 
 from resolver.catalog import Catalog, from_raw
 from resolver.core.versions import parse_cc
+from resolver.present import findings as words
 from resolver.solve import Request, Target, TargetGpu, solve
+from resolver.solve.findings import Covered, NoKernels, Reach, ReasonKind
 
 
 def gpu(cc: str, name: str | None = None) -> TargetGpu:
@@ -34,17 +36,25 @@ def test_newest_torch_then_pypi_build(synth: Catalog) -> None:
 def test_sass_same_major_lower_minor(synth: Catalog) -> None:
     dec = solve(synth, linux("8.9"), Request(torch=SpecifierSet("==2.8.0")))
     assert dec.selection is not None
-    assert dec.selection.coverage == ("sm_89: SASS sm_86",)
+    assert words.coverage(dec.selection.coverage) == ["sm_89: SASS sm_86"]
 
 
 def test_sass_never_across_majors(synth: Catalog) -> None:
     # 10.0 is not covered by sm_90 SASS: 2.1 cu118 reaches it only through its PTX 9.0.
     dec = solve(synth, linux("10.0"), Request(torch=SpecifierSet("<2.8")))
     assert dec.selection is not None
-    assert dec.selection.coverage == ("sm_100: PTX sm_90 (JIT-compiled on first use)",)
+    assert words.coverage(dec.selection.coverage) == [
+        "sm_100: PTX sm_90 (JIT-compiled on first use)"
+    ]
+    # the decision is data: how the GPU is reached is a field, not a sentence to parse
+    assert dec.selection.coverage == (Covered("sm_100", (10, 0), Reach(True, (9, 0))),)
+    assert dec.selection.jit
     # 2.8 cu126 has SASS up to sm_90 and no PTX: rejected.
     dec = solve(synth, linux("10.0"), Request(torch=SpecifierSet("==2.8.0"), cuda="12.6"))
     assert dec.selection is None
+    (no_kernels,) = {r for c in dec.rejected for r in c.reasons if isinstance(r, NoKernels)}
+    assert no_kernels == NoKernels("sm_100", (10, 0), no_kernels.sass, ())
+    assert no_kernels.kind is ReasonKind.ARCH
     (cu126,) = [
         c for c in dec.rejected if c.variant.name == "cu126" and c.release.version == "2.8.0"
     ]
@@ -60,7 +70,8 @@ def test_ptx_covers_newer_gpu_but_needs_toolkit_driver(synth: Catalog) -> None:
     dec = solve(synth, t_old, Request(torch=SpecifierSet("==2.1.0")))
     (cu118,) = [c for c in dec.rejected if c.variant.name == "cu118"]
     assert [r.kind for r in cu118.reasons] == ["driver"]
-    assert "520.61.05" in cu118.reasons[0].text and "PTX JIT" in cu118.reasons[0].text
+    assert "520.61.05" in words.reason(cu118.reasons[0])
+    assert "PTX JIT" in words.reason(cu118.reasons[0])
 
 
 def test_tegra_needs_exact_sass(synth: Catalog) -> None:
@@ -89,7 +100,7 @@ def test_windows_driver_floor_and_unconfirmed_last_resort(synth: Catalog) -> Non
     # 2.8.0 cu126 on Windows is unconfirmed: the confirmed 2.1.0 cu118 is chosen, with a hint.
     assert dec.selection is not None
     assert (dec.selection.release.version, dec.selection.variant.name) == ("2.1.0", "cu118")
-    assert any("--evidence any" in h for h in dec.hints)
+    assert any("--evidence any" in h for h in words.hints(dec.hints))
     dec = solve(synth, t, Request(allow_unconfirmed=True))
     assert dec.selection is not None and dec.selection.release.version == "2.8.0"
     # Windows floors: 528.33 for 12.x; a 527 Windows driver cannot run cu126.
@@ -102,13 +113,13 @@ def test_gpu_target_never_silently_gets_cpu(synth: Catalog) -> None:
     dec = solve(synth, t, Request(torch=SpecifierSet(">=2.8")))
     assert dec.selection is None
     assert dec.cpu_fallback is not None and dec.cpu_fallback.variant.name == "cpu"
-    assert any("needs driver >= " in h and "470.82.01" in h for h in dec.hints)
+    assert any("needs driver >= " in h and "470.82.01" in h for h in words.hints(dec.hints))
 
 
 def test_driver_upgrade_hint_names_newest_release(synth: Catalog) -> None:
     dec = solve(synth, linux("8.6", driver="570.124.06"), Request())
     assert dec.selection is not None and dec.selection.release.version == "2.8.0"
-    assert any(h.startswith("torch 2.12.0 needs driver >= 580 ") for h in dec.hints)
+    assert any(h.startswith("torch 2.12.0 needs driver >= 580 ") for h in words.hints(dec.hints))
 
 
 def test_no_gpu_target_gets_cpu(synth: Catalog) -> None:
@@ -123,13 +134,13 @@ def test_companions_same_variant_and_torchaudio_end(synth: Catalog) -> None:
     dec = solve(synth, linux("8.6"), Request(companions=(("torchaudio", spec),)))
     assert dec.selection is not None
     assert dict(dec.selection.packages) == {"torch": "2.8.0+cu128", "torchaudio": "2.8.0+cu128"}
-    assert any("held back by the companions" in h for h in dec.hints)
+    assert any("held back by the companions" in h for h in words.hints(dec.hints))
 
 
 def test_no_driver_given_states_need(synth: Catalog) -> None:
     dec = solve(synth, linux("8.6", driver=None), Request())
     assert dec.selection is not None and dec.selection.variant.name == "cu130"
-    assert any("no driver given" in h and "580" in h for h in dec.hints)
+    assert any("no driver given" in h and "580" in h for h in words.hints(dec.hints))
 
 
 def test_cuda_11_0_runs_on_its_own_older_driver(synth_raw: dict[str, object]) -> None:
@@ -166,20 +177,20 @@ def test_driver_hint_only_when_the_upgrade_changes_the_answer(synth: Catalog) ->
     t = written("windows-x86_64", "3.11", "527.41", "windows", (gpu("8.6"),), nvidia=True)
     dec = solve(synth, t, Request())
     assert dec.selection is not None and dec.selection.release.version == "2.1.0"
-    assert not any("needs driver" in h for h in dec.hints)
+    assert not any("needs driver" in h for h in words.hints(dec.hints))
 
 
 def test_arch_hint_not_when_a_driver_upgrade_would_do(synth: Catalog) -> None:
     # sm_120 on R570: 2.12 cu130 has its kernels but needs 580; no "no kernels" hint for 2.12.
     dec = solve(synth, linux("12.0", driver="570.124.06"), Request())
     assert dec.selection is not None and dec.selection.release.version == "2.8.0"
-    assert any(h.startswith("torch 2.12.0 needs driver >= 580") for h in dec.hints)
-    assert not any("no kernels" in h for h in dec.hints)
+    assert any(h.startswith("torch 2.12.0 needs driver >= 580") for h in words.hints(dec.hints))
+    assert not any("no kernels" in h for h in words.hints(dec.hints))
 
 
 def test_python_hint_for_a_too_new_python(synth: Catalog) -> None:
-    hints = solve(synth, linux("8.6", python="3.13t"), Request()).hints
+    hints = words.hints(solve(synth, linux("8.6", python="3.13t"), Request()).hints)
     assert "torch 2.12.0 has no wheel for Python 3.13t on linux-x86_64 (it has 3.11, 3.12)" in hints
     assert not any("needs Python" in h for h in hints)
-    hints = solve(synth, linux("8.6", python="3.9"), Request()).hints
+    hints = words.hints(solve(synth, linux("8.6", python="3.9"), Request()).hints)
     assert "torch 2.12.0 needs Python 3.11+ (this target has 3.9)" in hints

@@ -8,9 +8,11 @@ from target_support import written
 
 from resolver import catalog as catalog_mod
 from resolver.catalog import Catalog
+from resolver.present.findings import unlock as sentence
 from resolver.solve import Request, Target, TargetGpu
+from resolver.solve.findings import NoKernels
 from resolver.solve.fleet import solve_fleet
-from resolver.solve.whatif import sentence, unlocks
+from resolver.solve.whatif import unlocks
 
 H100 = written(
     "linux-x86_64", "3.12", "580.65.06", gpus=(TargetGpu((9, 0)),), nvidia=True, name="h100"
@@ -57,7 +59,8 @@ def test_missing_kernels_are_no_driver_matter(synth_raw: dict[str, Any]) -> None
     cat = without_cu126(synth_raw)
     fleet = solve_fleet(cat, [H100, v100()], Request())
     (found,) = unlocks(fleet, {})
-    assert found.blocker is not None and found.blocker.startswith("v100: no kernels for sm_70")
+    assert found.blocker is not None and found.blocker.member == "v100"
+    assert isinstance(found.blocker.reason, NoKernels) and found.blocker.reason.gpu == "sm_70"
     assert sentence(found).startswith("torch 2.12.0: no driver upgrade is enough — v100:")
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
-from resolver.commands.params import SAFE_TEXT, SafePath, check_url, lazy_complete
+from resolver.commands.params import DRIVER, SAFE_TEXT, SafePath, check_url, lazy_complete
 from resolver.commands.ui import echo
 from resolver.core.errors import UserError
 from resolver.core.vocab import DriverPolicy, EvidenceLevel, words
@@ -109,7 +109,12 @@ def _bundle(func: F, key: str, cls: type[Any], options: list[Callable[[Any], Any
 def target_options(func: F) -> F:
     """--driver/--gpu/--no-gpu/--python/--platform/--host: describe a machine, not probe it."""
     options = [
-        click.option("--driver", metavar="VERSION", help="NVIDIA driver version, e.g. 570.124.06."),
+        click.option(
+            "--driver",
+            metavar="VERSION",
+            type=DRIVER,
+            help="NVIDIA driver version, e.g. 570.124.06.",
+        ),
         click.option(
             "--gpu",
             "gpus",

@@ -12,6 +12,7 @@ from resolver.commands.config import source_of, standard_options
 from resolver.commands.emit import emit_json
 from resolver.commands.ui import echo, note
 from resolver.core.vocab import DriverPolicy, words
+from resolver.present import image as say
 
 if TYPE_CHECKING:
     from resolver.core.documents.decision import ImageDoc
@@ -86,7 +87,7 @@ def run_line(image: str) -> str:
 
 
 def report_json(report: Report) -> ImageDoc:
-    from resolver.render import target_json
+    from resolver.present.render import target_json
 
     sug = report.suggestion
     return {
@@ -94,12 +95,12 @@ def report_json(report: Report) -> ImageDoc:
         "contents": report.contents.to_json() if report.contents else None,
         "runs": bool(report.runs),  # None only until judged: every printed report is
         "forward_compat": report.forward_compat,
-        "reasons": report.reasons,
-        "evidence": [e.to_json() for e in report.evidence],
+        "reasons": say.lines(report.reasons),
+        "evidence": [say.evidence_json(e) for e in report.evidence],
         "suggestion": {"image": sug.image, "contents": sug.contents.to_json()} if sug else None,
         "target": target_json(report.target),
-        "upgrades": report.upgrades,
-        "notes": report.notes,
+        "upgrades": say.lines(report.upgrades),
+        "notes": say.lines(report.notes),
         "run": run_line(report.image) if report.image and report.runs else None,
     }
 
@@ -121,7 +122,7 @@ def _kernels_line(c: Contents) -> str:
 
 
 def report_text(report: Report) -> str:
-    from resolver.render import target_line
+    from resolver.present.render import target_line
 
     lines: list[str] = []
     if report.image is None:
@@ -139,20 +140,21 @@ def report_text(report: Report) -> str:
         lines.append(f"RUNS on this target{mode}")
     elif report.runs is False:
         lines.append("DOES NOT RUN on this target:")
-        lines.extend(f"  - {r}" for r in report.reasons)
-    lines.extend(f"  {n}" for n in report.notes)
-    for u in report.upgrades:
+        lines.extend(f"  - {r}" for r in say.lines(report.reasons))
+    lines.extend(f"  {n}" for n in say.lines(report.notes))
+    for u in say.lines(report.upgrades):
         lines.append(f"fix: {u}")
     sug = report.suggestion
     if sug and sug.image != report.image:
         lines.append(f"{'instead' if report.runs is False else 'newest that runs'}: {sug.image}")
         lines.append(f"  {_contents_line(sug.contents)}")
-        lines.append(f"  {sug.why}")
+        lines.append(f"  {say.newest_runs(sug.why)}")
     if report.evidence:
         lines.append("evidence:")
         for e in report.evidence:
             src = f": {', '.join(e.source)}" if e.source else ""
-            lines.append(f"  {e.fact:<8} {e.value or 'unknown'}  [{e.grade}{src}]")
+            value = say.evidence_value(e.value)
+            lines.append(f"  {e.fact:<8} {value or 'unknown'}  [{e.grade}{src}]")
     if report.image and report.runs:
         lines.append(run_line(report.image))
     elif sug and report.runs is False:

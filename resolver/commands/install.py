@@ -25,6 +25,7 @@ from resolver.commands.ui import echo, note, warnings
 from resolver.core.errors import UserError
 from resolver.core.platforms import PYTHON_RE
 from resolver.flows import install as flow
+from resolver.present import findings as words
 
 if TYPE_CHECKING:
     from resolver.core.documents.decision import InstalledJson, PlanJson
@@ -186,8 +187,8 @@ def _decision_plan(
     as_json: bool = False,
 ) -> tuple[Plan, str | None]:
     from resolver import catalog as catalog_mod
-    from resolver import render
     from resolver.flows.decide import decide
+    from resolver.present import render
 
     catalog = catalog_mod.load().for_index(pytorch_index := request_opts.pytorch_index)
     request = request_opts.request(target_opts.without_cuda(), catalog.extensions)
@@ -207,7 +208,7 @@ def _decision_plan(
     if sel is None and as_json:
         decision_json = render.decision_json(catalog, decision, pytorch_index)
         emit_json({"ok": False, "plan": None, "outcome": None, "decision": decision_json})
-    warnings(sel.warnings if sel else ())
+    warnings(words.warnings(sel.warnings) if sel else ())
     if sel is None:
         sys.exit(1)
     return flow.decision_plan(catalog, sel, env, tools, installer, pytorch_index, target.python)

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from resolver import render
 from resolver.catalog import Catalog
 from resolver.commands.emit import emit_json
 from resolver.commands.ui import echo
 from resolver.flows.lock import Single
 from resolver.flows.output import Checked, FileStatus, OutputFolder
+from resolver.present import render
 from resolver.writers import lockfiles
 
 if TYPE_CHECKING:

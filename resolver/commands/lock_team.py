@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from resolver import catalog as catalog_mod
-from resolver import render
 from resolver.commands import lock_inputs
 from resolver.commands.emit import emit_json
 from resolver.commands.lock_output import say_written, write_or_check
@@ -22,6 +21,8 @@ from resolver.flows.lock import closure_choice
 from resolver.flows.output import FileStatus, owned_names
 from resolver.flows.team import run_team
 from resolver.host.pipconfig import PipIndex
+from resolver.present import findings as words
+from resolver.present import render
 from resolver.writers import lockfiles, outputs, recorded
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def lock_team(
             echo(f"{spec.name}{where}: {picks}")
         else:
             echo(f"{spec.name}{where}: no set runs on every target")
-            for conflict in decision.conflicts:
+            for conflict in words.conflicts(decision.conflicts):
                 echo(f"  {conflict}")
     groups_json: list[TeamGroupJson] = [
         {
@@ -130,7 +131,7 @@ def lock_team(
                 c.folder: render.candidate_json(catalog, c.candidate, options.pytorch_index)
                 for c in decision.choices
             },
-            "conflicts": list(decision.conflicts),
+            "conflicts": words.conflicts(decision.conflicts),
         }
         for label, decision in team.groups
     ]

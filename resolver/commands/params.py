@@ -119,3 +119,18 @@ class SafeText(click.types.StringParamType):
 
 
 SAFE_TEXT = SafeText()
+
+
+class DriverParam(click.ParamType):  # type: ignore[type-arg]
+    """``--driver``: parsed by the driver's one grammar (``core.versions.Driver``) where Click
+    reads it, so the target flow gets a `Driver`; a bad one is that grammar's UserError (exit 2)."""
+
+    name = "driver"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from resolver.core.versions import Driver
+
+        return value if isinstance(value, Driver) else Driver.parse(value)
+
+
+DRIVER = DriverParam()

@@ -18,6 +18,7 @@ from resolver.commands.config import standard_options
 from resolver.commands.confirm_flag import CONFIRM_OPTION
 from resolver.commands.emit import emit_json
 from resolver.commands.ui import debug, echo, level, note, warning
+from resolver.present import findings as words
 
 if TYPE_CHECKING:
     from resolver.core.documents.decision import SuggestDoc
@@ -51,8 +52,8 @@ def suggest(
     With --explain: 0 when that build fits the target, 1 when it does not.
     """
     from resolver import catalog as catalog_mod
-    from resolver import render
     from resolver.flows.decide import decide
+    from resolver.present import render
 
     catalog = catalog_mod.load().for_index(request.pytorch_index)  # a mirror's releases too
     debug(f"database {catalog.updated} from {catalog.origin}")
@@ -69,7 +70,7 @@ def suggest(
             catalog, decision, machine, wanted, pytorch_index
         )
     if explain_build is not None:
-        from resolver.solve.explain import explain
+        from resolver.present.explain import explain
 
         text, fits = explain(catalog, decision, explain_build)
         echo(text)
@@ -87,6 +88,6 @@ def suggest(
                 note(message)
         detail = level() >= 1
         echo(render.decision_text(catalog, decision, pytorch_index, detail=detail))
-        for line in decision.selection.warnings if decision.selection else ():
+        for line in words.warnings(decision.selection.warnings if decision.selection else ()):
             warning(line)
     sys.exit(0 if decision.selection is not None else 1)

@@ -9,8 +9,10 @@ annotation on every start (see db/models.py).
 """
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from resolver.core.versions import CC, Driver
 from resolver.core.vocab import EvidenceLevel, Grade, words
 
 GRADES: tuple[str, ...] = words(Grade)
@@ -98,6 +100,61 @@ def make_provenance(
     return Provenance(source, grade, declared, supported, contradicts)
 
 
+# What a graded fact is about, as data (``resolver.present.findings.about`` says it).
+
+
+@dataclass(frozen=True)
+class Exists:
+    torch: str
+    variant: str | None = None  # None: the release; else its build of that variant
+
+
+@dataclass(frozen=True)
+class PythonTags:
+    platform: str
+
+
+@dataclass(frozen=True)
+class Pairing:
+    name: str  # the companion paired with the release
+
+
+@dataclass(frozen=True)
+class Pinned:
+    library: str  # "cudnn" or "nccl": a library the wheel pins
+    version: str
+
+
+@dataclass(frozen=True)
+class Kernels:
+    ptx: bool  # the PTX list, else the SASS list
+    ccs: tuple[CC, ...]
+    platform: str | None = None  # the platform a SASS list is for
+
+
+@dataclass(frozen=True)
+class Drivers:
+    """The drivers of a CUDA version (its floor), or of a GPU architecture (its window)."""
+
+    of: str  # the CUDA version, or the architecture's name
+    cuda: bool
+    first: int | None = None  # the window's edges, where they are the fact
+    cut: int | None = None
+    edges: bool = False
+
+
+@dataclass(frozen=True)
+class WindowsIs:
+    """Which branch a Windows driver number belongs to (and the branch's numbers, where said)."""
+
+    driver: Driver
+    branch: int
+    numbers: tuple[str, str] | None = None
+
+
+About = Exists | PythonTags | Pairing | Pinned | Kernels | Drivers | WindowsIs
+
+
 class Fact(NamedTuple):
     """One graded fact a build rests on, for `evidence_detail` and --explain.
 
@@ -107,7 +164,7 @@ class Fact(NamedTuple):
     name: str  # "release", "build", "python", "sass", "ptx", "driver floor", "cudnn", ...
     grade: str
     source: tuple[str, ...]
-    what: str  # a short human text: "SASS sm_50 ... sm_90 for linux-x86_64"
+    what: About  # what it is about: "SASS sm_50 ... sm_90 for linux-x86_64", as data
     # Whether the fact decides if the build runs (wheel for the platform and Python, kernels,
     # driver floor, driver window) or only describes it (cuDNN, NCCL, companions, pinned by the
     # wheel): only deciding facts set a build's evidence grade.
@@ -138,11 +195,3 @@ def deciding_grade(fact: Fact) -> str:
     if fact.name in DRIVER_FACTS and fact.grade in DOCUMENTED:
         return "observed"
     return fact.grade
-
-
-def describe_grade(fact: Fact) -> str:
-    """'architectures from PyTorch's build config; no wheel read yet' style text."""
-    if fact.grade == Grade.OBSERVED:
-        return f"{fact.what}: observed"
-    tail = "; no wheel read yet" if fact.name in ("sass", "ptx", "existence") else ""
-    return f"{fact.what}: {fact.grade} ({GRADE_TEXT.get(fact.grade, fact.grade)}){tail}"

@@ -10,10 +10,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from resolver.catalog import Catalog
-from resolver.core.platforms import MACOS, Platform, PythonVersion
+from resolver.core.errors import UserError, shown
+from resolver.core.platforms import MACOS, Platform, PythonVersion, python_option
+from resolver.core.versions import Driver
 from resolver.host.interpreter import python_version
-from resolver.solve import Target
-from resolver.solve.target import describe_target, is_described, target_from_profile
+from resolver.solve import Target, TargetGpu
+from resolver.solve.target import target_from_profile
 
 if TYPE_CHECKING:  # a probed or recorded host only: a described one is not built from one
     from resolver.core.hostprofile import HostProfile
@@ -25,7 +27,7 @@ class TargetOptions(NamedTuple):
     """--driver/--gpu/--no-gpu/--python/--platform/--host as given: the machine a command is
     asked about, still text, until `resolve` makes it a `Target` (here, in the target flow)."""
 
-    driver: str | None
+    driver: Driver | None  # parsed where Click reads it (commands/params.py)
     gpus: tuple[str, ...]
     no_gpu: bool
     python: str | None
@@ -67,7 +69,7 @@ class TargetOptions(NamedTuple):
 def resolve_target(
     catalog: Catalog,
     *,
-    driver: str | None,
+    driver: Driver | None,
     gpus: Sequence[str],
     no_gpu: bool,
     python: str | PythonVersion | None,
@@ -121,6 +123,71 @@ def resolve_target(
     return target, profile
 
 
+def is_described(
+    *,
+    driver: str | Driver | None,
+    gpus: Sequence[object],
+    no_gpu: bool,
+    platform: str | None,
+    host: str | Platform,
+) -> bool:
+    """Whether the options describe a machine (then this one's GPUs and driver are not probed)."""
+    other_platform = platform is not None and platform.strip().lower() != str(host)
+    return bool(gpus) or driver is not None or no_gpu or other_platform
+
+
+def describe_target(
+    catalog: Catalog,
+    *,
+    base: Target,
+    driver: Driver | None,
+    gpus: Sequence[str],
+    no_gpu: bool,
+    python: str | PythonVersion | None,
+    platform: str | None,
+) -> Target:
+    """The target: ``base`` (detected host, or a bare one) with the facts the options give: the
+    one place options in text are made a `Target` (a spec's entry is made one by its reader).
+
+    Any of --driver/--gpu/--no-gpu, or another platform, describe the GPU side completely: a
+    driver not given is not checked, GPUs not given are not checked, and a machine described with
+    neither --gpu nor --driver has no NVIDIA GPU (so `--platform windows-x86_64` alone gets CPU).
+    """
+    if no_gpu and (gpus or driver):
+        raise UserError("--no-gpu cannot be combined with --gpu or --driver")
+    host = base.platform
+    described = is_described(driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=host)
+    plat = base.platform if platform is None else Platform.parse(platform, "--platform")
+    from resolver.db.gpunames import resolve_gpu  # the GPU table's own lookup, not the facade's
+
+    resolved = tuple(TargetGpu(*resolve_gpu(catalog, g)) for g in gpus)
+    if plat.name == MACOS and (resolved or driver):
+        raise UserError("macOS has no NVIDIA CUDA builds: drop --gpu/--driver for macos-arm64")
+    py = base.python if python is None else _python(python)
+    if not described:
+        return replace(base, python=py)
+    # The same platform keeps the base's driver OS: WSL2 (Linux) runs on a Windows driver.
+    same = plat == base.platform
+    return Target(
+        platform=plat,
+        python=py,
+        driver=driver,
+        driver_os="windows" if plat.os == "windows" else base.driver_os if same else "linux",
+        gpus=resolved,
+        nvidia=bool(resolved) or driver is not None,
+        name=base.name,
+    )
+
+
+def _python(python: str | PythonVersion) -> PythonVersion:
+    given = python if isinstance(python, PythonVersion) else python_option(python)
+    if given is None:  # an interpreter path is read by the caller first (host/interpreter.py)
+        raise UserError(
+            f"--python {shown(str(python))}: expected a version like 3.12 or an interpreter path"
+        )
+    return given if isinstance(given, PythonVersion) else PythonVersion.parse(given)
+
+
 def with_python(target: Target, python: str) -> Target:
     """``target`` with another --python: a version, or an interpreter run once for its own."""
     return replace(target, python=PythonVersion.parse(python_version(python)))
@@ -134,7 +201,7 @@ def _cc_of(catalog: Catalog, name: str) -> str | None:
 def what_if(
     recorded: HostProfile,
     where: str,
-    driver: str | None,
+    driver: Driver | None,
     gpus: Sequence[str],
     no_gpu: bool,
     python: str | None,

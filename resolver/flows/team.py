@@ -303,7 +303,7 @@ def lock_team(
 
 
 def _build(decision: Decision) -> str:
-    from resolver.render import describe_build
+    from resolver.present.render import describe_build
 
     return describe_build(decision.selection) if decision.selection else "none"
 

@@ -18,22 +18,21 @@ from resolver.core.errors import UserError
 from resolver.core.platforms import BY_NAME, Platform, PythonVersion, is_free_threaded
 from resolver.core.versions import cc_sm, cuda_key, driver_key
 from resolver.core.vocab import DriverPolicy
+from resolver.images import findings as im
 from resolver.images.facts import Fact, ImageFacts, weakest
 from resolver.images.reference import ImageRef
 from resolver.solve import Candidate, Policy, Request, Target, driver_need, evaluate, solve
+from resolver.solve.findings import DriverTooOld, DriverWhy, FloorUnknown
+from resolver.solve.findings import ReasonKind as K
 
 if TYPE_CHECKING:
-    from resolver.core.documents.decision import ImageContentsJson, ImageEvidenceJson
+    from resolver.core.documents.decision import ImageContentsJson
 
 FLAVOURS = ("runtime", "devel")
 _OFFICIAL_TAG = re.compile(
     r"^(?P<torch>[0-9]+\.[0-9]+\.[0-9]+)-cuda(?P<cuda>[0-9]+\.[0-9]+)-cudnn(?P<cudnn>[0-9]+)-(?P<flavour>runtime|devel)$"
 )
 _NGC_TAG = re.compile(r"^(?P<release>[0-9]{2}\.[0-9]{2})-py3$")
-ARCH_FIX = (
-    "build an image from this platform's wheels: gpuresolve lock --format dockerfile "
-    "(with this host's --platform, --driver and --gpu)"
-)
 
 
 @dataclass(frozen=True)
@@ -65,26 +64,17 @@ class Contents:
 @dataclass(frozen=True)
 class Evidence:
     fact: str
-    value: str | None
+    value: str | im.InstalledBuild | None
     grade: str
     source: tuple[str, ...]
     note: str | None = None
-
-    def to_json(self) -> ImageEvidenceJson:
-        return {
-            "fact": self.fact,
-            "value": self.value,
-            "grade": self.grade,
-            "source": list(self.source),
-            "note": self.note,
-        }
 
 
 @dataclass(frozen=True)
 class Suggestion:
     image: str
     contents: Contents
-    why: str
+    why: im.NewestRuns
 
 
 @dataclass
@@ -95,9 +85,9 @@ class Report:
     contents: Contents | None
     runs: bool | None  # None: nothing to judge
     target: Target
-    reasons: list[str] = field(default_factory=list)  # why it does not run
-    upgrades: list[str] = field(default_factory=list)  # what would make it run
-    notes: list[str] = field(default_factory=list)  # how it runs, and what is unchecked
+    reasons: list[im.Said] = field(default_factory=list)  # why it does not run
+    upgrades: list[im.Said] = field(default_factory=list)  # what would make it run
+    notes: list[im.Said] = field(default_factory=list)  # how it runs, and what is unchecked
     evidence: list[Evidence] = field(default_factory=list)
     suggestion: Suggestion | None = None
     flavour_note: str | None = None
@@ -194,12 +184,11 @@ def _official_evidence(judge: Judge, rel: Release, var: Variant) -> list[Evidenc
     if install.value != "wheel":
         link_grade = "inferred"  # a conda package (or unknown): the wheel's facts carried over
     link_src = off.link.source + install.source
+    by = None if install.value == "wheel" else str(install.value)
     out = [
         Evidence(
             "build",
-            f"torch {rel.version} {var.name} from the PyTorch index"
-            if install.value == "wheel"
-            else f"torch {rel.version} CUDA {var.cuda} (installed by {install.value})",
+            im.InstalledBuild(rel.version, var.name, var.cuda, by),
             weakest(off.link.grade, install.grade),
             link_src,
             era.note if era else None,
@@ -225,12 +214,13 @@ def _official_evidence(judge: Judge, rel: Release, var: Variant) -> list[Evidenc
     return out
 
 
-def _platform_reason(judge: Judge, platform: str, what: str) -> str | None:
-    """Why a Linux host of another architecture cannot run the image at all, or None."""
+def _platform_reason(judge: Judge, platform: str, ref: str | None) -> im.PlatformOnly | None:
+    """Why a Linux host of another architecture cannot run the image (None: the official CUDA
+    image; else the database's record of ``ref``) at all, or None."""
     host = judge.target.platform
     if host.os == "linux" and host.name != platform:
         docker = BY_NAME[platform].docker if platform in BY_NAME else None
-        return f"{what} is {docker or platform} only; this host is {host}"
+        return im.PlatformOnly(ref, docker or platform, host)
     return None
 
 
@@ -268,34 +258,27 @@ def _verdict(report: Report, judge: Judge, cand: Candidate) -> None:
     report.runs = cand.ok
     host = judge.target.platform
     if host.os == "windows":
-        report.notes.append(
-            "a Windows host runs Linux containers through WSL2: the Windows driver's floors apply"
-        )
+        report.notes.append(im.Plain.WSL)
     elif host.os == "macos":
-        report.notes.append("a macOS host gives containers no NVIDIA GPU")
-    report.reasons = [r.text for r in cand.reasons]
+        report.notes.append(im.Plain.MACOS)
+    report.reasons = list(cand.reasons)
     report.notes.extend(cand.coverage)
-    if cand.min_driver and judge.target.driver and cand.ok:
-        report.notes.append(
-            f"driver {judge.target.driver} >= {cand.min_driver} ({cand.min_driver_why})"
-        )
-    if cand.min_driver and not judge.target.driver and judge.target.nvidia:
-        report.notes.append(
-            f"no driver given: needs driver >= {cand.min_driver} ({cand.min_driver_why})"
-        )
+    why, have = cand.min_driver_why, judge.target.driver
+    if cand.min_driver and have and cand.ok:
+        report.notes.append(im.DriverMet(have, cand.min_driver, why))
+    if cand.min_driver and not have and judge.target.nvidia:
+        report.notes.append(im.DriverNotGiven(cand.min_driver, why))
     if cand.jit:
-        report.notes.append("a GPU runs this build only through PTX JIT: slow first use")
+        report.notes.append(im.Plain.JIT)
     if not cand.confirmed:
-        report.notes.append(f"{cand.doubt or 'a fact'} rests on a secondary source")
+        report.notes.append(im.Doubt(cand.doubt))
     if not judge.target.nvidia and not judge.target.gpus:
-        report.notes.append("no NVIDIA GPU on the target: torch in this image runs on the CPU only")
+        report.notes.append(im.Plain.CPU_ONLY)
     if judge.target.nvidia and not judge.target.gpus and not judge.target.unknown_gpus:
-        report.notes.append("no GPU model given: kernels not checked (--gpu)")
+        report.notes.append(im.Plain.NO_MODEL)
     kinds = {r.kind for r in cand.reasons}
-    if "driver" in kinds and cand.min_driver and not kinds - {"driver"}:
-        report.upgrades.append(
-            f"upgrade the driver to >= {cand.min_driver} ({cand.min_driver_why})"
-        )
+    if K.DRIVER in kinds and cand.min_driver and not kinds - {K.DRIVER}:
+        report.upgrades.append(im.Upgrade(cand.min_driver, why))
 
 
 def official_report(judge: Judge, ref: ImageRef) -> Report:
@@ -307,14 +290,14 @@ def official_report(judge: Judge, ref: ImageRef) -> Report:
     report.evidence = _official_evidence(judge, rel, var)
     report.flavour_note = _flavour_note(judge, rel.version, flavour)
     if ref.digest:
-        report.notes.append("the digest was not checked: the answer is for the tag")
+        report.notes.append(im.Plain.DIGEST)
     _verdict(report, judge, _judge_build(judge, rel, var))
-    arch = _platform_reason(judge, judge.facts.official.platform, "the official CUDA image")
+    arch = _platform_reason(judge, judge.facts.official.platform, None)
     if arch:
         report.runs = False
         report.reasons = [arch]
         report.notes.clear()
-        report.upgrades[:] = [ARCH_FIX]
+        report.upgrades[:] = [im.Plain.ARCH_FIX]
     report.suggestion = best(replace(judge, devel=flavour == "devel"))
     return report
 
@@ -334,18 +317,15 @@ def _latest_report(judge: Judge, ref: ImageRef) -> Report:
         None,
         judge.target,
     )
-    report.notes.append(
-        f"'latest' moves with every release and names no CUDA version: as of the database "
-        f"({judge.catalog.updated}) it is a torch {rel.version} image; pin a tag instead"
-    )
+    report.notes.append(im.LatestMoves(judge.catalog.updated, rel.version))
     report.evidence.append(
         Evidence("torch", rel.version, "inferred", (), "the newest release in the database")
     )
-    fails = []
+    fails: list[im.Said] = []
     for var in builds:
         cand = _judge_build(judge, rel, var)
         if not cand.ok:
-            fails.append(f"CUDA {var.cuda}: " + "; ".join(r.text for r in cand.reasons))
+            fails.append(im.CudaFails(var.cuda, cand.reasons))
     report.runs = not fails
     report.reasons = fails
     report.suggestion = best(judge)
@@ -355,7 +335,7 @@ def _latest_report(judge: Judge, ref: ImageRef) -> Report:
 def best(judge: Judge) -> Suggestion | None:
     """The official image to use: the newest torch whose CUDA build runs on the target."""
     platform = judge.facts.official.platform
-    if _platform_reason(judge, platform, "the official CUDA image"):
+    if _platform_reason(judge, platform, None):
         return None
     target = _image_target(judge, "3.11")
     decision = solve(
@@ -370,10 +350,9 @@ def best(judge: Judge) -> Suggestion | None:
         if judge.facts.official.era(cand.release.version) is None:
             continue
         rel, var = cand.release, cand.variant
-        how = "; ".join(cand.coverage) or "GPU not checked"
-        why = f"the newest torch whose CUDA build runs here ({how})"
-        if cand.min_driver and judge.target.driver:
-            why += f"; driver {judge.target.driver} >= {cand.min_driver} ({cand.min_driver_why})"
+        have, need = judge.target.driver, cand.min_driver
+        met = im.DriverMet(have, need, cand.min_driver_why) if need and have else None
+        why = im.NewestRuns(cand.coverage, met)
         return Suggestion(
             official_tag(judge.facts, rel, var, flavour), _official_contents(judge, rel, var), why
         )
@@ -390,14 +369,11 @@ def best_report(judge: Judge) -> Report:
             _image_target(judge, "3.11"),
             Request(policy=judge.policy, cuda_on_gpu_less=True),
         )
-        arch = _platform_reason(judge, judge.facts.official.platform, "the official CUDA image")
-        report.reasons = (
-            [arch]
-            if arch
-            else list(decision.hints) or ["no official image's torch build runs here"]
-        )
+        arch = _platform_reason(judge, judge.facts.official.platform, None)
+        hints: list[im.Said] = list(decision.hints)
+        report.reasons = [arch] if arch else hints or [im.Plain.NONE_RUNS]
         if arch:
-            report.upgrades.append(ARCH_FIX)
+            report.upgrades.append(im.Plain.ARCH_FIX)
         return report
     rel = judge.catalog.release(sug.contents.torch or "")
     assert rel is not None
@@ -452,8 +428,8 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
     )
     if rel.note:
         report.notes.append(rel.note)
-    reasons: list[str] = []
-    arch = _platform_reason(judge, ngc.platform, f"the database's record of {ref}")
+    reasons: list[im.Said] = []
+    arch = _platform_reason(judge, ngc.platform, str(ref))
     if arch:
         reasons.append(arch)
     cuda = rel.cuda.value
@@ -463,12 +439,12 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
             judge.catalog, cuda, target.driver_os, policy=judge.policy, needs_jit=False
         )
         if need is None:
-            reasons.append(f"the minimum {target.driver_os} driver for CUDA {cuda} is unknown")
+            reasons.append(FloorUnknown(target.driver_os, cuda))
         elif target.driver and target.driver.key < driver_key(need):
             fc, why_not = _forward_compat(judge, cuda, need, why)
             if fc is None:
-                reasons.append(f"needs driver >= {need} ({why}); this host has {target.driver}")
-                report.upgrades.append(f"upgrade the driver to >= {need} ({why})")
+                reasons.append(DriverTooOld(need, why, target.driver))
+                report.upgrades.append(im.Upgrade(need, why))
                 if why_not:
                     report.notes.append(why_not)
             else:
@@ -476,15 +452,11 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
                 report.notes.append(fc[0])
                 report.evidence.append(fc[1])
         elif target.driver:
-            report.notes.append(f"driver {target.driver} >= {need} ({why})")
+            report.notes.append(im.DriverMet(target.driver, need, why))
         else:
-            report.notes.append(f"no driver given: needs driver >= {need} ({why})")
+            report.notes.append(im.DriverNotGiven(need, why))
     if target.gpus:
-        report.notes.append(
-            "kernels for "
-            + ", ".join(g.label for g in target.gpus)
-            + " not checked: unknown for NVIDIA's build"
-        )
+        report.notes.append(im.KernelsUnchecked(tuple(g.label for g in target.gpus)))
     report.runs = not reasons
     report.reasons = reasons
     report.suggestion = best(judge)
@@ -492,8 +464,8 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
 
 
 def _forward_compat(
-    judge: Judge, cuda: str, need: str, why: str
-) -> tuple[tuple[str, Evidence] | None, str | None]:
+    judge: Judge, cuda: str, need: str, why: DriverWhy | None
+) -> tuple[tuple[im.ForwardCompat, Evidence] | None, im.ForwardCompat | None]:
     """How an NGC container runs below its CUDA's driver floor, if it does: NVIDIA's CUDA
     forward-compatibility package in the image, on a Linux driver of a branch NVIDIA supports for
     that CUDA major, where every GPU is a data-center one the driver itself drives. Else None,
@@ -506,28 +478,27 @@ def _forward_compat(
     row = fc.branch(cuda_key(cuda)[0], branch) if branch is not None else None
     if row is None:
         return None, None
-    mode = f"CUDA forward compatibility (R{row.branch} for CUDA {cuda_key(cuda)[0]}.x)"
+    mode = im.ForwardCompat(row.branch, cuda_key(cuda)[0])
     if not target.gpus:
-        return None, f"{mode} needs a data-center GPU: name it with --gpu"
+        return None, replace(mode, why=im.NoForwardCompat.NO_GPU)
     for gpu in target.gpus:
         model = judge.catalog.gpu_by_name(gpu.name) if gpu.name else None
         if model is None or model.kind not in fc.kinds:
-            what = gpu.name or f"{cc_sm(gpu.cc)} (name the model with --gpu)"
-            return None, f"{mode} applies only to data-center GPUs, not to {what}"
+            return None, replace(
+                mode, why=im.NoForwardCompat.NOT_DATA_CENTER, gpu=gpu.name, cc=gpu.cc
+            )
         arch = judge.catalog.architectures.get(gpu.cc)
         window = arch.drivers if arch is not None else None
         if window is not None and window.first is not None and row.branch < window.first:
-            return None, f"{mode}: R{row.branch} does not drive {gpu.name} (R{window.first}+)"
-    gpus = ", ".join(g.name or cc_sm(g.cc) for g in target.gpus)
+            no = im.NoForwardCompat.NOT_DRIVEN
+            return None, replace(mode, why=no, gpu=gpu.name, first=window.first)
+    gpus = tuple(g.name or cc_sm(g.cc) for g in target.gpus)
     grade = weakest(fc.gpu_kinds.grade, row.fact.grade)
     source = tuple(dict.fromkeys((*fc.gpu_kinds.source, *row.fact.source)))
-    note = (
-        f"runs in CUDA forward-compatibility mode: driver {target.driver} (R{row.branch}) is below "
-        f"{need} ({why}), but {gpus} is a data-center GPU and NVIDIA's forward-compatibility "
-        f"package in the container supports R{row.branch} for CUDA {cuda_key(cuda)[0]}.x "
-        f"[{grade}: {', '.join(source)}]"
+    runs = replace(
+        mode, driver=target.driver, need=need, need_why=why, gpus=gpus, grade=grade, source=source
     )
-    return (note, Evidence("forward_compat", f"R{row.branch}", grade, source, row.fact.note)), None
+    return (runs, Evidence("forward_compat", f"R{row.branch}", grade, source, row.fact.note)), None
 
 
 # --- entry -------------------------------------------------------------------------------------

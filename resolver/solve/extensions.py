@@ -19,31 +19,14 @@ from resolver.core.platforms import Platform, PythonVersion
 from resolver.core.versions import CC, cc_sm, cc_str, cuda_key
 from resolver.db.models import ExtBuild, ExtRelease
 from resolver.db.torchabi import uses_cxx11
-from resolver.solve.ext_words import Gate, ceiling_words, loader_words, phrase
+from resolver.solve.findings import CeilingFallback, Covered, Gate, LoaderPick, Misfit, Reach
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
-Coverage = Callable[[ArchList, CC], "str | None"]
+Coverage = Callable[[ArchList, CC], "Reach | None"]
 FITS = 10  # choose()'s closeness for a fit
 _TORCH = 2  # ...for a build that fails only on its torch requirement
-
-
-class Misfit(NamedTuple):
-    """Why a package has no build for a torch build: the gate and the values it compared (data;
-    ``ext_words`` says it in words)."""
-
-    gate: Gate
-    package: str
-    version: str = ""  # the release held back ("" where none is meant)
-    values: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def text(self) -> str:
-        return phrase(self.gate, self.package, self.version, dict(self.values))
-
-    def value(self, key: str) -> str | None:
-        return dict(self.values).get(key)
 
 
 class ExtChoice(NamedTuple):
@@ -52,8 +35,8 @@ class ExtChoice(NamedTuple):
     package: str
     release: ExtRelease
     build: ExtBuild
-    coverage: tuple[str, ...] = ()  # how each GPU is reached ("sm_86 (RTX 3090): SASS sm_80")
-    notes: tuple[str, ...] = ()  # newer releases passed over, and why
+    coverage: tuple[Covered | LoaderPick | CeilingFallback, ...] = ()  # how each GPU is reached
+    notes: tuple[Misfit, ...] = ()  # newer releases passed over, and why
 
     @property
     def version(self) -> str:
@@ -89,13 +72,13 @@ def choose(
     releases = [r for r in pkg.releases if spec is None or spec.contains(r.version, True)]
     if not releases:
         return None, Misfit(Gate.NO_MATCH, name, "", (("spec", str(spec)),)), 0
-    passed: list[str] = []
+    passed: list[Misfit] = []
     best: tuple[int, Misfit | None] = (-1, None)
     gates: list[tuple[str, Gate]] = []  # each release-with-wheels' gate, to sum up the others
     for ext in releases:
         if not ext.builds:
             miss = Misfit(Gate.SOURCE_ONLY, name, ext.version)
-            passed.append(miss.text)  # said where an older one is taken
+            passed.append(miss)  # said where an older one is taken
             best = max(best, (0, miss), key=lambda b: b[0])
             continue
         closest: tuple[int, _Why | None] = (-1, None)
@@ -106,7 +89,7 @@ def choose(
             stage, why_not, reached = _misfit(catalog, place, rel, var, build, coverage)
             if why_not is None:
                 if loaded is build and build.cuda != var.cuda and build.cuda and var.cuda:
-                    reached.insert(0, loader_words(var.cuda, build.cuda))
+                    reached.insert(0, LoaderPick(var.cuda, build.cuda))
                 return ExtChoice(name, ext, build, tuple(reached), tuple(passed[:2])), None, FITS
             closest = max(closest, (stage, why_not), key=lambda b: b[0])
         if closest[1] is not None:
@@ -175,7 +158,7 @@ def _misfit(
     var: Variant,
     build: ExtBuild,
     coverage: Coverage,
-) -> tuple[int, _Why | None, list[str]]:
+) -> tuple[int, _Why | None, list[Covered | LoaderPick | CeilingFallback]]:
     """How far a build gets (a later stage is a closer miss), the gate that stops it and its
     values, and how it reaches each GPU when it fits."""
     if place.platform.name not in build.platforms:
@@ -205,21 +188,19 @@ def _misfit(
         return FITS, None, []
     if arch is None:
         return 7, (Gate.ARCH_UNKNOWN, {"platform": str(place.platform)}), []
-    reached: list[str] = []
+    reached: list[Covered | LoaderPick | CeilingFallback] = []
     top = build.ceiling
     for cc, label in place.gpus:
         if top is not None and cc > top.cc:  # the package's own kernels refuse this GPU
             values = {"gpu": label, "ceiling": cc_str(top.cc), "grade": top.prov.grade}
             if top.fallback is None:
                 return 8, (Gate.CEILING, values), []
-            reached.append(
-                f"{label}: {ceiling_words(cc_str(top.cc), top.fallback, values['grade'])}"
-            )
+            reached.append(CeilingFallback(label, cc_str(top.cc), top.fallback, values["grade"]))
             continue
         how = coverage(arch, cc)
         if how is None:
             return 8, (Gate.KERNELS, {"gpu": label, "arch": _arch_text(arch)}), []
-        reached.append(f"{label}: {how}")
+        reached.append(Covered(label, cc, how))
     return FITS, None, reached
 
 

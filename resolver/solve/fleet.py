@@ -17,6 +17,15 @@ from resolver.catalog import Catalog
 from resolver.core.vocab import EvidenceLevel
 from resolver.db.evidence import trusted, weakest
 from resolver.solve import Candidate, Decision, Request, Target
+from resolver.solve.findings import (
+    Conflict,
+    Fits,
+    Hint,
+    NothingRuns,
+    NothingShared,
+    PlatformsApart,
+    Reason,
+)
 from resolver.solve.memo import FleetSolver, unnamed
 
 BuildKey = tuple[str, str]  # (torch version, variant)
@@ -46,9 +55,10 @@ class FleetDecision:
     torch: str | None
     choices: tuple[PlatformChoice, ...]
     members: tuple[tuple[Target, Decision], ...]  # each named member with its own decision
-    conflicts: tuple[str, ...]  # plain sentences: which members force what
-    alternatives: tuple[str, ...]  # other common torch releases, newest first
-    hints: tuple[str, ...]
+    conflicts: tuple[Conflict, ...]  # which members force what
+    alternatives: tuple[tuple[str, bool], ...]  # other common torch releases, newest first:
+    # each with whether it is trusted at the request's evidence level
+    hints: tuple[tuple[str, Hint], ...]  # each member's hints, after the member's name
 
     @property
     def ok(self) -> bool:
@@ -136,12 +146,7 @@ def solve_fleet(
         tuple(choices),
         tuple(members),
         (),
-        tuple(
-            v
-            if _all_confirmed(common, v, request)
-            else f"{v} (weakly evidenced: a fact rests on a transcription or is inferred)"
-            for v in ranked[1:6]
-        ),
+        tuple((v, _all_confirmed(common, v, request)) for v in ranked[1:6]),
         _fleet_hints(members),
     )
 
@@ -204,27 +209,27 @@ def _variant_rank(cands: list[Candidate], req: Request) -> tuple[object, ...]:
     return (confirmed, *first.rank_key(True)[1:])
 
 
-def _describe_fits(decision: Decision) -> str:
+def _describe_fits(decision: Decision) -> Fits:
     fits = [c for c in (decision.selection, *decision.alternatives) if c is not None]
     if not fits:
-        return "no build at all"
-    variants = sorted({c.variant.name for c in fits})
+        return Fits((), "", "")
+    variants = tuple(sorted({c.variant.name for c in fits}))
     newest = max(fits, key=lambda c: c.release.key)
     oldest = min(fits, key=lambda c: c.release.key)
-    return f"{', '.join(variants)} (torch {oldest.release.version}–{newest.release.version})"
+    return Fits(variants, oldest.release.version, newest.release.version)
 
 
 def _conflicts(
     by_platform: dict[Slot, list[tuple[Target, Decision]]],
     common: dict[Slot, dict[BuildKey, list[Candidate]]],
-) -> tuple[str, ...]:
+) -> tuple[Conflict, ...]:
     """Which members force what: pairs (or single members) with no build in common."""
-    out: list[str] = []
+    out: list[Conflict] = []
     for (plat, _cpu), group in sorted(by_platform.items()):
         uniq = _unique(group)
         for t, d in uniq:
             if d.selection is None:
-                out.append(f"{t.name or plat} has no compatible build: {_first_reason(d)}")
+                out.append(NothingRuns(t.name or plat, _first_reason(d)))
         if common.get((plat, _cpu)):
             continue
         kinds = _distinct(group, evidence=False)
@@ -232,17 +237,14 @@ def _conflicts(
             sa = _build_set(da)
             for b, db in kinds[i + 1 :]:
                 if sa and _build_set(db) and not sa & _build_set(db):
-                    out.append(
-                        f"{a.name or plat} needs {_describe_fits(da)}; "
-                        f"{b.name or plat} needs {_describe_fits(db)}; no torch build has both"
-                    )
+                    a_fits, b_fits = _describe_fits(da), _describe_fits(db)
+                    out.append(NothingShared(a.name or plat, a_fits, b.name or plat, b_fits))
     if not out and len(by_platform) > 1:
-        fits = "; ".join(
-            f"{plat}{' (no GPU)' if cpu else ''}: torch "
-            f"{', '.join(sorted({v for v, _ in c}, key=_vkey)) or 'none'}"
+        fits = tuple(
+            (plat, cpu, tuple(sorted({v for v, _ in c}, key=_vkey)))
             for (plat, cpu), c in sorted(common.items())
         )
-        out.append(f"the platforms share no torch release ({fits})")
+        out.append(PlatformsApart(fits))
     return tuple(out)
 
 
@@ -254,17 +256,14 @@ def _build_set(d: Decision) -> set[BuildKey]:
     return {(c.release.version, c.variant.name) for c in (d.selection, *d.alternatives) if c}
 
 
-def _first_reason(d: Decision) -> str:
+def _first_reason(d: Decision) -> tuple[Reason, ...]:
     newest = max(d.rejected, key=lambda c: c.release.key, default=None)
-    return "; ".join(r.text for r in newest.reasons) if newest else "nothing in the database"
+    return newest.reasons if newest else ()
 
 
-def _fleet_hints(members: list[tuple[Target, Decision]]) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for t, d in members:
-        for h in d.hints:
-            seen.setdefault(f"{t.name or t.platform}: {h}", None)
-    return tuple(seen)
+def _fleet_hints(members: list[tuple[Target, Decision]]) -> tuple[tuple[str, Hint], ...]:
+    """Each member's hints after its name (each line is said once: ``present.fleet_hints``)."""
+    return tuple((t.name or t.platform.name, h) for t, d in members for h in d.hints)
 
 
 def split_groups(

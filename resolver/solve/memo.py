@@ -2,14 +2,15 @@
 
 The solver's verdicts on a machine depend on its platform, Python, driver OS, unknown GPUs, on
 its GPUs only through their distinct compute capabilities (a model's name and how many GPUs share
-a CC change only texts) and on its driver build only through which driver floors it meets (every
-toolkit minimum and minor-version-compatibility floor in the database) and the verdicts of the
-GPU-architecture windows on its branch. Machines that agree on all of that are one kind: the
-first is solved, once per set of GPUs the kind's decision is restated for their names and counts
-(``_reshaped``), and for each machine for its driver text (``rebind``), sharing every part of
-the decision that does not name the machine. 10,000 distinct machines cost ~100 solver runs
-(tests/test_fleet_memo.py holds each decision to solving that machine alone), and ``split``
-over hundreds of machine shapes stays linear in them.
+a CC change only the records that name them) and on its driver build only through which driver
+floors it meets (every toolkit minimum and minor-version-compatibility floor in the database) and
+the verdicts of the GPU-architecture windows on its branch. Machines that agree on all of that
+are one kind: the first is solved, once per set of GPUs the kind's decision is restated for their
+names and counts (``_reshaped``), and for each machine for its driver (``rebind``), sharing every
+part of the decision that does not name the machine: the records naming it get its values (a
+decision is data, ``solve/findings.py``), no text is edited. 10,000 distinct machines cost ~100
+solver runs (tests/test_fleet_memo.py holds each decision to solving that machine alone), and
+``split`` over hundreds of machine shapes stays linear in them.
 """
 
 from __future__ import annotations
@@ -20,16 +21,18 @@ from typing import TypeVar
 from resolver.catalog import Catalog
 from resolver.core.versions import CC, DriverKey, driver_key
 from resolver.db.models import Branch
-from resolver.solve.hints import build_hints, solve
+from resolver.solve import findings as fd
+from resolver.solve.findings import ReasonKind as K
 from resolver.solve.solver import (
     Candidate,
     Decision,
-    Reason,
     Request,
     Target,
     TargetGpu,
-    driver_reason,
+    build_hints,
+    solve,
     window_reasons,
+    window_verdict,
 )
 
 Kind = tuple[object, ...]
@@ -87,9 +90,9 @@ class FleetSolver:
             arch = self.catalog.architectures.get(gpu.cc)
             win = arch.drivers if arch is not None else None
             if win is not None:
-                verdict = _window_verdict(win.cut, win.first, branch.lo, branch.hi)
+                verdict = window_verdict(win, branch.lo, branch.hi)
                 windows.append((verdict, branch.exact == win.last))
-                if branch.record is not None and (verdict != 0 or win.cut is not None):
+                if branch.record is not None and (verdict is not None or win.cut is not None):
                     named = True
         driver = target.driver if named else None
         return ("driver", _copy(target, driver=driver, name=None), met, tuple(windows))
@@ -137,19 +140,6 @@ class FleetSolver:
         return gpus if len(first) == len(gpus) else tuple(first.values())
 
 
-def _window_verdict(cut: int | None, first: int | None, lo: int, hi: int) -> int:
-    """Which of solver.window_reasons' verdicts a branch known to lie in lo..hi gets (0: none)."""
-    if cut is not None and lo >= cut:
-        return 1  # no longer driven
-    if cut is not None and hi >= cut:
-        return 2  # perhaps no longer driven
-    if first is not None and hi < first:
-        return 3  # predates the GPUs
-    if first is not None and lo < first:
-        return 4  # perhaps predates them
-    return 0
-
-
 _T = TypeVar("_T")
 
 
@@ -170,29 +160,19 @@ def _copy(obj: _T, **changes: object) -> _T:
     return new
 
 
-# A rejected candidate whose texts name the host's driver: its position, its reasons, in them
-# the positions of each floor's reason (with the floor) and of each window reason, and the first
-# such candidate with the very same reasons (builds of one CUDA major share a floor): restated
-# once for both.
-Restate = tuple[
-    int, tuple[Reason, ...], tuple[tuple[int, tuple[str, str | None]], ...], tuple[int, ...], int
-]
+# A rejected candidate whose reasons name the host's driver (a driver floor it misses, a window
+# its branch falls out of): its position, and the first such candidate with the very same reasons
+# (builds of one CUDA major share a floor), restated once for both.
+Restate = tuple[int, int]
 
 
 def restated(decision: Decision) -> list[Restate]:
-    """The rejected candidates whose reasons name the host's driver, with where they do."""
+    """The rejected candidates whose reasons name the host's driver."""
     out: list[Restate] = []
-    first: dict[object, int] = {}
+    first: dict[tuple[fd.Reason, ...], int] = {}
     for i, c in enumerate(decision.rejected):
-        floors, windows = [], []
-        for pos, r in enumerate(c.reasons):
-            if r.kind == "driver" and c.min_driver is not None:
-                floors.append((pos, (c.min_driver, c.min_driver_why)))
-            elif r.kind == "window":
-                windows.append(pos)
-        if floors or windows:
-            entry = (c.reasons, tuple(floors), tuple(windows))
-            out.append((i, *entry, first.setdefault(entry, i)))
+        if any(isinstance(r, (fd.DriverTooOld, fd.OutsideWindow)) for r in c.reasons):
+            out.append((i, first.setdefault(c.reasons, i)))
     return out
 
 
@@ -202,45 +182,45 @@ def rebind(
     """``decision`` restated for ``target``, a machine of the same kind with another driver build.
 
     Same kind means the same everything but the driver build, which meets and misses the same
-    driver floors and falls in the same branch windows (resolver/solve/memo.py keys on exactly
-    that): the verdicts are the same, only the texts naming the host's driver differ. A fleet of
-    10,000 driver builds costs its few kinds of solver runs this way, not 10,000. ``which``
-    (from ``restated``) spares finding the rejected candidates whose texts name the driver.
+    driver floors and falls in the same branch windows (``FleetSolver.kind`` keys on exactly
+    that): the verdicts are the same, only the records naming the host's driver differ. A fleet
+    of 10,000 driver builds costs its few kinds of solver runs this way, not 10,000. ``which``
+    (from ``restated``) spares finding the rejected candidates whose reasons name the driver.
     """
     old = decision.target
     if old == target:
         return decision
     if old.driver is None or target.driver is None or _copy(old, driver=target.driver) != target:
         raise ValueError("rebind: the targets differ in more than their driver build")
-    windows: list[Reason] | None = None  # made where a build's texts need them
     driver = target.driver
+    windows: list[fd.OutsideWindow] | None = None  # the target's, made where a record needs them
     rejected = list(decision.rejected)
-    said: dict[tuple[str, str | None], Reason] = {}  # builds share a few floors: each said once
-    told: dict[int, tuple[Reason, ...]] = {}  # the same reasons before: the same after
-    for i, before, floors, at, alike in restated(decision) if which is None else which:
+    told: dict[int, tuple[fd.Reason, ...]] = {}  # the same reasons before: the same after
+    for i, alike in restated(decision) if which is None else which:
         again = told.get(alike)
-        if again is not None:
-            rejected[i] = _copy(rejected[i], reasons=again)
-            continue
-        reasons = list(before)
-        for pos, need in floors:
-            found = said.get(need)
-            if found is None:
-                found = said[need] = driver_reason(need[0], need[1], driver)
-            reasons[pos] = found
-        if at and windows is None:
-            windows = [r for r, _ in window_reasons(catalog, target)]
-        for pos, new_reason in zip(at, windows or (), strict=True):
-            reasons[pos] = new_reason
-        rejected[i] = _copy(rejected[i], reasons=told.setdefault(alike, tuple(reasons)))
-    # The one hint naming the host's driver (hints.py): "...; this host has <driver>".
-    was, now = f"this host has {old.driver}", f"this host has {target.driver}"
-    return _copy(
-        decision,
-        target=target,
-        rejected=tuple(rejected),
-        hints=tuple(h.replace(was, now) for h in decision.hints),
+        if again is None:
+            placed = 0
+            reasons: list[fd.Reason] = []
+            for r in rejected[i].reasons:  # a build's window reasons: the target's, in order
+                if isinstance(r, fd.DriverTooOld):
+                    r = _copy(r, have=driver)
+                elif isinstance(r, fd.OutsideWindow):
+                    if windows is None:
+                        windows = [w for w, _ in window_reasons(catalog, target)]
+                    r = windows[placed]
+                    placed += 1
+                reasons.append(r)
+            again = told[alike] = tuple(reasons)
+        rejected[i] = _copy(rejected[i], reasons=again)
+    hints = tuple(
+        _copy(h, have=driver)
+        if isinstance(h, fd.NeedsDriver)
+        else _copy(h, windows=tuple(dict.fromkeys(w for w, _ in window_reasons(catalog, target))))
+        if isinstance(h, fd.InstallBranch)
+        else h
+        for h in decision.hints
     )
+    return _copy(decision, target=target, rejected=tuple(rejected), hints=hints)
 
 
 def _reshaped(catalog: Catalog, decision: Decision, gpus: tuple[TargetGpu, ...]) -> Decision:
@@ -254,54 +234,42 @@ def _reshaped(catalog: Catalog, decision: Decision, gpus: tuple[TargetGpu, ...])
         raise ValueError("reshaped: the GPUs differ in more than their names and counts")
     target = _copy(old, gpus=gpus)
     windows = window_reasons(catalog, target)  # each names a GPU
-    heads = [g.label + ": " for g in old.gpus]
     labels = [(g.cc, g.label) for g in gpus]
-    # Builds share their kernel verdicts (one arch list serves many builds): each told once.
-    told: dict[tuple[tuple[str, ...], tuple[Reason, ...]], tuple[tuple[str, ...], list[Reason]]]
-    told = {}
+    # Builds share their kernel verdicts (one arch list serves many builds): each told once,
+    # keyed by the verdicts' values (plain tuples hash fast; the records' own hash is Python's).
+    Told = tuple[tuple[fd.Covered, ...], tuple[fd.Reason, ...]]
+    told: dict[tuple[object, ...], Told] = {}
 
-    def retell(
-        coverage: tuple[str, ...], arch: tuple[Reason, ...]
-    ) -> tuple[tuple[str, ...], list[Reason]]:
-        covered: dict[CC, str] = {}  # the CC's coverage, after its GPU's label
-        missing: dict[CC, str] = {}  # the CC's "no kernels" text, after its GPU's label
-        left = iter(arch)
-        cov = 0
-        for g, head in zip(old.gpus, heads, strict=True):  # covered (in order) or "no kernels"
-            if cov < len(coverage) and coverage[cov].startswith(head):
-                covered.setdefault(g.cc, coverage[cov][len(head) :])
-                cov += 1
-            else:  # none when its kernels were not checked (which GPUs the build has: unknown)
-                reason = next(left, None)
-                if reason is not None:
-                    missing.setdefault(g.cc, reason.text[len(f"no kernels for {head}") :])
+    def retell(coverage: tuple[fd.Covered, ...], arch: tuple[fd.NoKernels, ...]) -> Told:
+        covered = {c.cc: c for c in reversed(coverage)}  # each CC's first
+        missing = {r.cc: r for r in reversed(arch)}
         return (
-            tuple(f"{label}: {covered[cc]}" for cc, label in labels if cc in covered),
-            [
-                Reason("arch", f"no kernels for {label}: {missing[cc]}")
-                for cc, label in labels
-                if cc in missing
-            ],
+            tuple(_copy(covered[cc], gpu=label) for cc, label in labels if cc in covered),
+            tuple(_copy(missing[cc], gpu=label) for cc, label in labels if cc in missing),
         )
 
     def relabel(c: Candidate) -> Candidate:
-        arch = tuple(r for r in c.reasons if r.kind == "arch")
-        window = any(r.kind == "window" for r in c.reasons)
+        arch = tuple(r for r in c.reasons if isinstance(r, fd.NoKernels))
+        window = any(r.kind == K.WINDOW for r in c.reasons)
         if not c.coverage and not arch and not window:
             return c
-        known = told.get((c.coverage, arch))
+        key = (
+            tuple((x.cc, x.reach.ptx, x.reach.via) for x in c.coverage),
+            tuple((r.cc, r.sass, r.ptx) for r in arch),
+        )
+        known = told.get(key)
         if known is None:
-            known = told[(c.coverage, arch)] = retell(c.coverage, arch)
+            known = told[key] = retell(c.coverage, arch)
         coverage, no_kernels = known
         if not arch and not window:
             return _copy(c, coverage=coverage)
-        reasons: list[Reason] = []
+        reasons: list[fd.Reason] = []
         said = 0
         for r in c.reasons:  # each block (the GPUs' "no kernels", their windows) in its place
-            if r.kind == "arch":
+            if r.kind == K.ARCH:
                 reasons.extend(no_kernels)
-                no_kernels = []
-            elif r.kind == "window":
+                no_kernels = ()
+            elif r.kind == K.WINDOW:
                 said += 1
                 if said == 1:
                     reasons.extend(w for w, _ in windows)

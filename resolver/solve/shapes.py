@@ -195,14 +195,6 @@ def _natural(name: str) -> tuple[object, ...]:
     return tuple(int(p) if p.isascii() and p.isdigit() else p for p in re.split(r"([0-9]+)", name))
 
 
-def abbreviate(names: tuple[str, ...], keep: int = 6) -> str:
-    """`a, b, c, … (+97 more), z`: node names for a report line."""
-    if len(names) <= keep + 1:
-        return ", ".join(names)
-    head = ", ".join(names[: keep - 1])
-    return f"{head}, … (+{len(names) - keep} more), {names[-1]}"
-
-
 # --- a folder of `gpuresolve detect --json` files ------------------------------------------------
 
 

@@ -12,6 +12,10 @@ Rules (see docs/explanation/decisions.md, "How gpuresolve decides"):
 - every GPU of the target must be covered;
 - the newest torch release wins; among its variants, the one the Python Package Index carries,
   then the newest CUDA; builds whose arch list no primary source confirms come last.
+
+One concept: deciding, from each build judged to the hints on the decision (what would change it,
+read from the records of the builds turned down); apart, the hints were the route's extra stay
+and, reading the solver's types while being its entry, could not import it without a cycle.
 """
 
 from __future__ import annotations
@@ -19,14 +23,18 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Release, Variant
-from resolver.core.platforms import BY_NAME
-from resolver.core.versions import CC, Driver, cc_sm, cc_str, cuda_key, driver_key
+from resolver.core.platforms import BY_NAME, PythonVersion
+from resolver.core.versions import CC, cc_str, cuda_key, driver_key
 from resolver.core.vocab import DriverPolicy, EvidenceLevel, Grade
+from resolver.db import evidence as ev
 from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, rank, trusted
-from resolver.solve.extensions import ExtChoice, Misfit, Place, choose
+from resolver.solve import findings as fd
+from resolver.solve.extensions import FITS, ExtChoice, Place, choose
+from resolver.solve.findings import REQUEST_KINDS
+from resolver.solve.findings import ReasonKind as K
 from resolver.solve.target import Policy as Policy
 from resolver.solve.target import Request as Request
 from resolver.solve.target import Target as Target
@@ -36,22 +44,6 @@ if TYPE_CHECKING:  # packaging's specifiers cost ~20 ms to import: only a given 
     from packaging.specifiers import SpecifierSet
 
 COMPANIONS = ("torchvision", "torchaudio")
-ReasonKind = Literal[
-    "spec", "python", "cuda", "variant", "companion", "cpu", "nogpu", "arch", "driver",
-    "unknown", "window", "evidence", "extension",
-]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Reason:
-    kind: ReasonKind
-    text: str
-    detail: Misfit | None = None  # an extension's gate and values (the text says them)
-
-
-# Reason kinds by who is at fault: the request, or the target's GPU side (kernels, driver).
-REQUEST_KINDS: frozenset[ReasonKind] = frozenset({"spec", "cuda", "variant", "companion"})
-GPU_KINDS: frozenset[ReasonKind] = frozenset({"arch", "driver", "unknown", "window"})
 
 
 @dataclass(frozen=True)
@@ -59,15 +51,15 @@ class Candidate:
     release: Release
     variant: Variant
     platform: str
-    reasons: tuple[Reason, ...] = ()
+    reasons: tuple[fd.Reason, ...] = ()
     min_driver: str | None = None  # what this build needs on the target's driver OS
-    min_driver_why: str | None = None
+    min_driver_why: fd.DriverWhy | None = None
     confirmed: bool = True
-    warnings: tuple[str, ...] = ()
-    coverage: tuple[str, ...] = ()  # how each GPU is covered, for "why"
+    warnings: tuple[fd.Warning, ...] = ()
+    coverage: tuple[fd.Covered, ...] = ()  # how each GPU is covered, for "why"
     packages: tuple[tuple[str, str], ...] = ()  # (name, version with local tag)
     jit: bool = False  # some GPU is reached only through PTX, JIT-compiled on first use
-    doubt: str | None = None  # which of its facts rests on a secondary source, if any
+    doubt: ev.About | None = None  # which of its facts rests on a secondary source, if any
     evidence: str = "observed"  # the weakest grade among the build's own facts
     facts: tuple[Fact, ...] = ()  # every graded fact it rests on (evidence_detail, --explain)
     driver_facts: tuple[Fact, ...] = ()  # driver floors and windows, graded on their own
@@ -100,7 +92,7 @@ class Decision:
     selection: Candidate | None
     alternatives: tuple[Candidate, ...]
     rejected: tuple[Candidate, ...]
-    hints: tuple[str, ...]
+    hints: tuple[fd.Hint, ...]
     cpu_fallback: Candidate | None = None  # shown when a GPU target has no GPU build
 
 
@@ -122,19 +114,19 @@ class _Machine:
         self.catalog, self.target = catalog, target
         self.have = target.driver.key if target.driver is not None else None
         self.python = str(target.python)  # as the database lists a release's Pythons
-        self._windows: tuple[list[tuple[Reason, Fact]], list[Fact]] | None = None
-        self._coverage: dict[tuple[int, CC], str | None] = {}
+        self._windows: tuple[list[tuple[fd.OutsideWindow, Fact]], list[Fact]] | None = None
+        self._coverage: dict[tuple[int, CC], fd.Reach | None] = {}
 
     def older_than(self, floor: str) -> bool:
         return self.have is not None and self.have < floor_key(floor)
 
-    def windows(self) -> tuple[list[tuple[Reason, Fact]], list[Fact]]:
+    def windows(self) -> tuple[list[tuple[fd.OutsideWindow, Fact]], list[Fact]]:
         if self._windows is None:
             c, t = self.catalog, self.target
             self._windows = (window_reasons(c, t), window_facts(c, t))
         return self._windows
 
-    def coverage(self, arch: ArchList, cc: CC) -> str | None:
+    def coverage(self, arch: ArchList, cc: CC) -> fd.Reach | None:
         key = (id(arch), cc)  # the catalog holds every arch list for the whole solve
         if key not in self._coverage:
             self._coverage[key] = kernel_coverage(self.catalog, arch, cc)
@@ -142,8 +134,8 @@ class _Machine:
 
 
 def decide(catalog: Catalog, target: Target, request: Request) -> Decision:
-    """Resolve the best build for the target, with the runners-up and the rejects; hints.solve
-    adds the hints (hints.py reads this module's types, so it calls this one, not the reverse)."""
+    """Resolve the best build for the target, with the runners-up and the rejects; ``solve``
+    adds the hints (the fleet memo makes them anew for a decision restated for other GPUs)."""
     cuda_wanted = target.nvidia or bool(target.gpus)
     machine = _Machine(catalog, target)
     evaluated = [
@@ -162,20 +154,12 @@ def decide(catalog: Catalog, target: Target, request: Request) -> Decision:
     if selection is not None:
         notes = list(selection.warnings)
         if not trusted(selection.evidence, request.level):
-            notes.append(
-                f"nothing documented fits: {selection.doubt} (evidence: {selection.evidence})"
-            )
+            notes.append(fd.Undocumented(selection.doubt, selection.evidence))
         if selection.variant.kind == "cpu" and cuda_wanted:
-            notes.append("a CPU build, as asked: this target's NVIDIA GPU stays unused")
+            notes.append(fd.CpuAsAsked())
         if selection.jit:
-            notes.append(
-                "a GPU runs this build only through PTX JIT: slow first use, and the "
-                "build's CUDA libraries may lack that GPU's kernels"
-            )
-        notes.extend(
-            f"{name}: compute capability unknown, kernels not checked (give it with --gpu X.Y)"
-            for name in target.unknown_gpus
-        )
+            notes.append(fd.JitOnly())
+        notes.extend(fd.CcUnknown(name) for name in target.unknown_gpus)
         selection = replace(selection, warnings=tuple(notes))
     cpu_fallback = None
     if selection is None and cuda_wanted:
@@ -194,6 +178,15 @@ def decide(catalog: Catalog, target: Target, request: Request) -> Decision:
         ]
         cpu_fallback = max(cpu_ok, key=lambda c: c.release.key, default=None)
     return Decision(target, request, selection, tuple(ok[1:]), rejected, (), cpu_fallback)
+
+
+def solve(catalog: Catalog, target: Target, request: Request) -> Decision:
+    """Resolve the best build for the target, with the runners-up, the rejects and hints."""
+    decision = decide(catalog, target, request)
+    selection = decision.selection
+    ok = ([selection] if selection else []) + list(decision.alternatives)
+    hints = build_hints(catalog, target, request, selection, ok, decision.rejected)
+    return replace(decision, hints=hints)
 
 
 # --- one candidate ---------------------------------------------------------------------------
@@ -220,37 +213,26 @@ def _evaluate(
     machine: _Machine | None = None,
 ) -> Candidate:
     machine = machine if machine is not None else _Machine(catalog, target)
-    reasons: list[Reason] = []
-    warnings: list[str] = []
+    reasons: list[fd.Reason] = []
+    warnings: list[fd.Warning] = []
     if request.torch is not None and not _allows(request.torch, rel.version):
-        reasons.append(Reason("spec", f"torch {rel.version} does not match {request.torch}"))
+        reasons.append(fd.SpecMiss(rel.version, str(request.torch)))
     pythons = rel.python.get(target.platform.name, ())
     if machine.python not in pythons:
-        span = f"{pythons[0]}–{pythons[-1]}" if pythons else "none"
-        reasons.append(
-            Reason(
-                "python",
-                f"no torch {rel.version} wheel for Python {target.python} on {target.platform}"
-                f" (it has {span})",
-            )
-        )
+        reasons.append(fd.NoPythonWheel(rel.version, target.python, target.platform, pythons))
     if request.cuda and var.cuda != request.cuda:
-        what = f"CUDA {var.cuda}" if var.cuda else "CPU"
-        reasons.append(Reason("cuda", f"{what} build; CUDA {request.cuda} was asked for"))
+        reasons.append(fd.CudaMiss(var.cuda, request.cuda))
     elif request.variant and var.name != request.variant:
-        reasons.append(Reason("variant", f"{var.name} build; {request.variant} was asked for"))
+        reasons.append(fd.VariantMiss(var.name, request.variant))
 
     packages = [("torch", _local(rel.version, var, target.platform.name))]
     for name, spec in request.companions:
         paired = rel.companion(name)
         if paired is None:
-            reasons.append(Reason("companion", f"no {name} release pairs with torch {rel.version}"))
+            reasons.append(fd.NoCompanion(name, rel.version))
         elif spec is not None and not spec.contains(paired, prereleases=True):
-            pulled = [v for v in rel.yanked.get(name, ()) if spec.contains(v, prereleases=True)]
-            gone = f"; {', '.join(pulled)} is yanked on the Package Index" if pulled else ""
-            reasons.append(
-                Reason("companion", f"{name} {paired} (paired) does not match {spec}{gone}")
-            )
+            pulled = (v for v in rel.yanked.get(name, ()) if spec.contains(v, prereleases=True))
+            reasons.append(fd.CompanionMiss(name, paired, str(spec), tuple(pulled)))
         else:
             untagged = name in rel.companion_untagged
             packages.append(
@@ -258,10 +240,7 @@ def _evaluate(
             )
             cprov = rel.companion_prov.get(name)
             if cprov is not None and not cprov.confirmed:
-                warnings.append(
-                    f"{name} {paired} with torch {rel.version}: the pairing is inferred, "
-                    "no primary source states it"
-                )
+                warnings.append(fd.PairingInferred(name, paired, rel.version))
 
     chosen: list[ExtChoice] = []
     if request.extensions:
@@ -272,62 +251,50 @@ def _evaluate(
             )
             if got is None:
                 if why_not is not None:
-                    reasons.append(Reason("extension", why_not.text, why_not))
+                    reasons.append(fd.ExtensionMiss(why_not))
             else:
                 chosen.append(got)
-                warnings.extend(f"{n}; took {name} {got.version}" for n in got.notes)
-    min_driver = why = None
+                warnings.extend(fd.ExtensionPassed(n, name, got.version) for n in got.notes)
+    min_driver: str | None = None
+    why: fd.DriverWhy | None = None
     needs_jit = False
-    coverage: list[str] = []
+    coverage: list[fd.Covered] = []
     facts = _build_facts(rel, var, target, request)
     driver_facts: list[Fact] = []
     if var.kind == "cpu":
         if cuda_wanted and request.variant != "cpu":  # by name (+cpu), it is no silent fallback
-            reasons.append(Reason("cpu", "CPU build: this target has an NVIDIA GPU"))
+            reasons.append(fd.CpuBuild())
     elif not (cuda_wanted or request.cuda or request.variant or request.cuda_on_gpu_less):
-        reasons.append(Reason("nogpu", "CUDA build: this target has no NVIDIA GPU"))
+        reasons.append(fd.CudaBuild())
     else:
         arch = var.platforms.get(target.platform.name)
         if target.gpus and arch is None:
-            reasons.append(
-                Reason("unknown", f"which GPUs {var.name} supports on {target.platform} is unknown")
-            )
+            reasons.append(fd.ArchUnknown(var.name, target.platform))
         elif arch is not None and target.gpus:
-            sass_text = " ".join(cc_sm(c) for c in arch.sass) or "none"
-            facts.append(
-                Fact(
-                    "sass",
-                    arch.prov.grade,
-                    arch.prov.source,
-                    f"SASS {sass_text} for {target.platform.name}",
-                )
-            )
+            sass = ev.Kernels(False, arch.sass, target.platform.name)
+            facts.append(Fact("sass", arch.prov.grade, arch.prov.source, sass))
             for gpu in target.gpus:
                 how = machine.coverage(arch, gpu.cc)
                 if how is None:
-                    reasons.append(
-                        Reason("arch", f"no kernels for {gpu.label}: {_arch_text(arch)}")
-                    )
+                    reasons.append(fd.NoKernels(gpu.label, gpu.cc, arch.sass, arch.ptx))
                 else:
-                    needs_jit = needs_jit or is_jit(how)
-                    coverage.append(f"{gpu.label}: {how}")
+                    needs_jit = needs_jit or how.ptx
+                    coverage.append(fd.Covered(gpu.label, gpu.cc, how))
             if needs_jit:  # PTX decides only where a GPU is reached through it
                 ptx = arch.ptx_provenance
-                ptx_text = " ".join(cc_sm(c) for c in arch.ptx) or "none"
-                facts.append(Fact("ptx", ptx.grade, ptx.source, f"PTX {ptx_text}"))
-        min_driver, why = _driver_need(catalog, target, request, var, needs_jit)
+                facts.append(Fact("ptx", ptx.grade, ptx.source, ev.Kernels(True, arch.ptx)))
+        assert var.cuda is not None
+        driver_os, policy = target.driver_os, request.policy
+        min_driver, why = driver_need(
+            catalog, var.cuda, driver_os, policy=policy, needs_jit=needs_jit
+        )
         floor = _floor_fact(catalog, target, var.cuda or "", min_driver)
         if floor is not None:
             driver_facts.append(floor)
         if min_driver is None:
-            reasons.append(
-                Reason(
-                    "driver",
-                    f"the minimum {target.driver_os} driver for CUDA {var.cuda} is unknown",
-                )
-            )
+            reasons.append(fd.FloorUnknown(target.driver_os, var.cuda))
         elif target.driver is not None and machine.older_than(min_driver):
-            reasons.append(driver_reason(min_driver, why, target.driver))
+            reasons.append(fd.DriverTooOld(min_driver, why, target.driver))
     if var.kind == "cuda" and target.gpus:
         windows, edges = machine.windows()
         for reason, fact in windows:
@@ -336,11 +303,9 @@ def _evaluate(
         if not any(r.kind == "window" for r in reasons):
             driver_facts.extend(edges)
     evidence, worst = facts_grade((*facts, *driver_facts))
-    doubt = describe_fact(worst) if worst is not None and evidence not in DOCUMENTED else None
+    doubt = worst.what if worst is not None and evidence not in DOCUMENTED else None
     if request.level == EvidenceLevel.OBSERVED and evidence != Grade.OBSERVED and worst is not None:
-        reasons.append(
-            Reason("evidence", f"--evidence observed: {describe_fact(worst)} is {evidence}")
-        )
+        reasons.append(fd.TooWeak(worst.what, evidence))
     return Candidate(
         release=rel,
         variant=var,
@@ -361,34 +326,23 @@ def _evaluate(
     )
 
 
-def driver_reason(min_driver: str, why: str | None, driver: Driver) -> Reason:
-    return Reason("driver", f"needs driver >= {min_driver} ({why}); this host has {driver}")
-
-
 def _build_facts(rel: Release, var: Variant, target: Target, request: Request) -> list[Fact]:
     """The build's own graded facts: existence, Python tags, companions asked for, cuDNN, NCCL
     (architectures are added where GPUs are checked)."""
     facts = [
-        Fact("release", rel.prov.grade, rel.prov.source, f"torch {rel.version} exists"),
-        Fact("build", var.prov.grade, var.prov.source, f"its {var.name} build exists"),
+        Fact("release", rel.prov.grade, rel.prov.source, ev.Exists(rel.version)),
+        Fact("build", var.prov.grade, var.prov.source, ev.Exists(rel.version, var.name)),
     ]
     py = rel.python_prov or rel.prov
-    facts.append(Fact("python", py.grade, py.source, f"Python tags on {target.platform.name}"))
+    facts.append(Fact("python", py.grade, py.source, ev.PythonTags(target.platform.name)))
     # Companions, cuDNN and NCCL describe the build (the wheel pins them): shown, never deciding.
     for name, _spec in request.companions:
         cprov = rel.companion_prov.get(name, rel.prov)
-        facts.append(Fact(name, cprov.grade, cprov.source, f"the {name} pairing", False))
+        facts.append(Fact(name, cprov.grade, cprov.source, ev.Pairing(name), False))
     for label, pinned in (("cudnn", var.cudnn), ("nccl", var.nccl)):
         if pinned is not None and pinned.version is not None:
-            facts.append(
-                Fact(
-                    label,
-                    pinned.prov.grade,
-                    pinned.prov.source,
-                    f"{'cuDNN' if label == 'cudnn' else 'NCCL'} {pinned.version}",
-                    False,
-                )
-            )
+            what = ev.Pinned(label, pinned.version)
+            facts.append(Fact(label, pinned.prov.grade, pinned.prov.source, what, False))
     return facts
 
 
@@ -399,67 +353,56 @@ def _floor_fact(catalog: Catalog, target: Target, cuda: str, need: str | None) -
     tk = catalog.toolkits.get(cuda)
     mvc = catalog.compat_floors.get(cuda_key(cuda)[0]) if cuda else None
     if mvc is not None and need is not None and mvc.min_driver.get(target.driver_os) == need:
-        return Fact("driver floor", mvc.prov.grade, mvc.prov.source, f"CUDA {cuda} drivers")
+        return Fact("driver floor", mvc.prov.grade, mvc.prov.source, ev.Drivers(cuda, True))
     if tk is not None:
-        return Fact("driver floor", tk.prov.grade, tk.prov.source, f"CUDA {cuda} drivers")
+        return Fact("driver floor", tk.prov.grade, tk.prov.source, ev.Drivers(cuda, True))
     return None
 
 
-def describe_fact(fact: Fact) -> str:
-    return fact.what
-
-
-def window_reasons(catalog: Catalog, target: Target) -> list[tuple[Reason, Fact]]:
+def window_reasons(catalog: Catalog, target: Target) -> list[tuple[fd.OutsideWindow, Fact]]:
     """GPUs the target's driver does not drive at all (outside their architecture's window).
 
     The driver's branch decides, never its number: a Windows 581.57 driver is R580 (Windows
     numbers run above the branch's name). A Windows number the table does not place, where the
     answer depends on it, is turned away with the branch that is known to work named.
     """
-    out: list[tuple[Reason, Fact]] = []
+    out: list[tuple[fd.OutsideWindow, Fact]] = []
     if target.driver is None:
         return out
     branch = catalog.driver_branch(target.driver, target.driver_os)
-    shown = f"driver {target.driver} ({branch.text})"
     for gpu in target.gpus:
         arch = catalog.architectures.get(gpu.cc)
         win = arch.drivers if arch is not None else None
         if win is None or arch is None:
             continue
         prov = win.prov
-        fact = Fact("driver window", prov.grade, prov.source, f"{arch.name} drivers")
+        fact = Fact("driver window", prov.grade, prov.source, ev.Drivers(arch.name, False))
         if branch.record is not None and rank(branch.record.prov.grade) > rank(prov.grade):
             rec = branch.record.prov
-            fact = Fact(
-                "driver window", rec.grade, rec.source, f"Windows {target.driver} is R{branch.lo}"
-            )
-        cut, last = win.cut, win.last
-        keep = f"R{last} is the last branch that does" if last is not None else ""
-        text: str | None = None
-        if cut is not None and branch.lo >= cut:
-            text = (
-                f"{gpu.label}: {shown} no longer supports {arch.name} GPUs (dropped in R{cut}); "
-                + keep
-            )
-        elif cut is not None and branch.hi >= cut:
-            text = (
-                f"{gpu.label}: which branch Windows driver {target.driver} belongs to is unknown "
-                f"({branch.text}), so whether it still drives {arch.name} GPUs (dropped in "
-                f"R{cut}) is unknown; " + keep
-            )
-        elif win.first is not None and branch.hi < win.first:
-            text = (
-                f"{gpu.label}: {shown} predates {arch.name} GPUs; they need R{win.first} or newer"
-            )
-        elif win.first is not None and branch.lo < win.first:
-            text = (
-                f"{gpu.label}: which branch Windows driver {target.driver} belongs to is unknown "
-                f"({branch.text}), so whether it drives {arch.name} GPUs is unknown; they need "
-                f"R{win.first} or newer"
-            )
-        if text is not None:
-            out.append((Reason("window", text.rstrip("; ")), fact))
+            what = ev.WindowsIs(target.driver, branch.lo)
+            fact = Fact("driver window", rec.grade, rec.source, what)
+        verdict = window_verdict(win, branch.lo, branch.hi)
+        if verdict is not None:
+            window = fd.OutsideWindow(
+                gpu.label, target.driver, branch.lo, branch.hi, arch.name, verdict, win.cut,
+                win.first, win.last,
+            )  # fmt: skip
+            out.append((window, fact))
     return out
+
+
+def window_verdict(win: DriverWindow, lo: int, hi: int) -> fd.Verdict | None:
+    """Where a branch known to lie in lo..hi falls against an architecture's window (None:
+    inside it); the fleet memo keys a kind of machine on it."""
+    if win.cut is not None and lo >= win.cut:
+        return fd.Verdict.DROPPED
+    if win.cut is not None and hi >= win.cut:
+        return fd.Verdict.MAYBE_DROPPED
+    if win.first is not None and hi < win.first:
+        return fd.Verdict.PREDATES
+    if win.first is not None and lo < win.first:
+        return fd.Verdict.MAYBE_PREDATES
+    return None
 
 
 def gpu_windows(
@@ -491,60 +434,30 @@ def window_facts(catalog: Catalog, target: Target) -> list[Fact]:
     for _gpu, arch, win in gpu_windows(catalog, target.gpus):
         if win.cut is None and win.first is None:
             continue
+        edges = ev.Drivers(arch.name, False, win.first, win.cut, edges=True)
         out.append(
-            Fact(
-                "driver window",
-                win.prov.grade,
-                win.prov.source,
-                f"{arch.name} drivers: {_window_text(win.first, win.cut)}",
-                win.cut is not None,
-            )
+            Fact("driver window", win.prov.grade, win.prov.source, edges, win.cut is not None)
         )
         if win.cut is not None and branch.record is not None:
             rec = branch.record
-            out.append(
-                Fact(
-                    "driver branch",
-                    rec.prov.grade,
-                    rec.prov.source,
-                    f"Windows driver {target.driver} is R{rec.branch} "
-                    f"(Windows {rec.first}-{rec.last})",
-                )
-            )
+            what = ev.WindowsIs(target.driver, rec.branch, (rec.first, rec.last))
+            out.append(Fact("driver branch", rec.prov.grade, rec.prov.source, what))
     return out
 
 
-def _window_text(first: int | None, cut: int | None) -> str:
-    parts = ([f"first in R{first}"] if first is not None else []) + (
-        [f"dropped in R{cut}"] if cut is not None else []
-    )
-    return ", ".join(parts)
-
-
-def kernel_coverage(catalog: Catalog, arch: ArchList, cc: CC) -> str | None:
-    """How a build's kernels reach a GPU of this CC ("SASS sm_86", "PTX sm_90 (...)"), or None.
+def kernel_coverage(catalog: Catalog, arch: ArchList, cc: CC) -> fd.Reach | None:
+    """How a build's kernels reach a GPU of this CC (SASS, or PTX JIT-compiled), or None.
 
     Public so that `gpuresolve verify` applies the very rule the solver chose with.
     """
     tegra = catalog.is_tegra(cc)
     sass = [s for s in arch.sass if (s == cc if tegra else s[0] == cc[0] and s[1] <= cc[1])]
     if sass:
-        return f"SASS {cc_sm(max(sass))}"
+        return fd.Reach(False, max(sass))
     ptx = [p for p in arch.ptx if p <= cc]
     if ptx:
-        return f"PTX {cc_sm(max(ptx))} (JIT-compiled on first use)"
+        return fd.Reach(True, max(ptx))
     return None
-
-
-def _arch_text(arch: ArchList) -> str:
-    sass = " ".join(cc_sm(c) for c in arch.sass) or "none"
-    ptx = " ".join(cc_sm(c) for c in arch.ptx) or "none"
-    return f"build has SASS {sass}; PTX {ptx}"
-
-
-def is_jit(coverage: str) -> bool:
-    """Whether a `kernel_coverage` answer reaches the GPU only through PTX (JIT-compiled)."""
-    return coverage.startswith("PTX")
 
 
 def driver_need(
@@ -554,31 +467,21 @@ def driver_need(
     *,
     policy: Policy = DriverPolicy.COMPAT,
     needs_jit: bool,
-) -> tuple[str | None, str]:
+) -> tuple[str | None, fd.DriverWhy]:
     """The lowest driver a CUDA ``cuda`` build needs on ``driver_os``, and why.
 
     Public so that `gpuresolve verify` judges an installed build by the solver's own rule.
     """
     own = catalog.toolkit_min_driver(cuda, driver_os)
-    if policy == DriverPolicy.STRICT:
-        return own, f"CUDA {cuda} toolkit minimum"
-    if needs_jit:
-        return own, f"CUDA {cuda} toolkit minimum, for PTX JIT"
-    compat = catalog.compat_min_driver(cuda, driver_os)
     major = cuda_key(cuda)[0]
+    if policy == DriverPolicy.STRICT:
+        return own, fd.DriverWhy(cuda, fd.Basis.TOOLKIT, major)
+    if needs_jit:
+        return own, fd.DriverWhy(cuda, fd.Basis.JIT, major)
+    compat = catalog.compat_min_driver(cuda, driver_os)
     if compat is not None and own is not None and compat == own:
-        return compat, f"CUDA {cuda} toolkit minimum"
-    return compat, f"CUDA {major}.x minor-version compatibility"
-
-
-def _driver_need(
-    catalog: Catalog, target: Target, request: Request, var: Variant, needs_jit: bool
-) -> tuple[str | None, str | None]:
-    """The lowest driver this CUDA build needs on the target, and why."""
-    assert var.cuda is not None
-    return driver_need(
-        catalog, var.cuda, target.driver_os, policy=request.policy, needs_jit=needs_jit
-    )
+        return compat, fd.DriverWhy(cuda, fd.Basis.TOOLKIT, major)
+    return compat, fd.DriverWhy(cuda, fd.Basis.COMPAT, major)
 
 
 def _local(version: str, var: Variant, platform: str) -> str:
@@ -590,3 +493,237 @@ def _local(version: str, var: Variant, platform: str) -> str:
 
 def gpu_names(target: Target) -> list[str]:
     return [g.name or cc_str(g.cc) for g in target.gpus]
+
+
+# --- hints: what would change the decision, read from the builds it turned down ------------------
+
+
+def _blocked_only_by(c: Candidate, kinds: set[K]) -> bool:
+    return bool(c.reasons) and all(r.kind in kinds for r in c.reasons)
+
+
+def build_hints(
+    catalog: Catalog,
+    target: Target,
+    request: Request,
+    selection: Candidate | None,
+    ok: Sequence[Candidate],
+    rejected: Sequence[Candidate],
+) -> tuple[fd.Hint, ...]:
+    """The hints of one decision, in a fixed order: a driver upgrade, the release that dropped
+    a GPU's kernels, Python, a CUDA pin, companions, a build the evidence level held back, missing
+    target facts, unknown or Tegra GPUs; when nothing runs, a driver outside the GPU's window first.
+    They never change the selection: a job of its own, apart from the solver's rules.
+    """
+    hints: list[fd.Hint] = []
+    allow = request.level
+    floor = selection.release.key if selection else ()
+    newer = [c for c in rejected if c.release.key > floor]
+
+    def beats_selection(c: Candidate) -> bool:
+        return selection is None or c.rank_key(allow) > selection.rank_key(allow)
+
+    # Driver: the build a driver upgrade alone would make the answer (the best one, lowest driver).
+    by_driver = [
+        c
+        for c in rejected
+        if _blocked_only_by(c, {K.DRIVER}) and c.min_driver and target.driver and beats_selection(c)
+    ]
+    if by_driver and target.driver is not None:
+        top = max(c.rank_key(allow) for c in by_driver)[:3]
+        best = min(
+            (c for c in by_driver if c.rank_key(allow)[:3] == top),
+            key=lambda c: floor_key(c.min_driver or "0"),
+        )
+        same = selection is not None and best.release.key == selection.release.key
+        hints.append(
+            fd.NeedsDriver(
+                best.release.version, best.variant.name, best.min_driver or "", best.min_driver_why,
+                target.driver, selection.variant.name if same and selection else None,
+            )
+        )  # fmt: skip
+    # Architecture: the newest release none of whose builds has kernels for a GPU of the target.
+    by_release: dict[tuple[int, ...], list[Candidate]] = {}
+    for c in newer:
+        if c.variant.kind == "cuda" and not any(
+            r.kind in REQUEST_KINDS or r.kind == K.PYTHON for r in c.reasons
+        ):
+            by_release.setdefault(c.release.key, []).append(c)
+    ok_releases = {c.release.key for c in ok}
+
+    def lacks_kernels(c: Candidate) -> bool:
+        return any(r.kind in (K.ARCH, K.UNKNOWN) for r in c.reasons)
+
+    dropped_in = [
+        key
+        for key, cands in by_release.items()
+        if key not in ok_releases
+        and all(lacks_kernels(c) for c in cands)
+        and any(r.kind == K.ARCH for c in cands for r in c.reasons)
+    ]
+    if dropped_in:
+        cands = by_release[max(dropped_in)]
+        gpus = sorted({r.gpu for c in cands for r in c.reasons if isinstance(r, fd.NoKernels)})
+        unknown = sorted(
+            c.variant.name for c in cands if any(r.kind == K.UNKNOWN for r in c.reasons)
+        )
+        known = sorted(c.variant.name for c in cands if any(r.kind == K.ARCH for r in c.reasons))
+        hints.append(
+            fd.KernelsDropped(cands[0].release.version, tuple(gpus), tuple(known), tuple(unknown))
+        )
+    # A newer release whose builds are held back only by unknown architecture lists: reading the
+    # wheel (a stronger fact) may unlock it. Named when nothing newer is known to lack the kernels.
+    unknown_only = [
+        key
+        for key, cands in by_release.items()
+        if key not in ok_releases
+        and all(_blocked_only_by(c, {K.UNKNOWN}) for c in cands)
+        and (not dropped_in or key > max(dropped_in))
+    ]
+    if unknown_only:
+        cands = by_release[max(unknown_only)]
+        builds = tuple(sorted(c.variant.name for c in cands))
+        hints.append(fd.MayRun(cands[0].release.version, builds, target.platform))
+    by_python = [c for c in newer if _blocked_only_by(c, {K.PYTHON})]
+    if by_python:
+        newest = max(by_python, key=lambda c: c.release.key)
+        pys = newest.release.python.get(target.platform.name, ())
+        if pys and all(target.python < PythonVersion.parse(p) for p in pys):
+            hints.append(fd.NeedsPython(newest.release.version, pys[0], target.python))
+        else:
+            version = newest.release.version
+            hints.append(fd.NoPythonHint(version, target.python, target.platform, tuple(pys)))
+    if request.cuda and not any(c.variant.cuda == request.cuda for c in (*ok, *rejected)):
+        have = sorted({c.variant.cuda for c in (*ok, *rejected) if c.variant.cuda}, key=cuda_key)
+        hints.append(fd.NoCudaBuild(request.cuda, target.platform, tuple(have)))
+    by_companion = [c for c in newer if _blocked_only_by(c, {K.COMPANION})]
+    if by_companion:
+        newest = max(by_companion, key=lambda c: c.release.key)
+        hints.append(fd.HeldByCompanions(newest.release.version, newest.reasons))
+    if selection is None:  # the driver itself is the blocker: say so first
+        window = tuple(
+            dict.fromkeys(r for c in rejected for r in c.reasons if isinstance(r, fd.OutsideWindow))
+        )
+        if window:
+            hints.insert(0, fd.InstallBranch(window, _windows_numbers(catalog, target, window)))
+    if selection is not None and target.driver is not None:
+        hints.extend(_last_branch_hints(catalog, target))
+    if allow != EvidenceLevel.ANY:
+        weaker = [
+            c
+            for c in ok
+            if not trusted(c.evidence, allow) and c.release.key > floor and c is not selection
+        ]
+        if selection is not None and trusted(selection.evidence, allow) and weaker:
+            best = max(weaker, key=lambda c: c.rank_key("any"))
+            version, name = best.release.version, best.variant.name
+            hints.append(fd.WeakerRuns(version, name, best.doubt, best.evidence))
+    if selection is not None and selection.variant.kind == "cuda":
+        # a machine without an NVIDIA GPU runs a fleet's CUDA build on the CPU: no driver needed
+        if target.nvidia and target.driver is None and selection.min_driver:
+            hints.append(fd.NoDriverGiven(selection.min_driver, selection.min_driver_why))
+        if target.nvidia and not target.gpus and not target.unknown_gpus:
+            hints.append(fd.NoGpuModel())
+    hints.extend(fd.CcUnknownHint(name) for name in target.unknown_gpus)
+    tegra = [g for g in target.gpus if catalog.is_tegra(g.cc)]
+    if selection is None and tegra:
+        hints.append(fd.Tegra(tuple(g.label for g in tegra)))
+    place = Place(target.platform, target.python, tuple((g.cc, g.label) for g in target.gpus))
+    hints.extend(_extension_hints(catalog, place, request, selection, rejected))
+    return tuple(hints)
+
+
+def _windows_numbers(
+    catalog: Catalog, target: Target, windows: Sequence[fd.OutsideWindow]
+) -> tuple[tuple[int, str, str], ...]:
+    """How each branch a GPU's window ends with is numbered on Windows, where known."""
+    if target.driver_os != "windows":
+        return ()
+    lasts = {w.last for w in windows if w.last is not None}
+    return tuple((w.branch, w.first, w.last) for w in catalog.windows_branches if w.branch in lasts)
+
+
+def _last_branch_hints(catalog: Catalog, target: Target) -> list[fd.Hint]:
+    """A GPU on the last branch that drives it: upgrading the driver past it loses the GPU."""
+    assert target.driver is not None
+    branch = catalog.driver_branch(target.driver, target.driver_os)
+    return [
+        fd.LastBranch(gpu.label, arch.name, win.last, win.cut)
+        for gpu, arch, win in gpu_windows(catalog, target.gpus)
+        if win.last is not None and branch.exact == win.last
+    ]
+
+
+def _extension_hints(
+    catalog: Catalog,
+    place: Place,
+    request: Request,
+    selection: Candidate | None,
+    rejected: Sequence[Candidate],
+) -> list[fd.Hint]:
+    """The extension packages asked for (--with xformers): which one holds torch back, and, when
+    no set fits, which package cannot run here and why. Judged on the ``place`` (platform,
+    Python, GPUs), as the extensions are: the driver plays no part, so it is not passed."""
+    if not request.extensions:
+        return []
+    floor = selection.release.key if selection else ()
+    held = [
+        c
+        for c in rejected
+        if c.release.key > floor and c.reasons and all(r.kind == K.EXTENSION for r in c.reasons)
+    ]
+    hints: list[fd.Hint] = []
+    if held and selection is not None:
+        top = max(held, key=lambda c: c.rank_key(request.level))
+        blockers = [r for r in top.reasons if isinstance(r, fd.ExtensionMiss)]
+        held_by = {b.miss.package for b in blockers}
+        names = tuple(n for n, _ in request.extensions if n in held_by)
+        hints.append(fd.ExtHeldBack(top.release.version, names, tuple(blockers)))
+    if selection is not None:
+        return hints
+    return hints + _why_no_set(catalog, place, request, rejected)
+
+
+def _why_no_set(
+    catalog: Catalog, place: Place, request: Request, rejected: Sequence[Candidate]
+) -> list[fd.Hint]:
+    """Per package, the torch releases it fits alone among the builds that run here. A package
+    that fits none: the reason of the torch build it came closest with (no kernels for a GPU,
+    no wheel for the platform), or, where it fits a torch build that does not run here, that."""
+    request_side = {K.EXTENSION, K.COMPANION, K.SPEC, K.CUDA, K.VARIANT}
+    runs = [c for c in rejected if all(r.kind in request_side for r in c.reasons)]
+    if not runs:
+        return []
+    cuda = [c for c in rejected if c.variant.kind == "cuda"]
+    fits: dict[str, list[str]] = {}
+    out: list[fd.Hint] = []
+    for name, spec in request.extensions:
+        fits[name] = []
+        closest: tuple[int, fd.Misfit | None, Candidate | None] = (-1, None, None)
+        for c in sorted(cuda, key=lambda c: c.rank_key(request.level), reverse=True):
+            got, miss, stage = choose(
+                catalog,
+                place,
+                c.release,
+                c.variant,
+                name,
+                spec,
+                lambda a, cc: kernel_coverage(catalog, a, cc),
+            )
+            if got is not None and c in runs:
+                if c.release.version not in fits[name]:
+                    fits[name].append(c.release.version)
+            elif stage > closest[0]:
+                closest = (stage, miss, c)
+        if fits[name]:
+            continue
+        stage, missed, near = closest
+        if stage == FITS and near is not None:
+            torch_why = tuple(r for r in near.reasons if r.kind != K.EXTENSION)
+            version, variant = near.release.version, near.variant.name
+            out.append(fd.ExtFitsElsewhere(name, version, variant, torch_why))
+        elif missed is not None:
+            out.append(fd.ExtCannotRun(name, missed))
+    if not out and len(fits) > 1:
+        out.append(fd.ExtNoCommonTorch(tuple((n, tuple(v)) for n, v in fits.items())))
+    return out

@@ -3,17 +3,18 @@
 Plain frozen records of typed values (`Platform`, `PythonVersion`, `Driver`, compute
 capabilities), read by every part of the decision layer; the solver (`solver.py`) is what judges
 them. A machine given in text (the options, a recorded host, a fleet spec's entry) is made a
-`Target` here, once (``describe_target``, ``target_from_profile``): nothing downstream parses.
+`Target` once, at its edge: a host record here (``target_from_profile``), options in the target
+flow (``flows/target.py``), a spec's entry by its reader (``team/spec.py``); nothing downstream
+parses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from resolver.core.errors import UserError, shown
-from resolver.core.platforms import MACOS, Platform, PythonVersion, python_option
+from resolver.core.errors import UserError
+from resolver.core.platforms import Platform, PythonVersion
 from resolver.core.versions import CC, AsWritten, Driver, cc_sm, parse_cc
 from resolver.core.vocab import DriverPolicy, EvidenceLevel
 
@@ -28,8 +29,6 @@ __all__ = [
     "Request",
     "Target",
     "TargetGpu",
-    "describe_target",
-    "is_described",
     "target_from_profile",
 ]
 
@@ -83,7 +82,7 @@ class Request:
         return EvidenceLevel.ANY if self.allow_unconfirmed else self.evidence
 
 
-# --- the edge: a machine given in text (options, a host record, a spec) made a Target, once ---
+# --- the edge: a host record (detected, or read back) made a Target, once ---
 
 
 def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None = None) -> Target:
@@ -115,72 +114,4 @@ def target_from_profile(catalog: Catalog, profile: HostProfile, name: str | None
         nvidia=profile.state in (hostprofile.STATE_OK, "driver-mismatch") or bool(gpus or unknown),
         name=name,
         unknown_gpus=tuple(unknown),
-    )
-
-
-def _python(python: str | PythonVersion) -> PythonVersion:
-    given = python if isinstance(python, PythonVersion) else python_option(python)
-    if given is None:  # an interpreter path is read by the caller first (host/interpreter.py)
-        raise UserError(
-            f"--python {shown(str(python))}: expected a version like 3.12 or an interpreter path"
-        )
-    return given if isinstance(given, PythonVersion) else PythonVersion.parse(given)
-
-
-def is_described(
-    *,
-    driver: str | Driver | None,
-    gpus: Sequence[object],
-    no_gpu: bool,
-    platform: str | None,
-    host: str | Platform,
-) -> bool:
-    """Whether the options describe a machine (then this one's GPUs and driver are not probed)."""
-    other_platform = platform is not None and platform.strip().lower() != str(host)
-    return bool(gpus) or driver is not None or no_gpu or other_platform
-
-
-def describe_target(
-    catalog: Catalog,
-    *,
-    base: Target,
-    driver: str | None,
-    gpus: Sequence[str | TargetGpu],
-    no_gpu: bool,
-    python: str | PythonVersion | None,
-    platform: str | None,
-) -> Target:
-    """The target: ``base`` (detected host, or a bare one) with the facts the options give.
-
-    Any of --driver/--gpu/--no-gpu, or another platform, describe the GPU side completely: a
-    driver not given is not checked, GPUs not given are not checked, and a machine described with
-    neither --gpu nor --driver has no NVIDIA GPU (so `--platform windows-x86_64` alone gets CPU).
-    A GPU is a name or CC to look up, or one already looked up (a spec looks each name up once).
-    """
-    if no_gpu and (gpus or driver):
-        raise UserError("--no-gpu cannot be combined with --gpu or --driver")
-    host = base.platform
-    described = is_described(driver=driver, gpus=gpus, no_gpu=no_gpu, platform=platform, host=host)
-    plat = base.platform if platform is None else Platform.parse(platform, "--platform")
-    from resolver.db.gpunames import resolve_gpu  # the GPU table's own lookup, not the facade's
-
-    resolved = tuple(
-        g if isinstance(g, TargetGpu) else TargetGpu(*resolve_gpu(catalog, g)) for g in gpus
-    )
-    drv = None if driver is None else Driver.parse(driver)
-    if plat.name == MACOS and (resolved or drv):
-        raise UserError("macOS has no NVIDIA CUDA builds: drop --gpu/--driver for macos-arm64")
-    py = base.python if python is None else _python(python)
-    if not described:
-        return replace(base, python=py)
-    # The same platform keeps the base's driver OS: WSL2 (Linux) runs on a Windows driver.
-    same = plat == base.platform
-    return Target(
-        platform=plat,
-        python=py,
-        driver=drv,
-        driver_os="windows" if plat.os == "windows" else base.driver_os if same else "linux",
-        gpus=resolved,
-        nvidia=bool(resolved) or driver is not None,
-        name=base.name,
     )

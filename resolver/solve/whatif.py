@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from resolver.core.versions import Driver, cuda_key, driver_key
 from resolver.solve import Candidate, Decision, Target
+from resolver.solve.findings import Reason
+from resolver.solve.findings import ReasonKind as K
 from resolver.solve.fleet import FleetDecision, slots
-from resolver.solve.shapes import abbreviate
 
 
 @dataclass(frozen=True)
@@ -26,13 +27,23 @@ class Upgrade:
 
 
 @dataclass(frozen=True)
+class Blocker:
+    """Why no driver upgrade is enough: a member's reason, or a build it lacks."""
+
+    member: str | None  # None: no build of the release for the platform at all
+    reason: Reason | None  # None: the member has no build of ``variant``
+    variant: str | None
+    platform: str
+
+
+@dataclass(frozen=True)
 class Unlock:
     """How a newer release would run everywhere: its builds, the upgrades, or what blocks it."""
 
     torch: str
     variants: tuple[str, ...]  # the build chosen per platform ("cu132")
     upgrades: tuple[Upgrade, ...]
-    blocker: str | None = None  # why no driver upgrade is enough
+    blocker: Blocker | None = None  # why no driver upgrade is enough
     unconfirmed: bool = False  # an architecture list of the builds rests on a secondary source
 
 
@@ -71,7 +82,7 @@ def _vkey(version: str) -> tuple[int, ...]:
 
 
 # Which blocker to name when none of a release's builds is within reach: the most telling.
-_BLOCKER_ORDER = {"arch": 0, "python": 1, "spec": 2, "companion": 3, "unknown": 4}
+_BLOCKER_ORDER = {K.ARCH: 0, K.PYTHON: 1, K.SPEC: 2, K.COMPANION: 3, K.UNKNOWN: 4}
 
 
 def _unlock(
@@ -89,7 +100,7 @@ def _unlock(
         members = by_platform[slot]
         gpus = any(t.nvidia or t.gpus for t, _ in members)
         options: list[tuple[tuple[object, ...], str, list[Upgrade], bool]] = []
-        blockers: list[tuple[int, tuple[int, ...], str]] = []
+        blockers: list[tuple[int, tuple[int, ...], str, Blocker]] = []
         builds = [mine for _, mine in members]  # each member's builds of this release
         names = {
             name
@@ -101,28 +112,27 @@ def _unlock(
             cuda = _cuda(builds, variant)
             needs: list[Upgrade] = []
             confirmed = True
-            why: tuple[int, tuple[int, ...], str] | None = None
+            why: tuple[int, tuple[int, ...], str, Blocker] | None = None
             for t, mine in members:
                 c = mine.get(variant)
                 name = t.name or t.platform.name
                 if c is None:
-                    text = f"{name}: no torch {version} {variant} build for {platform}"
-                    why = why or (9, cuda, text)
+                    why = why or (9, cuda, name, Blocker(name, None, variant, platform))
                     continue
                 confirmed = confirmed and c.confirmed
                 kinds = {r.kind for r in c.reasons}
                 if not kinds:
                     continue
-                if kinds == {"driver"} and c.min_driver is not None:
+                if kinds == {K.DRIVER} and c.min_driver is not None:
                     needs.append(Upgrade(name, counts.get(name, 1), t.driver, c.min_driver))
                 else:
                     first = min(
-                        (r for r in c.reasons if r.kind != "driver"),
+                        (r for r in c.reasons if r.kind != K.DRIVER),
                         key=lambda r: _BLOCKER_ORDER.get(r.kind, 5),
                     )
                     rank = (_BLOCKER_ORDER.get(first.kind, 5), tuple(-p for p in cuda))
                     if why is None or rank < why[:2]:
-                        why = (*rank, f"{name}: {first.text}")
+                        why = (*rank, name, Blocker(name, first, None, platform))
             if why is not None:
                 blockers.append(why)
                 continue
@@ -130,7 +140,11 @@ def _unlock(
             cost = (sum(u.machines for u in needs), not confirmed, tuple(-p for p in cuda))
             options.append((cost, variant, needs, confirmed))
         if not options:
-            blocker = min(blockers)[2] if blockers else f"no torch {version} build for {platform}"
+            blocker = (
+                min(blockers, key=lambda b: b[:3])[3]
+                if blockers
+                else Blocker(None, None, None, platform)
+            )
             return Unlock(version, (), (), blocker)
         _, variant, needs, confirmed = min(options, key=lambda o: o[0])
         variants.append(variant)
@@ -153,27 +167,3 @@ def _cuda(builds: list[dict[str, Candidate]], variant: str) -> tuple[int, ...]:
         if c is not None and c.variant.cuda:
             return cuda_key(c.variant.cuda)
     return (0, 0)
-
-
-def sentence(u: Unlock, noun: str = "machine") -> str:
-    """One line for report.md: the upgrades (grouped by the driver they need), or the blocker."""
-    builds = "/".join(dict.fromkeys(u.variants))
-    if u.blocker is not None:
-        return f"torch {u.torch}: no driver upgrade is enough — {u.blocker}"
-    doubt = " (an architecture list rests on a secondary source)" if u.unconfirmed else ""
-    if not u.upgrades:
-        if u.unconfirmed:
-            doubt = doubt[:-1] + "; `allow_unconfirmed: true` takes it)"
-        return f"torch {u.torch} ({builds}) already runs everywhere{doubt}"
-    parts = []
-    for need in sorted({x.needed for x in u.upgrades}, key=driver_key):
-        these = [x for x in u.upgrades if x.needed == need]
-        total = sum(x.machines for x in these)
-        who = abbreviate(
-            tuple(
-                f"{x.member} ({x.machines}" + (f", from {x.driver})" if x.driver else ")")
-                for x in these
-            )
-        )  # a fleet of 10,000 driver builds: one line, not 10,000 names
-        parts.append(f"the {total} {noun}{'s' if total != 1 else ''} of {who} to driver ≥ {need}")
-    return f"upgrading {'; '.join(parts)} would allow torch {u.torch} ({builds}) everywhere{doubt}"

@@ -61,10 +61,12 @@ from resolver.core.errors import UserError, shown, unsafe_char
 from resolver.core.platforms import (
     BY_NAME,
     DEFAULT_PLATFORM,
+    MACOS,
     PLATFORMS,
     PythonVersion,
     python_option,
 )
+from resolver.core.versions import Driver
 from resolver.core.vocab import CondaSource, DriverPolicy, EvidenceLevel, words
 from resolver.io.bounded import SPEC_LIMIT, SPEC_MAX_NODES, load_yaml, read_text
 from resolver.solve import Request, Target, TargetGpu
@@ -169,7 +171,7 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
     from resolver.db.gpunames import resolve_gpu  # the GPU table's own lookup
     from resolver.host.records import load_profile
     from resolver.solve.inputs import build_request
-    from resolver.solve.target import describe_target, target_from_profile
+    from resolver.solve.target import target_from_profile
     from resolver.team.expand import expand_entry, is_many
 
     spec_path = Path(path)
@@ -302,8 +304,6 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
             raise s.fail(f"{key}.no_gpu", "expected true or false")
         if no_gpu and (gpus or driver):
             raise s.fail(f"{key}.no_gpu", "cannot be combined with gpus or driver")
-        no_gpu = no_gpu or not (gpus or driver)
-        base = Target(platform=BY_NAME[platform], python=python, name=tname)
         resolved = []
         for j, g in enumerate(gpus):
             gpu = known_gpus.get(g)
@@ -313,19 +313,24 @@ def load_spec(path: str | Path, catalog: Catalog, progress: ProgressBars | None 
                 except UserError as exc:
                     raise s.fail(f"{key}.gpus[{j}]", str(exc)) from None
             resolved.append(gpu)
-        try:
-            target = describe_target(
-                catalog,
-                base=base,
-                driver=driver,
-                gpus=resolved,
-                no_gpu=no_gpu and not (gpus or driver),
-                python=None,
-                platform=platform,
-            )
+        try:  # the entry made a Target, here at its edge
+            drv = None if driver is None else Driver.parse(driver)
         except UserError as exc:
             raise s.fail(key, str(exc)) from None
-        members.append(FleetMember(replace(target, name=tname), count))
+        plat = BY_NAME[platform]
+        if plat.name == MACOS and (resolved or drv):
+            why = "macOS has no NVIDIA CUDA builds: drop --gpu/--driver for macos-arm64"
+            raise s.fail(key, why)
+        target = Target(
+            platform=plat,
+            python=python,
+            driver=drv,
+            driver_os="windows" if plat.os == "windows" else "linux",
+            gpus=tuple(resolved),
+            nvidia=bool(resolved) or driver is not None,
+            name=tname,
+        )
+        members.append(FleetMember(target, count))
     return EnvSpec(
         path=spec_path,
         name=name,

@@ -13,7 +13,8 @@ from typing import Any
 from resolver.catalog import ArchList, Provenance
 from resolver.core.hostprofile import HostProfile
 from resolver.core.versions import CC, cc_sm, driver_key, parse_cc
-from resolver.solve import driver_need, is_jit, kernel_coverage
+from resolver.present.findings import driver_why, reach
+from resolver.solve import driver_need, kernel_coverage
 from resolver.standalone.startup import first_line
 from resolver.verify.context import Context, build_variant, skipped
 from resolver.verify.diagnose import cuda_visible_cause
@@ -180,8 +181,8 @@ def _coverage(ctx: Context) -> tuple[list[str], list[str], bool]:
         if how is None:
             missing.append(f"{cc_sm(cc)} ({label})")
         else:
-            jit = jit or is_jit(how)
-            covered.append(f"{cc_sm(cc)} ({label}): {how}")
+            jit = jit or how.ptx
+            covered.append(f"{cc_sm(cc)} ({label}): {reach(how)}")
     return covered, missing, jit
 
 
@@ -206,11 +207,13 @@ def check_driver(ctx: Context) -> CheckResult:
     if driver_key(host.driver) < driver_key(need):
         return DRIVER_CHECK.result(
             FAIL,
-            f"CUDA {cuda} build needs driver >= {need} ({why}); this host has {host.driver}",
+            f"CUDA {cuda} build needs driver >= {need} ({driver_why(why)}); "
+            f"this host has {host.driver}",
             f"upgrade the NVIDIA driver to >= {need}, or install a build this driver runs "
             "(`gpuresolve suggest`)",
         )
-    return DRIVER_CHECK.result(PASS, f"driver {host.driver} >= {need} ({why}) for CUDA {cuda}")
+    why_said = driver_why(why)
+    return DRIVER_CHECK.result(PASS, f"driver {host.driver} >= {need} ({why_said}) for CUDA {cuda}")
 
 
 def check_cuda_available(ctx: Context) -> CheckResult:

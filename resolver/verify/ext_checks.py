@@ -15,7 +15,7 @@ from typing import Any
 
 from resolver.core.errors import escaped
 from resolver.io import subprocs
-from resolver.solve.ext_words import torch_words
+from resolver.present.ext_words import torch_words
 from resolver.standalone import EXT_PROBE
 from resolver.verify.result import EXTENSIONS_CHECK, FAIL, PASS, SKIP, CheckResult
 

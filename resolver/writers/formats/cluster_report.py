@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from resolver.core.versions import cc_sm
+from resolver.present.findings import abbreviate
+from resolver.present.findings import unlock as sentence
 from resolver.solve.fleet import FleetDecision
-from resolver.solve.shapes import ShapeGroup, abbreviate
-from resolver.solve.whatif import Unlock, sentence
+from resolver.solve.shapes import ShapeGroup
+from resolver.solve.whatif import Unlock
 
 
 def _hardware(group: ShapeGroup) -> str:

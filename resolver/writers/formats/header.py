@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 from resolver import __version__
 from resolver.catalog import Catalog
-from resolver.render import describe_build, target_line, why_text
+from resolver.present import findings as words
+from resolver.present.render import describe_build, target_line, why_text
 from resolver.solve import Decision
 
 
@@ -26,7 +27,8 @@ def header_lines(catalog: Catalog, decision: Decision, extra: Sequence[str] = ()
         f"why: {why_text(decision, sel)}",
     ]
     if sel.variant.cuda is not None and sel.min_driver:
-        lines.append(f"needs: NVIDIA driver >= {sel.min_driver} ({sel.min_driver_why})")
-    lines.extend(f"warning: {w}" for w in sel.warnings)
+        why = words.driver_why(sel.min_driver_why)
+        lines.append(f"needs: NVIDIA driver >= {sel.min_driver} ({why})")
+    lines.extend(f"warning: {w}" for w in words.warnings(sel.warnings))
     lines.extend(extra)
     return [f"# {line}".rstrip() for line in lines]

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog
 from resolver.core.versions import cc_sm
-from resolver.render import describe_build
+from resolver.present import findings as words
+from resolver.present.render import describe_build
 from resolver.solve import Candidate, Decision, Target
 from resolver.solve.fleet import FleetDecision, slots
-from resolver.solve.shapes import abbreviate
 
 if TYPE_CHECKING:
     from resolver.solve.shapes import ShapeGroup
@@ -33,9 +33,10 @@ def _own_best(d: Decision) -> str:
 
 
 def _why(t: Target, cand: Candidate) -> str:
-    parts = list(cand.coverage)
+    parts = words.coverage(cand.coverage)
     if cand.min_driver and t.driver:
-        parts.append(f"driver {t.driver} >= {cand.min_driver} ({cand.min_driver_why})")
+        why = words.driver_why(cand.min_driver_why)
+        parts.append(f"driver {t.driver} >= {cand.min_driver} ({why})")
     elif cand.min_driver and (t.nvidia or t.gpus):  # a GPU-less member needs no driver
         parts.append(f"needs driver >= {cand.min_driver}")
     if not parts:
@@ -81,12 +82,12 @@ def render_report(
             lines.append(
                 f"| {where} | {describe_build(cand)}{flag} | {choice.evidence} | "
                 f"{catalog.index_url(cand.variant.name, pytorch_index)} | "
-                f"{abbreviate(choice.members)} |"
+                f"{words.abbreviate(choice.members)} |"
             )
         lines.append("")
     else:
         lines += ["## No common set", ""]
-        lines += [f"- {c}" for c in fleet.conflicts]
+        lines += [f"- {c}" for c in words.conflicts(fleet.conflicts)]
         lines += [
             "",
             "`gpuresolve lock --split` writes one set per group of compatible targets.",
@@ -119,11 +120,15 @@ def render_report(
     lines += clustered or what_would_change(changes, "machine")
     if fleet.alternatives:
         lines += ["## Alternatives", ""]
-        lines += [f"- torch {v} also runs on every target" for v in fleet.alternatives]
+        lines += [
+            f"- torch {words.alternative(v, ok)} also runs on every target"
+            for v, ok in fleet.alternatives
+        ]
         lines.append("")
-    if fleet.hints:
+    hints = words.fleet_hints(fleet.hints)
+    if hints:
         lines += ["## Upgrade hints", ""]
-        lines += [f"- {h}" for h in fleet.hints]
+        lines += [f"- {h}" for h in hints]
         lines.append("")
     return "\n".join(lines)
 
@@ -140,4 +145,4 @@ def _reasons(d: Decision) -> Sequence[str]:
     if d.selection is not None:
         return [f"its own best: {describe_build(d.selection)}"]
     newest = max(d.rejected, key=lambda c: c.release.key, default=None)
-    return [r.text for r in newest.reasons] if newest else ["nothing in the database"]
+    return [words.reason(r) for r in newest.reasons] if newest else ["nothing in the database"]

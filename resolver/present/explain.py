@@ -11,17 +11,20 @@ import re
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.db.evidence import Fact, trusted
-from resolver.solve.solver import REQUEST_KINDS, Candidate, Decision
+from resolver.present import findings as say
+from resolver.solve import Candidate, Decision
+from resolver.solve.findings import REQUEST_KINDS
+from resolver.solve.findings import ReasonKind as K
 
 _BUILD_RE = re.compile(r"^(?:torch\s*==\s*)?([0-9]+\.[0-9]+\.[0-9]+)(?:\+([a-z0-9.]+))?$")
 _CHECKS = (
-    ("request", REQUEST_KINDS | {"cpu", "nogpu"}),
-    ("python", frozenset({"python"})),
-    ("kernels", frozenset({"arch", "unknown"})),
-    ("driver", frozenset({"driver"})),
-    ("driver window", frozenset({"window"})),
-    ("evidence", frozenset({"evidence"})),
-    ("packages", frozenset({"extension"})),
+    ("request", REQUEST_KINDS | {K.CPU, K.NOGPU}),
+    ("python", frozenset({K.PYTHON})),
+    ("kernels", frozenset({K.ARCH, K.UNKNOWN})),
+    ("driver", frozenset({K.DRIVER})),
+    ("driver window", frozenset({K.WINDOW})),
+    ("evidence", frozenset({K.EVIDENCE})),
+    ("packages", frozenset({K.EXTENSION})),
 )
 
 
@@ -61,15 +64,16 @@ def _one(cand: Candidate, ranked: list[Candidate], decision: Decision, level: st
     verdict = "fits" if cand.ok else "does not fit"
     lines = [f"{name} on {decision.target.platform}: {verdict}"]
     for check, kinds in _CHECKS:
-        failed = [r.text for r in cand.reasons if r.kind in kinds]
+        failed = [say.reason(r) for r in cand.reasons if r.kind in kinds]
         if failed:
             lines += [f"  FAIL {check}: {t}" for t in failed]
         elif check == "kernels" and cand.coverage:
-            lines += [f"  ok   kernels: {c}" for c in cand.coverage]
+            lines += [f"  ok   kernels: {c}" for c in say.coverage(cand.coverage)]
         elif check == "driver" and cand.min_driver:
             have = decision.target.driver or "not given"
             lines.append(
-                f"  ok   driver: needs >= {cand.min_driver} ({cand.min_driver_why}); host {have}"
+                f"  ok   driver: needs >= {cand.min_driver} "
+                f"({say.driver_why(cand.min_driver_why)}); host {have}"
             )
         elif check == "evidence":
             ok = "ok  " if trusted(cand.evidence, level) else "weak"
@@ -81,7 +85,7 @@ def _one(cand: Candidate, ranked: list[Candidate], decision: Decision, level: st
             lines.append(f"  ok   {check}")
         elif check == "packages":
             for c in cand.extensions:
-                reach = "; ".join(c.coverage) or "no device code decides"
+                reach = "; ".join(say.coverage(c.coverage)) or "no device code decides"
                 lines.append(
                     f"  ok   packages: {c.package} {c.version} ({c.build.index} index, "
                     f"torch{c.build.torch or ' (any)'}; {reach}) "
@@ -104,7 +108,7 @@ def _one(cand: Candidate, ranked: list[Candidate], decision: Decision, level: st
 
 def _fact(f: Fact) -> str:
     tail = "" if f.decides else " (describes the build; does not decide)"
-    return f"{f.name}: {f.what} [{f.grade}: {', '.join(f.source) or 'no source'}]{tail}"
+    return f"{f.name}: {say.about(f.what)} [{f.grade}: {', '.join(f.source) or 'no source'}]{tail}"
 
 
 def _why_first(top: Candidate, cand: Candidate, level: str) -> str:

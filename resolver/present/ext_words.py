@@ -1,40 +1,15 @@
 """The words for an extension gate: a ``Misfit`` (the gate and its values) said in one line.
 
 The extension decision (``extensions.choose``) returns data: which gate held a build back and
-the values it compared. This module is the one place those values become a sentence, so that
-the decision carries no prose of its own; it stays in ``solve/`` only because the solver's
-reasons and hints are still strings (issue 37 moves every sentence to the presentation layer,
-and this module goes with them whole).
+the values it compared (``solve/findings.py``). This module is the one place those values become
+a sentence, beside the solver's other records' (``findings``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from enum import Enum
 
-
-class Gate(str, Enum):
-    """What holds an extension build back, read from the build's own facts."""
-
-    NO_FACTS = "no-facts"  # the database has no facts for the package
-    NO_MATCH = "no-match"  # no release within the user's specifier
-    SOURCE_ONLY = "source-only"  # a source distribution only (needs nvcc)
-    PLATFORM = "platform"  # no wheel for the target's platform
-    TORCH = "torch"  # its Requires-Dist torch excludes the torch build
-    TORCH_HISTORY = "torch-history"  # no release of the database is for that torch
-    IMPORT = "import"  # its own import check loads its kernels only with another torch
-    PYTHON = "python"  # Requires-Python
-    CUDA = "cuda"  # compiled for another CUDA major than the torch build's
-    CUDART = "cudart"  # its libraries need libcudart.so.N of another CUDA major
-    LIBRARY = "library"  # it loads only the library of torch's CUDA, and has none for it
-    LOADER = "loader"  # its loader finds no library in the torch build's CUDA major
-    DEFAULT_BUILD = "default-build"  # built against the default index's torch build only
-    NEEDS_CUDA = "needs-cuda"  # GPU code, and the torch build is not a CUDA one
-    ABI = "abi"  # built for the other C++ ABI than the torch build's
-    ARCH_UNKNOWN = "arch-unknown"  # device code whose architectures are not known
-    KERNELS = "kernels"  # no SASS or PTX that runs on a GPU
-    CEILING = "ceiling"  # its own kernels refuse the GPU, and nothing runs in their place
-
+from resolver.solve.findings import CeilingFallback, Gate, LoaderPick, Misfit
 
 NEVER = "<0"  # an import gate no torch release meets (torchao 0.14.0's check, SCHEMA.md)
 
@@ -146,3 +121,14 @@ def torch_words(spec: str) -> str:
     if spec.startswith(">=") and "," not in spec:
         return f"{spec[2:]} or later"
     return spec
+
+
+def misfit(m: Misfit) -> str:
+    return phrase(m.gate, m.package, m.version, dict(m.values))
+
+
+def reached(r: LoaderPick | CeilingFallback) -> str:
+    """An extension's own way to a GPU, where SASS or PTX of one GPU is not what decides."""
+    if isinstance(r, LoaderPick):
+        return loader_words(r.cuda, r.loaded)
+    return f"{r.gpu}: {ceiling_words(r.ceiling, r.fallback, r.grade)}"

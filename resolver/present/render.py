@@ -1,4 +1,4 @@
-"""Render a decision: the `--json` contract and the five-second human answer."""
+"""A decision rendered whole: the `--json` contract and the five-second human answer."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from typing import TYPE_CHECKING
 from resolver.catalog import Catalog
 from resolver.core.versions import cc_str
 from resolver.core.vocab import Grade
+from resolver.present import findings as words
 from resolver.solve import GPU_KINDS, Candidate, Decision, Target
 from resolver.solve.extensions import requirement
+from resolver.solve.findings import ExtensionMiss
+from resolver.solve.findings import ReasonKind as K
 
 if TYPE_CHECKING:  # types only: suggest imports nothing more at run time
     from resolver.core.documents.decision import (
@@ -74,12 +77,12 @@ def candidate_json(
         "packages": dict(cand.packages),
         "pypi": cand.pypi,
         "min_driver": cand.min_driver,
-        "min_driver_reason": cand.min_driver_why,
+        "min_driver_reason": words.driver_why(cand.min_driver_why),
         "confirmed": cand.confirmed,
         "evidence": cand.evidence,
         "evidence_detail": evidence_detail(cand),
-        "coverage": list(cand.coverage),
-        "warnings": list(cand.warnings),
+        "coverage": words.coverage(cand.coverage),
+        "warnings": words.warnings(cand.warnings),
         "pip": pip_command(catalog, cand, pytorch_index),
         "extensions": [
             {
@@ -92,7 +95,7 @@ def candidate_json(
                 "device_code": c.build.device_code,
                 "requirement": requirement(catalog, c, cand.release, python),
                 "grade": c.build.prov.grade,
-                "coverage": list(c.coverage),
+                "coverage": words.coverage(c.coverage),
             }
             for c in cand.extensions
         ],
@@ -106,7 +109,7 @@ def evidence_detail(cand: Candidate) -> list[EvidenceFactJson]:
             "fact": f.name,
             "grade": f.grade,
             "source": list(f.source),
-            "what": f.what,
+            "what": words.about(f.what),
             "decides": f.decides,
         }
         for f in (*cand.facts, *cand.driver_facts)
@@ -124,7 +127,7 @@ def evidence_line(cand: Candidate) -> str | None:
         for f in (*cand.facts, *cand.driver_facts)
         if f.decides and deciding_grade(f) == cand.evidence
     ]
-    what = ", ".join(f.what.split(" for ")[0] if f.name == "sass" else f.what for f in weak)
+    what = ", ".join(words.about(f.what, bare=True) for f in weak)
     tail = "; no wheel read yet" if any(f.name in ("sass", "ptx") for f in weak) else ""
     return f"evidence: {cand.evidence} ({what}: {GRADE_TEXT.get(cand.evidence, '')}){tail}"
 
@@ -135,7 +138,8 @@ def described_line(cand: Candidate) -> str | None:
     weak = [f for f in cand.facts if not f.decides and f.grade != Grade.OBSERVED]
     if not weak:
         return None
-    return "described by (does not decide): " + ", ".join(f"{f.what} {f.grade}" for f in weak)
+    said = ", ".join(f"{words.about(f.what)} {f.grade}" for f in weak)
+    return f"described by (does not decide): {said}"
 
 
 def decision_json(
@@ -153,22 +157,22 @@ def decision_json(
             {
                 "torch": c.release.version,
                 "variant": c.variant.name,
-                "reasons": [r.text for r in c.reasons],
-                "kinds": sorted({r.kind for r in c.reasons}),
+                "reasons": [words.reason(r) for r in c.reasons],
+                "kinds": sorted({r.kind.value for r in c.reasons}),
                 "gates": [
                     {
-                        "package": r.detail.package,
-                        "version": r.detail.version,
-                        "gate": r.detail.gate.value,
-                        "values": dict(r.detail.values),
+                        "package": r.miss.package,
+                        "version": r.miss.version,
+                        "gate": r.miss.gate.value,
+                        "values": dict(r.miss.values),
                     }
                     for r in c.reasons
-                    if r.detail is not None
+                    if isinstance(r, ExtensionMiss)
                 ],
             }
             for c in decision.rejected
         ],
-        "hints": list(decision.hints),
+        "hints": words.hints(decision.hints),
         "cpu_fallback": (
             candidate_json(catalog, decision.cpu_fallback, pytorch_index)
             if decision.cpu_fallback
@@ -203,11 +207,10 @@ def why_text(decision: Decision, sel: Candidate) -> str:
     t = decision.target
     reasons = [f"newest torch release that runs on {t.platform} with Python {t.python}"]
     if sel.coverage:
-        reasons.append("; ".join(sel.coverage))
+        reasons.append("; ".join(words.coverage(sel.coverage)))
     if sel.min_driver and decision.target.driver:
-        reasons.append(
-            f"driver {decision.target.driver} >= {sel.min_driver} ({sel.min_driver_why})"
-        )
+        why = words.driver_why(sel.min_driver_why)
+        reasons.append(f"driver {decision.target.driver} >= {sel.min_driver} ({why})")
     if sel.pypi:
         reasons.append("the build the Python Package Index carries")
     return "; ".join(reasons)
@@ -227,7 +230,7 @@ def decision_text(
         if then:
             lines.append(f"  then: {then}")
             lines.extend(
-                f"  {c.package} {c.version}: {'; '.join(c.coverage)}"
+                f"  {c.package} {c.version}: {'; '.join(words.coverage(c.coverage))}"
                 for c in sel.extensions
                 if c.coverage
             )
@@ -237,9 +240,7 @@ def decision_text(
             lines.append(f"runner-up: {describe_build(decision.alternatives[0])}")
     else:
         newest, by_target = _closest_rejects(decision)
-        window = sorted(
-            {r.text for c in decision.rejected for r in c.reasons if r.kind == "window"}
-        )
+        window = words.windows(r for c in decision.rejected for r in c.reasons)
         if window:  # the driver does not drive the GPU: no build can help
             lines += [f"no compatible build: {w}" for w in window]
             newest = []
@@ -252,21 +253,18 @@ def decision_text(
                 f"no compatible build: the database has no {decision.target.platform} build"
             )
         for c in newest:
-            lines.append(
-                f"  {c.release.version} {c.variant.name}: " + "; ".join(r.text for r in c.reasons)
-            )
+            lines.append(f"  {c.release.version} {c.variant.name}: " + words.reasons(c.reasons))
         if decision.cpu_fallback is not None:
             fb = decision.cpu_fallback
             lines.append(f"CPU-only fallback (no GPU use): {describe_build(fb)}")
             lines.append(f"  {pip_command(catalog, fb, pytorch_index)}")
-    lines.extend(f"hint: {h}" for h in decision.hints)
+    lines.extend(f"hint: {h}" for h in words.hints(decision.hints))
     if detail:
         for c in decision.alternatives[1:]:  # already in ranking order
             lines.append(f"also fits: {describe_build(c)} [{c.evidence}]")
         for c in decision.rejected:
             lines.append(
-                f"rejected {c.release.version} {c.variant.name}: "
-                + "; ".join(r.text for r in c.reasons)
+                f"rejected {c.release.version} {c.variant.name}: " + words.reasons(c.reasons)
             )
     return "\n".join(lines)
 
@@ -277,7 +275,7 @@ def _closest_rejects(decision: Decision, n: int = 3) -> tuple[list[Candidate], b
     Builds that fail only on the target's GPU side first, then on the target at all (Python),
     newest first; where every build also fails the request (--torch, --cuda, --with), those.
     """
-    target_kinds = GPU_KINDS | {"python", "cpu"}
+    target_kinds = GPU_KINDS | {K.PYTHON, K.CPU}
     fitting = [c for c in decision.rejected if all(r.kind in target_kinds for r in c.reasons)]
     by_target = bool(fitting)
     fitting = [c for c in fitting if all(r.kind in GPU_KINDS for r in c.reasons)] or fitting
