@@ -50,3 +50,43 @@ def test_fleet_report_compares_each_node_with_figures_worked_out_once(
     doc = json.loads(out)
     assert [o["node"] for g in doc["groups"] for o in g["outliers"]] == ["gpu-n7"]
     assert calls < 10, calls  # per GPU and case, not per node (300 here)
+
+
+def _one_line_error(code: int, out: str, err: str) -> str:
+    """The one error line of a refused input (exit 2), nothing on stdout, no traceback."""
+    assert code == 2, (code, err)
+    assert out == "" and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpuresolve: error: "), err
+    return lines[0]
+
+
+def _cluster_spec(tmp_path: Path, key: str, name: str) -> Path:
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text(
+        f'name: c\npython: "3.12"\nlock: top-level\ntargets:\n  - name: k\n    {key}: {name}\n',
+        encoding="utf-8",
+    )
+    return spec
+
+
+@pytest.mark.parametrize("where", ["label", "capacity"])
+def test_a_node_list_number_past_pythons_limit_is_named_not_advised(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kubectl get nodes -o json` with a 5,000-digit number (a forged node's label or
+    capacity) is one line saying so, never Python's `sys.set_int_max_str_digits()` advice."""
+    doc = json.loads((FIX / "kubernetes" / "nodes.json").read_text(encoding="utf-8"))
+    text = json.dumps(doc)
+    big = "9" * 5000
+    if where == "label":
+        text = text.replace('"nvidia.com/gpu.count": "8"', f'"nvidia.com/gpu.count": {big}', 1)
+    else:
+        text = text.replace('"nvidia.com/gpu": "8"', f'"nvidia.com/gpu": {big}', 1)
+    assert big in text
+    (tmp_path / "nodes.json").write_text(text, encoding="utf-8")
+    spec = _cluster_spec(tmp_path, "kubernetes", "nodes.json")
+    line = _one_line_error(*run_cli(capsys, "lock", str(spec), "-o", str(tmp_path / "out")))
+    assert "nodes.json" in line and "too long" in line, line
+    assert "set_int_max_str_digits" not in line and "4300" not in line
+    assert not (tmp_path / "out").exists()

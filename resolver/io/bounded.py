@@ -122,7 +122,7 @@ def parse_json(text: str, origin: str | Path, *, what: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:  # JSONDecodeError, and integers past Python's digit limit
-        raise UserError(f"{origin}: not {what}: {_short(exc)}") from None
+        raise UserError(f"{origin}: not {what}: {problem(exc)}") from None
 
 
 def json_depth(text: str) -> int:
@@ -170,10 +170,10 @@ def load_yaml(text: str, origin: str | Path, *, max_nodes: int = MAX_NODES) -> A
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "YAML"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserError(f"{origin}: {where}: invalid YAML: {problem}") from None
+        said = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserError(f"{origin}: {where}: invalid YAML: {said}") from None
     except (ValueError, OverflowError) as exc:  # e.g. an integer past Python's digit limit
-        raise UserError(f"{origin}: invalid value: {_short(exc)}") from None
+        raise UserError(f"{origin}: invalid value: {problem(exc)}") from None
     except RecursionError:
         raise UserError(f"{origin}: nested too deeply") from None
     finally:
@@ -315,7 +315,10 @@ def _size(n: int) -> str:
     return f"{n // MIB} MiB" if n % MIB == 0 else f"{n // KIB} KiB"
 
 
-def _short(exc: BaseException, limit: int = 160) -> str:
+def problem(exc: BaseException, limit: int = 160) -> str:
+    """A parser's error as one short line: every reader of JSON, YAML or TOML words it here, so
+    a number past Python's digit limit names itself instead of advising
+    ``sys.set_int_max_str_digits()`` (a node list's 5,000-digit count did)."""
     text = " ".join(str(exc).split())
     if "integer string conversion" in text:  # Python's int-conversion limit
         return "a number far too long to be real"

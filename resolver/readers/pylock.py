@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resolver.core.errors import UserError
+from resolver.io.bounded import problem
 from resolver.readers.pins import (
     FORMAT_PYLOCK,
     LockPins,
@@ -85,15 +86,15 @@ def _parse(text: str, path: str) -> Any:
     except RecursionError:
         raise UserError(f"{path}: nested too deeply: not a pylock.toml") from None
     except ValueError as exc:  # tomllib.TOMLDecodeError, tomlkit's ParseError, digit limits
-        raise UserError(f"{path}: invalid TOML: {_short(exc)}") from None
+        raise UserError(f"{path}: invalid TOML: {problem(exc, 200)}") from None
     if not isinstance(doc, dict):
         raise UserError(f"{path}: not a pylock.toml (a TOML table is expected)")
     try:
         return Pylock.from_dict(doc)
     except PylockValidationError as exc:
-        raise UserError(f"{path}: not a valid pylock.toml: {_short(exc)}") from None
+        raise UserError(f"{path}: not a valid pylock.toml: {problem(exc, 200)}") from None
     except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a value of an odd type
-        raise UserError(f"{path}: not a valid pylock.toml: {_short(exc)}") from None
+        raise UserError(f"{path}: not a valid pylock.toml: {problem(exc, 200)}") from None
 
 
 def _toml(text: str) -> Any:
@@ -105,13 +106,6 @@ def _toml(text: str) -> Any:
     import tomlkit  # Python 3.10: tomlkit is a dependency already (the writers use it)
 
     return tomlkit.parse(text).unwrap()
-
-
-def _short(exc: BaseException, limit: int = 200) -> str:
-    text = " ".join(str(exc).split())
-    if "integer string conversion" in text:
-        return "a number far too long to be real"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _marker_envs(platform: str | None, every_platform: bool = False) -> list[dict[str, Any]]:

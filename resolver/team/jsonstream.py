@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from resolver.core.errors import UserError
+from resolver.io.bounded import problem
 
 CHUNK_BYTES = 1 << 20  # one read; the window holds about this much beyond the current item
 NEWLINE = b"\n"
@@ -235,7 +236,7 @@ class JsonStream:
             except RecursionError:
                 raise self.fail("JSON nested too deeply") from None
             except ValueError as exc:  # an integer of thousands of digits
-                raise self.fail(f"not JSON: {exc}") from None
+                raise self.fail(f"not JSON: {problem(exc)}") from None
             else:
                 # A number (or an item) ending exactly at the window's edge may go on.
                 if end < len(self.text) or (self.eof and not self.pending):
