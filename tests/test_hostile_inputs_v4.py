@@ -90,3 +90,63 @@ def test_a_node_list_number_past_pythons_limit_is_named_not_advised(
     assert "nodes.json" in line and "too long" in line, line
     assert "set_int_max_str_digits" not in line and "4300" not in line
     assert not (tmp_path / "out").exists()
+
+
+LOCK = "--index-url https://download.pytorch.org/whl/cu126\ntorch==2.8.0+cu126\n"
+
+
+@pytest.mark.parametrize("outside", ["/abs", "../up", "link"])
+def test_a_lock_includes_no_file_outside_its_folder(
+    outside: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lock from a repository cannot make `verify --lock` read the user's other files and
+    print them (`-r ~/.git-credentials` printed its first line, token and all, in the error):
+    an include resolving outside the named lock's folder (absolute, `..`, a link) is refused
+    before it is read."""
+    secret = tmp_path / "home" / ".git-credentials"
+    secret.parent.mkdir()
+    secret.write_text("https://me:s3cr3t-token@git.example\n", encoding="utf-8")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    target = {"/abs": str(secret), "../up": "../home/.git-credentials", "link": "creds.txt"}
+    if outside == "link":
+        (repo / "creds.txt").symlink_to(secret)
+    lock = repo / "requirements.txt"
+    lock.write_text(f"{LOCK}-r {target[outside]}\n", encoding="utf-8")
+    code, out, err = run_cli(capsys, "verify", "--lock", str(lock))
+    line = _one_line_error(code, out, err)
+    assert "outside the lock's folder" in line and "s3cr3t" not in line, line
+
+
+def test_an_include_beside_or_below_the_lock_is_read(tmp_path: Path) -> None:
+    from resolver.readers import lockfile
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "extra.txt").write_text("-r ../base.txt\nnumpy==2.1.0\n", "utf-8")
+    (tmp_path / "base.txt").write_text("filelock==3.16.1\n", encoding="utf-8")
+    lock = tmp_path / "requirements.txt"
+    lock.write_text(f"{LOCK}-r sub/extra.txt\n", encoding="utf-8")
+    names = sorted(p.name for p in lockfile.read(lock).pins)
+    assert names == ["filelock", "numpy", "torch"]
+
+
+def test_a_variable_in_a_lock_is_shown_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`${VAR}` is expanded where pip expands it (to read the pin), never into what is shown:
+    an error quoting the line shows `${TOKEN}`, not the token, and a pin's origin likewise."""
+    from resolver.readers import lockfile
+
+    monkeypatch.setenv("TOKEN", "s3cr3t")
+    monkeypatch.setenv("TORCH_VERSION", "2.8.0+cu126")
+    lock = tmp_path / "requirements.txt"
+    lock.write_text(f"{LOCK}numpy==${{TOKEN}}!\n", encoding="utf-8")
+    code, out, err = run_cli(capsys, "verify", "--lock", str(lock))
+    line = _one_line_error(code, out, err)
+    assert "${TOKEN}" in line and "s3cr3t" not in line, line
+    lock.write_text(
+        "--index-url https://download.pytorch.org/whl/cu126\ntorch==${TORCH_VERSION}\n", "utf-8"
+    )
+    (pin,) = lockfile.read(lock).pins
+    assert (pin.version, pin.variant) == ("2.8.0", "cu126")  # read as pip reads it
+    assert pin.line.endswith("torch==${TORCH_VERSION}")  # shown as written
