@@ -4,8 +4,10 @@ ends in a documented exit code and one line, bounded in time and size, nothing r
 
 from __future__ import annotations
 
+import io
 import json
 import statistics
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +152,33 @@ def test_a_variable_in_a_lock_is_shown_as_written(
     (pin,) = lockfile.read(lock).pins
     assert (pin.version, pin.variant) == ("2.8.0", "cu126")  # read as pip reads it
     assert pin.line.endswith("torch==${TORCH_VERSION}")  # shown as written
+
+
+def _torch_wheel(version_py: str) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("torch/version.py", version_py)
+        zf.writestr("torch-2.8.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\n")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("version_py", "said"),
+    [
+        ("x = " + "-" * 60_000 + "1\n", "nested too deeply"),  # MemoryError in the parser
+        ("x = " + "a." * 30_000 + "b\n", "nested too deeply"),  # RecursionError
+        ("x = 1" + "+1" * 30_000 + "\n", "nested too deeply"),
+        ("__version__ = " + "9" * 5_000 + "\n", "a number far too long"),
+    ],
+    ids=["unary", "attributes", "sum", "digits"],
+)
+def test_a_hostile_wheels_version_py_is_the_wheels_error(
+    version_py: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """torch/version.py is read with Python's parser (never run): a chain of operators under
+    its 64 KiB cap made the parser raise MemoryError or RecursionError (exit 70)."""
+    wheel = tmp_path / "torch-2.8.0+cu126-cp312-cp312-manylinux_2_28_x86_64.whl"
+    wheel.write_bytes(_torch_wheel(version_py))
+    line = _one_line_error(*run_cli(capsys, "db", "inspect-wheel", str(wheel)))
+    assert "torch/version.py does not parse" in line and said in line, line
+    assert "set_int_max_str_digits" not in line

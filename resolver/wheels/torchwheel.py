@@ -23,6 +23,7 @@ from email.parser import HeaderParser
 from typing import TYPE_CHECKING
 
 from resolver.core.platforms import PythonVersion, marker_env, of_wheel_tag
+from resolver.io.bounded import problem
 from resolver.io.http import Client
 from resolver.io.ranges import Progress, Source, open_source, url_sha256
 from resolver.io.zip import RemoteZip
@@ -118,11 +119,17 @@ def platform_of(filename: str) -> str | None:
 
 
 def parse_version_py(text: str) -> dict[str, str | None]:
-    """``__version__``, ``git_version``, ``cuda`` (and ``hip``) as literal assignments; no exec."""
+    """``__version__``, ``git_version``, ``cuda`` (and ``hip``) as literal assignments; no exec.
+
+    The text is a wheel's, so anyone's: Python's parser answers a long enough chain of
+    operators (``x = ------...1``, within the 64 KiB cap) with RecursionError or MemoryError,
+    and a 5,000-digit literal with advice to raise a limit; each is this wheel's error."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError) as exc:
-        raise WheelError(f"torch/version.py does not parse ({exc})") from None
+        raise WheelError(f"torch/version.py does not parse ({problem(exc)})") from None
+    except (RecursionError, MemoryError):  # the parser's own depth limits, not a real OOM
+        raise WheelError("torch/version.py does not parse (nested too deeply)") from None
     found: dict[str, str | None] = {}
     for node in tree.body:
         targets: list[ast.expr]
