@@ -4,8 +4,11 @@ ends in a documented exit code and one line, bounded in time and size, nothing r
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import re
+import shutil
 import statistics
 import zipfile
 from pathlib import Path
@@ -14,6 +17,7 @@ from typing import Any
 import pytest
 from cli_support import run_cli
 
+from resolver import catalog as catalog_mod
 from resolver.team import fleet_report
 
 FIX = Path(__file__).parent / "fixtures"
@@ -182,3 +186,55 @@ def test_a_hostile_wheels_version_py_is_the_wheels_error(
     line = _one_line_error(*run_cli(capsys, "db", "inspect-wheel", str(wheel)))
     assert "torch/version.py does not parse" in line and said in line, line
     assert "set_int_max_str_digits" not in line
+
+
+PACKAGE = Path(__file__).parent.parent / "resolver"
+NARROW_CATCH = re.compile(r"except \(?[^)\n]*\b(InvalidVersion|InvalidWheelFilename)\b[^)\n]*\)?:")
+
+
+def test_no_version_parse_of_foreign_text_catches_too_little() -> None:
+    """packaging raises ValueError, not InvalidVersion or InvalidWheelFilename, for a version
+    with a number past Python's digit limit (`0.0.` and 5,000 nines in a server's METADATA was
+    exit 70). Every parse catches ValueError, which both are, so a new one cannot miss it."""
+    narrow = [
+        f"{path.relative_to(PACKAGE.parent)}:{n}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if (m := NARROW_CATCH.search(line)) and "ValueError" not in m.group(0)
+    ]
+    assert narrow == []
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("dbupdate_hermetic")
+def test_a_servers_metadata_version_past_the_digit_limit_is_a_failed_update(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An index's METADATA saying `Version: 0.0.999...` (5,000 digits) for a wheel is that
+    index's garbage: `db update` fails (exit 1, one line, the value cut short), never exit 70,
+    and the database is left as it was."""
+    import ext_index as ext
+    from pytorch_index import fixture_routes, serve
+
+    routes = {**fixture_routes(), **ext.extension_routes()}
+    name = "xformers-0.0.36-py39-none-manylinux_2_28_x86_64.whl"
+    meta = ext.XFORMERS_META.replace(b"Version: 0.0.36", b"Version: 0.0." + b"9" * 5000)
+    routes[f"/files/xformers/{name}.metadata"] = (meta, "application/octet-stream")
+    page = json.loads(routes["/simple/xformers/"][0])
+    for entry in page["files"]:
+        if entry["filename"] == name:
+            entry["core-metadata"] = {"sha256": hashlib.sha256(meta).hexdigest()}
+    routes["/simple/xformers/"] = (json.dumps(page).encode(), routes["/simple/xformers/"][1])
+    data = tmp_path / "data"
+    shutil.copytree(catalog_mod.shipped_data_dir(), data)
+    before = {p.name: p.read_bytes() for p in data.iterdir()}
+    with serve(routes) as srv:
+        code, _, err = run_cli(
+            capsys, "db", "update", "--pytorch-index", srv.url + "/whl",
+            "--pypi-index", srv.url + "/simple", "--write-data", str(data),
+        )  # fmt: skip
+    assert code == 1, err
+    failed = [line for line in err.splitlines() if "db update failed" in line]
+    assert len(failed) == 1 and "metadata says version" in failed[0], err
+    assert len(failed[0]) < 400 and "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in data.iterdir()} == before

@@ -73,12 +73,12 @@ def parse_extensions(
 
 
 def _release(r: Reader, sub: Callable[[str, Any], Reader], name: str) -> ExtRelease:
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     version = r.req("version")
     try:
         Version(version)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past Python's limit
         raise r.fail(f"not a version: {version!r}") from None
     r.where = f"{name} {version}"
     sdist = r.data.get("sdist", False)

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.core.platforms import PLATFORMS
 from resolver.dbupdate.extcollect import ANY, ExtFacts, ExtReleaseFacts, ExtWheel
@@ -38,7 +38,7 @@ def _union(lists: Iterable[list[str]]) -> list[str]:
 def _vkey(record: dict[str, Any]) -> Version:
     try:
         return Version(str(record.get("version")))
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past Python's limit
         return Version("0")
 
 

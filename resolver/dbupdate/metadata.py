@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from email.parser import BytesHeaderParser
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from resolver.core.errors import shown
 from resolver.core.platforms import marker_env
 from resolver.io import ReadError
 from resolver.io.http import Client
@@ -66,7 +67,7 @@ class CoreMetadata:
 def _public(version: str) -> str:
     try:
         return Version(version).public
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past Python's limit
         return version
 
 
@@ -79,13 +80,13 @@ def parse_metadata(data: bytes, name: str, version: str) -> CoreMetadata:
     if not got_name or not got_version:
         raise MetadataError("core metadata without Name or Version")
     if canonicalize_name(got_name) != canonicalize_name(name):
-        raise MetadataError(f"metadata names {got_name}, expected {name}")
+        raise MetadataError(f"metadata names {shown(got_name)}, expected {name}")
     try:  # the local tag ("+cu126") may or may not be repeated in the metadata
         same = Version(got_version).public == Version(version).public
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past Python's limit
         same = False
     if not same:
-        raise MetadataError(f"metadata says version {got_version}, expected {version}")
+        raise MetadataError(f"metadata says version {shown(got_version)}, expected {version}")
     return CoreMetadata(
         name=canonicalize_name(got_name),
         version=str(got_version),

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.core.errors import UserError
 from resolver.install.env import EnvInfo, Installed, Tools
@@ -246,7 +246,7 @@ def _req_names(dist: Installed) -> list[str]:
 def _local(version: str) -> str | None:
     try:
         return Version(version).local
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past Python's limit
         return None
 
 
@@ -296,7 +296,7 @@ def _mismatch(want: Want, dist: Installed, variant: str | None) -> str | None:
         public = Version(dist.version).public
         if want.version and Version(public) != Version(want.version):
             return f"{want.text} is wanted"
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past Python's limit
         return f"its version is unreadable; {want.text} is wanted"
     wv = want.variant
     if not wv or variant is None or variant == wv:
@@ -510,7 +510,7 @@ def pip_reads_pylock(env: EnvInfo) -> bool:
         return False
     try:
         release = Version(pip.version).release
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past Python's limit
         return False
     return release[:2] >= PIP_READS_PYLOCK
 

@@ -172,5 +172,5 @@ def _wheel_version(filename: str | None) -> Any:
         return None
     try:
         return parse_wheel_filename(filename)[1]
-    except InvalidWheelFilename:
+    except (InvalidWheelFilename, ValueError):  # digits past the limit too
         return None

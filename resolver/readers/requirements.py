@@ -188,7 +188,7 @@ def pip_pin(text: str, where: str, written: str | None = None) -> Pin:
             hashes = (*hashes, "sha256:" + fragment.split("=", 1)[1])
         try:
             _, ver, _, _ = parse_wheel_filename(filename)
-        except InvalidWheelFilename:
+        except (InvalidWheelFilename, ValueError):  # digits past the limit too
             ver = None
         if ver is not None:
             version, variant = ver.public, variant_of_local(ver.local)

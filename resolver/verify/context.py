@@ -15,7 +15,7 @@ from typing import Any
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.catalog import Catalog, Release, Variant
 from resolver.core.hostprofile import STATE_MISMATCH, STATE_OK, HostProfile
@@ -88,7 +88,7 @@ def public_version(version: Any) -> str | None:
         return None
     try:
         return Version(str(version)).public
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past Python's limit
         return str(version).split("+", 1)[0]
 
 

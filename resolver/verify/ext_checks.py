@@ -93,7 +93,7 @@ def _gated(r: dict[str, Any], gates: Mapping[tuple[str, str], str]) -> tuple[boo
     naming the gate. Where the probe did not say whether they loaded, the database's gate
     decides; where it says they loaded, it is believed (None: judged as any other)."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     version, torch = str(r.get("version") or ""), str(r.get("torch") or "")
     spec = gates.get((str(r.get("package")), version))
@@ -102,7 +102,7 @@ def _gated(r: dict[str, Any], gates: Mapping[tuple[str, str], str]) -> tuple[boo
     public = torch.split("+", 1)[0]
     try:
         inside = SpecifierSet(spec).contains(Version(public), prereleases=True)
-    except (InvalidSpecifier, InvalidVersion):
+    except (InvalidSpecifier, ValueError):  # InvalidVersion, or digits past the limit
         return None
     if inside:  # skipped for a reason of its own, if at all: judged as any other
         return None

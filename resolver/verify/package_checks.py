@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import Requirement
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.readers.pins import (
     FORMAT_CONDA_LOCK,
@@ -193,7 +193,7 @@ def check_packages(ctx: Context) -> CheckResult:
             continue
         try:
             good = req.specifier.contains(Version(str(dist["version"])), prereleases=True)
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or digits past Python's limit
             good = False
         if not good:
             problems.append(f"{name} {dist['version']} installed; {wants}")
@@ -376,7 +376,7 @@ def _pin_matches(pin: Pin, version: str, variant: str | None) -> bool:
             try:
                 if Version(version) != Version(pin.version):
                     return False
-            except InvalidVersion:
+            except ValueError:  # InvalidVersion, or digits past Python's limit
                 if version != pin.version:
                     return False
     else:

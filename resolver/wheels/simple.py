@@ -19,6 +19,7 @@ from packaging.version import Version
 
 from resolver.core.errors import IndexFormatError
 from resolver.core.platforms import PythonVersion, of_wheel_tag
+from resolver.io.bounded import problem
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
@@ -125,7 +126,7 @@ def _parse_json(body: bytes, url: str) -> list[Link]:
     try:
         doc = json.loads(body)
     except (ValueError, RecursionError) as exc:  # a server's words: nested past the stack
-        detail = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else problem(exc)
         raise IndexFormatError(f"{url}: invalid JSON: {detail}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("meta"), dict):
         raise IndexFormatError(f"{url}: not a PEP 691 page (no 'meta')")

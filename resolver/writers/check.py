@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.core.errors import escaped
 from resolver.core.secrets import redact
@@ -213,7 +213,7 @@ def _torch(build: str | None) -> Version | None:
         return None
     try:
         return Version(build.split()[1])
-    except (IndexError, InvalidVersion):
+    except (IndexError, ValueError):  # InvalidVersion, or digits past the limit
         return None
 
 
