@@ -238,3 +238,21 @@ def test_a_servers_metadata_version_past_the_digit_limit_is_a_failed_update(
     assert len(failed) == 1 and "metadata says version" in failed[0], err
     assert len(failed[0]) < 400 and "Traceback" not in err
     assert {p.name: p.read_bytes() for p in data.iterdir()} == before
+
+
+@pytest.mark.parametrize("glibc", ["2.39; evil", "2.39\n--index-url x", "2." + "9" * 5000])
+def test_a_host_files_glibc_is_a_glibc_version(
+    glibc: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `detect --json` file's glibc went unread into the lock's record (`"glibc": "2.39;
+    evil"`), which `lock --check` then called damaged: it is read with the grammar the option
+    and the record use, and a file breaking it is one line naming the file."""
+    doc = json.loads((FIX / "host" / "h100_driver580" / "detect.json").read_text("utf-8"))
+    doc["glibc"] = glibc
+    host = tmp_path / "h.json"
+    host.write_text(json.dumps(doc), encoding="utf-8")
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(capsys, "lock", "--host", str(host), "-o", str(out))
+    line = _one_line_error(code, stdout, err)
+    assert "h.json" in line and "glibc" in line, line
+    assert not out.exists()

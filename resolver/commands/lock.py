@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from resolver.commands.lock_team import IMAGE_OPTION, lock_team, refuse_team_fla
 from resolver.commands.params import FormatChoice, SafePath, check_channel, check_url
 from resolver.commands.ui import echo, level, step
 from resolver.core.errors import UserError, shown
+from resolver.core.versions import GLIBC_RE
 from resolver.core.vocab import CondaSource, words
 from resolver.flows.lock import (
     default_index_choice,
@@ -36,7 +36,6 @@ from resolver.flows.output import OutputFolder
 from resolver.writers import lockfiles, lockformats
 from resolver.writers.recorded import FileOptions
 
-_GLIBC_RE = re.compile(r"^2\.[0-9]{1,3}$")
 CHANNEL_ENV = "GPURESOLVE_CONDA_CHANNEL"
 
 
@@ -163,7 +162,7 @@ def lock(
             request, files, glibc = effective.request, effective.files, effective.glibc
             if files.default_index != index.url:
                 index = recorded_index(files.default_index, where)
-    if glibc is not None and not _GLIBC_RE.match(glibc.strip()):
+    if glibc is not None and not GLIBC_RE.match(glibc.strip()):
         raise UserError(f"--glibc {shown(glibc)}: expected a glibc version like 2.28")
     pytorch_index = request.pytorch_index
     options = lock_options(files, pytorch_index, index.url)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from resolver.core.errors import UserError, shown
 from resolver.core.fields import Fields
 from resolver.core.platforms import PLATFORMS, PYTHON_RE
-from resolver.core.versions import Driver
+from resolver.core.versions import GLIBC_RE, Driver
 
 if TYPE_CHECKING:
     from resolver.core.documents.reports import HostDoc
@@ -181,7 +181,7 @@ class HostProfile:
             platform=platform,
             python=python,
             python_full=doc.text("python_full"),
-            glibc=doc.text("glibc"),
+            glibc=doc.text("glibc", like="2.39", pattern=GLIBC_RE),
             wsl=wsl,
             driver=_driver(doc.text("driver", like="580.65.06")),
             driver_cuda=doc.text("driver_cuda"),

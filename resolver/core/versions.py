@@ -12,6 +12,7 @@ from resolver.core.errors import UserError
 # and up to two more parts, each 1-4 ASCII digits ("580", "581.57", "570.124.06"). Bounded digit
 # runs: NVIDIA's parts have at most 3 digits, and int() of a 5,000-digit string raises.
 _DRIVER_RE = re.compile(r"[0-9]{1,4}(?:\.[0-9]{1,4}){0,2}", re.ASCII)
+GLIBC_RE = re.compile(r"^2\.[0-9]{1,3}\Z")  # a glibc version: every reader's ("2.28", "2.39")
 # Windows' Device Manager spelling: 560.94 is 32.0.15.6094 (its last five digits), 456.71 is
 # 27.21.14.5671.
 _DEVICE_MANAGER_RE = re.compile(r"[0-9]{2}\.[0-9]{1,2}\.[0-9]{2}\.[0-9]{4}", re.ASCII)

@@ -24,7 +24,7 @@ from typing import Any
 
 from resolver.core.errors import UserError, unsafe_char
 from resolver.core.platforms import PYTHON_RE, Platform, PythonVersion
-from resolver.core.versions import Driver, parse_cc
+from resolver.core.versions import GLIBC_RE, Driver, parse_cc
 from resolver.core.vocab import CondaSource, DriverPolicy, EvidenceLevel, LockFormat, words
 from resolver.io import credentials
 from resolver.io.bounded import parse_json
@@ -35,7 +35,6 @@ VERSION = 1
 _MARKDOWN = (".md",)
 MAX_LINE = 1024 * 1024  # a recorded line longer than this is not ours (GPUs are counted)
 MAX_GPUS = 100_000  # per target, counted; more is not a machine
-_GLIBC = re.compile(r"^2\.\d{1,3}$", re.ASCII)
 _DRIVER_OS = ("linux", "windows")
 _PYPROJECT = "pyproject.toml"
 MAX_PYPROJECT = 4 * 1024 * 1024  # a uv project's pyproject.toml, read whole
@@ -260,7 +259,7 @@ def target_from_record(record: Mapping[str, Any], where: str) -> tuple[Target, s
         if target.driver_os not in _DRIVER_OS:
             raise ValueError(target.driver_os)
         glibc = record.get("glibc")
-        if glibc is not None and not _GLIBC.match(str(glibc)):
+        if glibc is not None and not GLIBC_RE.match(str(glibc)):
             raise ValueError(glibc)
     except (KeyError, TypeError, ValueError, AttributeError, UserError):
         raise UserError(
