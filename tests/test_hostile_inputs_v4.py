@@ -18,7 +18,6 @@ import pytest
 from cli_support import run_cli
 
 from resolver import catalog as catalog_mod
-from resolver.team import fleet_report
 
 FIX = Path(__file__).parent / "fixtures"
 HEALTHY = FIX / "verify" / "h100_diag" / "healthy.json"
@@ -44,7 +43,7 @@ def test_fleet_report_compares_each_node_with_figures_worked_out_once(
         calls += 1
         return median(values)
 
-    monkeypatch.setattr(fleet_report.statistics, "median", counted)
+    monkeypatch.setattr(statistics, "median", counted)  # as fleet_report calls it
     results = tmp_path / "results"
     results.mkdir()
     nodes = 300
@@ -55,7 +54,7 @@ def test_fleet_report_compares_each_node_with_figures_worked_out_once(
     assert code == 1, err  # gpu-n7 is slow: named, the others not
     doc = json.loads(out)
     assert [o["node"] for g in doc["groups"] for o in g["outliers"]] == ["gpu-n7"]
-    assert calls < 10, calls  # per GPU and case, not per node (300 here)
+    assert 1 <= calls < 10, calls  # per GPU and case, not per node (300 here)
 
 
 def _one_line_error(code: int, out: str, err: str) -> str:
