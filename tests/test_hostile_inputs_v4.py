@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 import statistics
@@ -255,3 +256,32 @@ def test_a_host_files_glibc_is_a_glibc_version(
     line = _one_line_error(code, stdout, err)
     assert "h.json" in line and "glibc" in line, line
     assert not out.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root")
+def test_a_parent_pyproject_of_another_user_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pyproject.toml left in a shared folder above the working one (/tmp) by another user
+    would choose everyone's PyTorch index: refused as git refuses another user's repository.
+    Ours, root's, and the working folder's own (a CI checkout) are read."""
+    from resolver.core.errors import UserError
+    from resolver.flows import defaults
+
+    shared = tmp_path / "shared"
+    work = shared / "me" / "project"
+    work.mkdir(parents=True)
+    planted = shared / "pyproject.toml"
+    planted.write_text(
+        '[tool.gpuresolve.defaults]\npytorch-index = "https://mirror.example/whl"\n', "utf-8"
+    )
+    me, stranger = 1000, 4242
+    monkeypatch.setattr(os, "geteuid", lambda: me)
+    os.chown(planted, stranger, -1)
+    with pytest.raises(UserError, match=r"owned by another user \(uid 4242\)"):
+        defaults.read_defaults(work)
+    for owner in (me, 0):  # mine or root's: read
+        os.chown(planted, owner, -1)
+        assert defaults.read_defaults(work)[0] == {"pytorch-index": "https://mirror.example/whl"}
+    os.chown(planted, stranger, -1)  # the working folder's own file, whoever owns it: read
+    assert defaults.read_defaults(shared)[0] == {"pytorch-index": "https://mirror.example/whl"}

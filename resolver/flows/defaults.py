@@ -96,6 +96,27 @@ def nearest_pyproject(start: Path) -> Path | None:
     return None
 
 
+def _check_owner(project: Path, cwd: Path) -> None:
+    """A pyproject.toml above the working folder owned by another user is refused, as git
+    refuses a repository another user owns: anyone can leave one in a shared folder (/tmp)
+    for everyone who works below it, and its pytorch-index or channel would then choose where
+    their torch comes from. One of yours or root's is read; so is the working folder's own,
+    whoever owns it (a checkout made by CI's user), and root reads any."""
+    if not hasattr(os, "geteuid") or project.parent == cwd.absolute():
+        return
+    me = os.geteuid()
+    try:
+        owner = project.stat().st_uid
+    except OSError:
+        return
+    if me != 0 and owner not in (me, 0):
+        raise UserError(
+            f"{escaped(str(project))}: owned by another user (uid {owner}), in a folder above "
+            "this one: its [tool.gpuresolve.defaults] is not read (anyone can leave one in a "
+            "shared folder); run from your own folder, or give --no-config"
+        )
+
+
 def _parse(path: Path, key: str | None = None) -> dict[str, Any]:
     """The TOML file at ``path``; with ``key``, {} when no key of that name can be in it.
 
@@ -188,6 +209,7 @@ def read_defaults(cwd: Path | None = None) -> tuple[dict[str, str], dict[str, st
         table = tool.get("gpuresolve", {}) if isinstance(tool, Mapping) else {}
         section = table.get("defaults") if isinstance(table, Mapping) else None
         if section is not None:
+            _check_owner(project, cwd or Path.cwd())
             for key, value in _defaults(project, section, PROJECT_TABLE, project=True).items():
                 merged[key], origin[key] = value, f"{project} ({PROJECT_TABLE}.{key})"
     return merged, origin
