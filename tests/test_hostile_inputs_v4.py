@@ -285,3 +285,19 @@ def test_a_parent_pyproject_of_another_user_is_refused(
         assert defaults.read_defaults(work)[0] == {"pytorch-index": "https://mirror.example/whl"}
     os.chown(planted, stranger, -1)  # the working folder's own file, whoever owns it: read
     assert defaults.read_defaults(shared)[0] == {"pytorch-index": "https://mirror.example/whl"}
+
+
+def test_a_spec_pointing_slurm_at_a_users_file_prints_none_of_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A repository's spec may name any file as its `slurm:` node list: one holding a bare
+    token (~/.cache/huggingface/token) was quoted in the error ("got 'hf_...'"). The reader
+    names a key it expected or found, never the text."""
+    secret = tmp_path / "home" / "token"
+    secret.parent.mkdir()
+    secret.write_text("hf_s3cr3tT0ken\n", encoding="utf-8")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    spec = _cluster_spec(repo, "slurm", "../home/token")
+    line = _one_line_error(*run_cli(capsys, "lock", str(spec), "-o", str(repo / "out")))
+    assert "expected NodeName=" in line and "s3cr3t" not in line, line

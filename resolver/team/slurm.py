@@ -133,9 +133,12 @@ def parse_line(line: str, where: str) -> dict[str, str]:
         key = head if eq and (head in RANK or _KEY.fullmatch(head)) else None
         if last is None:
             if key != "NodeName":
+                # Only a key is named, never the text: a spec from a repository may point its
+                # `slurm:` at a file of the user's (a bare token on one line) that is no node list.
+                got = f"{key}=..." if key else "text that is no KEY=VALUE field"
                 raise UserError(
-                    f"{where}: expected NodeName=... first, got {escaped(word[:60])!r} (one node "
-                    "a line; a Comment= or Extra= holding a line break splits one)"
+                    f"{where}: expected NodeName=... first, got {got} (one node a line; a "
+                    "Comment= or Extra= holding a line break splits one)"
                 )
         elif key is None or (last in FREE_TEXT and key not in FREE_TEXT[last]):
             fields[last] += " " + word  # free text, or a space a read field's grammar refuses
