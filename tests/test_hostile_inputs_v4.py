@@ -301,3 +301,19 @@ def test_a_spec_pointing_slurm_at_a_users_file_prints_none_of_it(
     spec = _cluster_spec(repo, "slurm", "../home/token")
     line = _one_line_error(*run_cli(capsys, "lock", str(spec), "-o", str(repo / "out")))
     assert "expected NodeName=" in line and "s3cr3t" not in line, line
+
+
+def test_a_yaml_that_is_no_node_list_is_refused_before_its_items_are_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A spec's `kubernetes:` naming a YAML file of another kind (a kubeconfig) is refused by
+    its kind before any item is read: an item's value was quoted in the error."""
+    other = tmp_path / "kubeconfig"
+    other.write_text(
+        "apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user: {token: s3cr3t-token}\n"
+        "items:\n- metadata: {name: s3cr3t-token}\n",
+        encoding="utf-8",
+    )
+    spec = _cluster_spec(tmp_path, "kubernetes", "kubeconfig")
+    line = _one_line_error(*run_cli(capsys, "lock", str(spec), "-o", str(tmp_path / "out")))
+    assert "not a node list (kind 'Config')" in line and "s3cr3t" not in line, line

@@ -51,6 +51,7 @@ from typing import Any, TypeVar
 
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError, escaped, unsafe_char
+from resolver.core.errors import shown as shown_value
 from resolver.core.platforms import Platform, by_kubernetes
 from resolver.core.versions import Driver
 from resolver.io.bounded import open_regular
@@ -249,9 +250,19 @@ def _yaml_nodes(path: Path, shown: str, size: int, reader: _Reader) -> dict[str,
         raise UserError(f"{shown}: not a node list; write it with `kubectl get nodes -o json`")
     items = doc.get("items")
     if isinstance(items, list):
+        _check_kind(doc, shown)  # before any item is read: a kubeconfig's are not to be quoted
         for item in items:
             reader.add(item)
     return doc
+
+
+def _check_kind(top: dict[str, Any], shown: str) -> None:
+    kind = top.get("kind")
+    if kind not in ("List", "NodeList") or "items" not in top:
+        what = f"kind {shown_value(kind)}" if isinstance(kind, str) else "no kind"
+        raise UserError(
+            f"{shown}: not a node list ({what}); write it with `kubectl get nodes -o json`"
+        )
 
 
 def _finish(
@@ -260,11 +271,8 @@ def _finish(
     kind = top.get("kind")
     if kind == "Node" and "items" not in top:  # `kubectl get node NAME -o json`
         reader.add(top)
-    elif kind not in ("List", "NodeList") or "items" not in top:
-        what = f"kind {kind!r}" if isinstance(kind, str) else "no kind"
-        raise UserError(
-            f"{shown}: not a node list ({what}); write it with `kubectl get nodes -o json`"
-        )
+    else:
+        _check_kind(top, shown)
     if reader.total == 0:
         raise UserError(f"{shown}: the node list is empty")
     if not reader.machines:
