@@ -298,3 +298,19 @@ def test_docs_example_is_the_output(
             assert got.startswith(head) and all(part.strip(" ;") in got for part in rest)
         else:
             assert got == want
+
+
+def test_a_nodes_text_is_never_markdown_structure_or_html() -> None:
+    """report.md is rendered where teams read it (a pull request, a wiki): a node's text shows
+    as written, never as HTML, a link, an image or a code span."""
+    from resolver.team.fleet_report import _cell
+
+    hostile = "<img src=x onerror=alert(1)> [click](http://evil) ![](http://t) `code` a|b &amp;"
+    shown = _cell(hostile)
+    for raw in ("<img", "[click]", "![]", "`code`", "a|b"):
+        assert raw not in shown
+    assert shown.endswith(" &amp;amp;")  # an entity in the text shows as written, not as "&"
+    assert shown.startswith("&lt;img src=x onerror=alert(1)&gt; \\[click\\](http://evil)")
+    assert _cell("gpu-n1: torch 2.14.1+cu126 (lock: torch==2.14.1)") == (
+        "gpu-n1: torch 2.14.1+cu126 (lock: torch==2.14.1)"
+    )

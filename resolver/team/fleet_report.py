@@ -496,9 +496,17 @@ def _cause(r: Result, check_id: str | None, measured: bool = False) -> str | Non
 # --- output ------------------------------------------------------------------------------------
 
 
+# What a node's text must not become where report.md is rendered (a pull request, a wiki, the
+# docs): raw HTML (<img onerror=...>, <script>), a link or image ([text](url), ![](tracker)), a
+# code span that swallows what follows, a table cell's end. Entities and backslash escapes
+# (CommonMark) show each character as written.
+_MARKDOWN = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|", "[": "\\[", "]": "\\]", "`": "\\`"}
+
+
 def _cell(text: str) -> str:
-    """A Markdown table cell: escaped, with its pipes kept out of the table's structure."""
-    return escaped(text).replace("|", "\\|")
+    """Text from a node or a file in the report: escaped by the one rule, then kept from being
+    read as Markdown structure or HTML where the report is rendered."""
+    return "".join(_MARKDOWN.get(ch, ch) for ch in escaped(text))
 
 
 def render_markdown(report: FleetReport) -> str:
