@@ -77,7 +77,8 @@ sys.stderr.write("\\nOPENED " + json.dumps(opened) + "\\n")
 @pytest.mark.slow
 def test_extension_history_is_read_only_with_with(tmp_path: Path) -> None:
     """The history (extensions.json, else extensions.yaml) is most of the database's bytes:
-    `suggest` without --with never opens it, warm or cold; `--with vllm` does (issue 38)."""
+    `suggest` without --with (or with a companion: torchvision) never opens it, warm or cold;
+    `--with vllm` does (issue 38)."""
     args = ["suggest", "--json", "--driver", "570.124.06", "--gpu", "RTX 3090", "--python", "3.12"]
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
     env.pop("GPURESOLVE_DATA_DIR", None)
@@ -89,6 +90,7 @@ def test_extension_history_is_read_only_with_with(tmp_path: Path) -> None:
 
     assert opened(args) == []  # cold: the catalog is built from catalog.json's head
     assert opened(args) == []  # warm: the catalog cache answers
+    assert opened([*args, "--with", "torchvision", "--with", "torchaudio"]) == []  # companions
     assert "extensions.json" in opened([*args, "--with", "vllm"])
 
 
