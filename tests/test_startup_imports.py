@@ -54,6 +54,7 @@ def test_suggest_imports_only_what_the_answer_needs(tmp_path: Path, fmt: list[st
     modules = set(json.loads(proc.stderr.rsplit("MODULES ", 1)[1]))
     assert "resolver.solve.solver" in modules  # it did answer
     assert modules & UNNEEDED == set()
+    assert "shutil" not in modules  # with bz2 and lzma: for --python NAME on PATH, or help
 
 
 OPENS = """
