@@ -75,7 +75,8 @@ def timed(cmd: list[str], runs: int, env: dict[str, str]) -> tuple[list[float], 
 def instructions(cmd: list[str], env: dict[str, str]) -> int:
     """The instructions ``cmd`` executes (user space), counted by cachegrind."""
     proc = subprocess.run(
-        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", *cmd],
+        ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={os.devnull}"]
+        + cmd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
