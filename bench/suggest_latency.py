@@ -74,9 +74,9 @@ def timed(cmd: list[str], runs: int, env: dict[str, str]) -> tuple[list[float], 
 
 def instructions(cmd: list[str], env: dict[str, str]) -> int:
     """The instructions ``cmd`` executes (user space), counted by cachegrind."""
+    valgrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no"]
     proc = subprocess.run(
-        ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={os.devnull}"]
-        + cmd,
+        [*valgrind, f"--cachegrind-out-file={os.devnull}", *cmd],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
