@@ -14,7 +14,11 @@ with the extension packages' history loaded (no budget: it is off every other ca
 CPU time (the child's user + system) is printed beside the wall time: the steadier figure.
 Every run starts in an empty folder, as in a project without gpuresolve settings (run from a
 checkout of gpuresolve, its own pyproject.toml, which names gpuresolve, would be parsed too).
-Usage: python3 bench/suggest_latency.py [--runs N] [--observations N] [--gpu NAME]
+``--instructions``: each case once under valgrind's cachegrind (``--cache-sim=no``), its
+instructions and their ratio to the bare interpreter's: the same figure on a loaded machine as on
+an idle one (wall time on a shared machine is noise), but harsher than wall time, which also
+counts the exec, the page faults and the loading a bare interpreter pays too.
+Usage: python3 bench/suggest_latency.py [--runs N] [--observations N] [--gpu NAME] [--instructions]
 (--gpu "NVIDIA GeForce RTX 5090 D" times a name only the generated name table knows.)
 """
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -67,6 +72,23 @@ def timed(cmd: list[str], runs: int, env: dict[str, str]) -> tuple[list[float], 
     return walls, cpus
 
 
+def instructions(cmd: list[str], env: dict[str, str]) -> int:
+    """The instructions ``cmd`` executes (user space), counted by cachegrind."""
+    valgrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no"]
+    proc = subprocess.run(
+        [*valgrind, f"--cachegrind-out-file={os.devnull}", *cmd],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+        env=env,
+    )
+    found = re.search(r"I\s+refs:\s+([0-9,]+)", proc.stderr)
+    if proc.returncode not in (0, 1) or found is None:
+        sys.exit(f"{' '.join(cmd)} under valgrind failed: {proc.stderr.strip()[-500:]}")
+    return int(found.group(1).replace(",", ""))
+
+
 def write_observations(data_home: Path, count: int) -> int:
     """A user observations file of ``count`` wheels of the shipped database (as `db import` of
     a colleague's reads would leave it), written by gpuresolve's own store."""
@@ -105,6 +127,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--observations", type=int, default=20)
     parser.add_argument("--gpu", default=ARGS[ARGS.index("--gpu") + 1])
+    parser.add_argument("--instructions", action="store_true", help="count, under cachegrind")
     opts = parser.parse_args()
     args = [opts.gpu if a == ARGS[ARGS.index("--gpu") + 1] else a for a in ARGS]
     # The console script beside this interpreter (a version manager's shim on PATH would add its
@@ -140,6 +163,20 @@ def main() -> None:
         # issue 38: warm with an extension package asked for, what loading their history costs
         # (it is off the path of every other case)
         envs[WITH_CASE], runs[WITH_CASE] = envs["warm"], [*cmd, "--with", "vllm"]
+        if opts.instructions:
+            counted = {"bare": instructions([sys.executable, "-c", "pass"], dict(os.environ))}
+            for case, env in envs.items():
+                if case == "fresh HOME":
+                    shutil.rmtree(fresh, ignore_errors=True)
+                else:
+                    timed(runs[case], 1, env)  # its caches (the help's too) written
+                counted[case] = instructions(runs[case], env)
+            os.chdir(ROOT)
+            for case, count in counted.items():
+                ratio = "" if case == "bare" else f"  {count / counted['bare']:5.1f}x bare"
+                print(f"{case + ':':25} {count / 1e6:8.1f} M instructions{ratio}")
+            print(f"fresh HOME / warm: {counted['fresh HOME'] / counted['warm']:.2f}x")
+            return
         results: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in ("bare", *envs)}
         for _ in range(opts.runs):
             for case, env in (("bare", dict(os.environ)), *envs.items()):

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from resolver.commands.group import SuggestingGroup
-from resolver.core import secrets
 from resolver.core.errors import EXIT_INTERNAL, GpuresolveError, escaped, escaped_lines, exit_code
 
 if TYPE_CHECKING:
@@ -252,6 +251,8 @@ def _error(message: str, code: int, as_json: bool) -> int:
     escaped by ``core.errors``' rule: a message quotes files, nodes and options (the JSON is
     ASCII, its escapes JSON's). A URL's login in it is masked (``core.secrets``), whichever
     layer wrote the message."""
+    from resolver.core import secrets  # URL parsing: only where a line is written
+
     message = secrets.redact(message)
     click.echo(f"gpuresolve: {escaped(message)}", err=True)
     if as_json:
@@ -265,12 +266,18 @@ def _error(message: str, code: int, as_json: bool) -> int:
 
 def _run(argv: list[str] | None) -> int | str | None:
     """Run the CLI; the exit code (``sys.exit``'s argument) it ends with."""
-    from resolver.io import credentials
-
-    credentials.forget()  # logins are this command's only (the tests run many in one process)
+    _forget_logins()  # logins are this command's only (the tests run many in one process)
     try:
         return _run_command(argv)
     finally:
+        _forget_logins()
+
+
+def _forget_logins() -> None:
+    """Empty the store of logins where a command imported it (not imported: it is empty, and
+    importing it would bring URL parsing into every command's start)."""
+    credentials = sys.modules.get("resolver.io.credentials")
+    if credentials is not None:
         credentials.forget()
 
 

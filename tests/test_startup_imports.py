@@ -54,6 +54,7 @@ def test_suggest_imports_only_what_the_answer_needs(tmp_path: Path, fmt: list[st
     modules = set(json.loads(proc.stderr.rsplit("MODULES ", 1)[1]))
     assert "resolver.solve.solver" in modules  # it did answer
     assert modules & UNNEEDED == set()
+    assert "shutil" not in modules  # with bz2 and lzma: for --python NAME on PATH, or help
 
 
 OPENS = """
@@ -77,7 +78,8 @@ sys.stderr.write("\\nOPENED " + json.dumps(opened) + "\\n")
 @pytest.mark.slow
 def test_extension_history_is_read_only_with_with(tmp_path: Path) -> None:
     """The history (extensions.json, else extensions.yaml) is most of the database's bytes:
-    `suggest` without --with never opens it, warm or cold; `--with vllm` does (issue 38)."""
+    `suggest` without --with (or with a companion: torchvision) never opens it, warm or cold;
+    `--with vllm` does (issue 38)."""
     args = ["suggest", "--json", "--driver", "570.124.06", "--gpu", "RTX 3090", "--python", "3.12"]
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
     env.pop("GPURESOLVE_DATA_DIR", None)
@@ -89,6 +91,7 @@ def test_extension_history_is_read_only_with_with(tmp_path: Path) -> None:
 
     assert opened(args) == []  # cold: the catalog is built from catalog.json's head
     assert opened(args) == []  # warm: the catalog cache answers
+    assert opened([*args, "--with", "torchvision", "--with", "torchaudio"]) == []  # companions
     assert "extensions.json" in opened([*args, "--with", "vllm"])
 
 
@@ -113,7 +116,8 @@ def _started(tmp_path: Path, args: list[str], **extra: str) -> tuple[int, str, s
     """(exit code, stdout, modules imported) of the console script run with ``args``."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
     env.pop("GPURESOLVE_DATA_DIR", None)
-    env.update(XDG_DATA_HOME=str(tmp_path / "data"), COLUMNS="100", **extra)
+    env.pop("GPURESOLVE_CACHE_DIR", None)  # the cache under XDG_CACHE_HOME, this test's own
+    env.update({"XDG_DATA_HOME": str(tmp_path / "data"), "COLUMNS": "100", **extra})
     proc = run_child([sys.executable, "-c", SCRIPT, *args], env, tmp_path)
     modules = set(proc.stderr.rsplit("MODULES ", 1)[1].split())
     return proc.returncode, proc.stdout, modules
@@ -170,7 +174,8 @@ def test_help_imports_no_command(tmp_path: Path, args: list[str]) -> None:
     assert code == 0 and "Commands:" in out
     assert modules & NOT_FOR_HELP == set()
     assert not {m for m in modules if m.startswith("resolver.commands.")} - {
-        "resolver.commands.group"
+        "resolver.commands.group",
+        "resolver.commands.helpcache",  # the help kept for the next
     }
 
 
@@ -193,3 +198,39 @@ def test_help_lists_each_command_as_its_own_help_says(
     code, real, _ = run_cli(capsys, "--help")
     assert code == 0
     assert _started(tmp_path, ["--help"])[1] == real
+
+
+@pytest.mark.parametrize("args", [["--help"], []], ids=["help", "none"])
+def test_help_replayed_without_click(tmp_path: Path, args: list[str]) -> None:
+    """The second `--help` prints the text click rendered for the first, importing no click."""
+    code, first, modules = _started(tmp_path, args)
+    assert code == 0 and "click" in modules
+    code, again, modules = _started(tmp_path, args)
+    assert code == 0 and again == first
+    assert "click" not in modules
+    assert modules & NOT_FOR_HELP == set()
+
+
+def test_help_rendered_afresh_for_another_width(tmp_path: Path) -> None:
+    """A width not stored is rendered by click (and kept); the text is click's at that width."""
+    _started(tmp_path, ["--help"])
+    code, narrow, modules = _started(tmp_path, ["--help"], COLUMNS="60")
+    assert code == 0 and "click" in modules
+    assert max(map(len, narrow.splitlines())) <= 60
+    assert _started(tmp_path, ["--help"], COLUMNS="60")[1] == narrow
+    assert [
+        p.name.endswith("-60.txt") for p in (tmp_path / "cache" / "gpuresolve").glob("help-*")
+    ] == [True]
+
+
+def test_stored_help_is_escaped_and_bounded(tmp_path: Path) -> None:
+    """What is read back is input: a control character is printed escaped; an oversized or
+    unreadable file is ignored (click renders the help again)."""
+    _started(tmp_path, ["--help"])
+    (stored,) = (tmp_path / "cache" / "gpuresolve").glob("help-*.txt")
+    stored.write_text("Usage: \x1b[31mred\n", encoding="utf-8")
+    code, out, _ = _started(tmp_path, ["--help"])
+    assert code == 0 and "\x1b" not in out and "red" in out
+    stored.write_bytes(b"x" * (70 * 1024))
+    code, out, modules = _started(tmp_path, ["--help"])
+    assert code == 0 and "Commands:" in out and "click" in modules

@@ -63,17 +63,22 @@ def _source_name(ctx: click.Context, param: click.Parameter) -> str:
 
 
 def check_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Click callback: an index URL (http, https, or file: for a local mirror), validated."""
+    """Click callback: an index URL (http, https, or file: for a local mirror), validated (the
+    validator imported only for a value: URL parsing is no part of a plain `suggest`)."""
+    if value is None:
+        return None
     from resolver.io.urls import index_url
 
-    return None if value is None else index_url(value, _source_name(ctx, param))
+    return index_url(value, _source_name(ctx, param))
 
 
 def check_channel(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Click callback: a conda channel name or URL, validated."""
+    if value is None:
+        return None
     from resolver.io.urls import channel
 
-    return None if value is None else channel(value, _source_name(ctx, param))
+    return channel(value, _source_name(ctx, param))
 
 
 class Seconds(click.FloatRange):

@@ -85,10 +85,12 @@ def debug(message: str) -> None:
 
 # Advice written once for the commands that describe a target (suggest, lock, image), and read
 # by commands without those options (detect, verify, install): there the clause is left out.
+# Patterns as text, compiled by ``re`` on first use (its cache): most commands write no advice,
+# and compiling at import was a cost on every start.
 _OPTION_CLAUSES = (
-    re.compile(r",? or describe the target with --driver and --gpu to resolve for another machine"),
+    r",? or describe the target with --driver and --gpu to resolve for another machine",
 )
-_OPTION = re.compile(r"(?<![\w`-])--[a-z][a-z0-9-]+")
+_OPTION = r"(?<![\w`-])--[a-z][a-z0-9-]+"
 
 
 def command_options() -> set[str] | None:
@@ -105,8 +107,8 @@ def fit_options(message: str) -> str:
     if have is None:
         return message
     for clause in _OPTION_CLAUSES:
-        found = clause.search(message)
-        if found and not set(_OPTION.findall(found.group(0))) <= have:
+        found = re.search(clause, message)
+        if found and not set(re.findall(_OPTION, found.group(0))) <= have:
             message = message[: found.start()] + message[found.end() :]
     return message
 
@@ -115,7 +117,7 @@ def foreign_options(message: str) -> list[str]:
     """The options a message names (outside backquoted commands) that this command lacks."""
     have = command_options() or set()
     bare = re.sub(r"`[^`]*`", "", message)
-    return [o for o in _OPTION.findall(bare) if o not in have]
+    return [o for o in re.findall(_OPTION, bare) if o not in have]
 
 
 # --- progress -----------------------------------------------------------------------------------

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from urllib.parse import SplitResult, urlsplit, urlunsplit
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # urllib.parse (with ipaddress) is imported by the first URL split, not by
+    # every command's start: every line printed passes ``redact``, which needs no parse
+    from urllib.parse import SplitResult
 
 # pip's environment-variable syntax in requirement files (pip._internal.req.req_file)
 ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
@@ -68,6 +72,8 @@ def _mask_token(match: re.Match[str]) -> str:
 
 
 def _split(url: str) -> SplitResult | None:
+    from urllib.parse import urlsplit
+
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -93,7 +99,7 @@ def public(url: str) -> str:
             break
     if netloc == parts.netloc and path == parts.path:
         return url
-    return urlunsplit(parts._replace(netloc=netloc, path=path))
+    return parts._replace(netloc=netloc, path=path).geturl()
 
 
 def without_login(url: str) -> str:
@@ -103,7 +109,7 @@ def without_login(url: str) -> str:
     parts = _split(plain)
     if parts is None or "@" not in parts.netloc:
         return plain
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
 def has_secret(url: str) -> bool:

@@ -9,7 +9,6 @@ version, and a path is turned into one here first.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -87,6 +86,8 @@ def resolve_python(python: str | None, environ: Mapping[str, str] | None = None)
             raise UserError(f"--python {python}: not executable")
         return str(path.absolute())  # `--python py` is ./py, never a `py` found on PATH
     if os.sep not in python and "/" not in python:
+        import shutil  # with bz2 and lzma: only for a name on PATH, not on every start
+
         which = shutil.which(python)
         if which:
             return which

@@ -75,7 +75,10 @@ def build_request(
                 f"--with {item!r}: expected a package like torchvision or 'torchvision>=0.20'"
             )
         name = match.group(1).lower().replace("_", "-")
-        if name not in COMPANIONS and name not in extensions:
+        # a companion is answered without ``extensions``: looking into it builds every
+        # package of extensions.yaml (its history), the cost `--with torchvision` never needs
+        extension = name not in COMPANIONS
+        if extension and name not in extensions:
             raise UserError(
                 f"--with {item!r}: the packages are {', '.join((*COMPANIONS, *extensions))}"
             )
@@ -84,7 +87,7 @@ def build_request(
         )
         if comp_variant:
             named[f"--with {name}"] = comp_variant
-        if name in extensions:
+        if extension:
             if any(n == name for n, _ in chosen):
                 raise UserError(f"--with {name} is given twice")
             chosen.append((name, spec))
