@@ -57,7 +57,8 @@ LAYERS: dict[str, int] = {
     "resolver.verify": EFFECTS,
     "resolver.observe": EFFECTS,
     "resolver.dbupdate": EFFECTS,
-    "resolver.team": EFFECTS,
+    "resolver.team": EFFECTS,  # team specs: read, expanded into fleet targets
+    "resolver.fleet": EFFECTS,  # node lists read, verification Jobs and scripts, results judged
     "resolver.present": EFFECTS,  # the sentences of a decision's records, --explain
     "resolver.dbshow": EFFECTS,
     "resolver.flows": FLOWS,  # each job on typed values: target, lock inputs, output folder

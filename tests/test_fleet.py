@@ -415,7 +415,7 @@ def test_a_large_node_list_tells_its_bytes_read(
 ) -> None:
     import json
 
-    from resolver.team import kubernetes
+    from resolver.fleet import kubernetes
 
     fixture = Path(__file__).parent / "fixtures" / "kubernetes" / "nodes.json"
     path = tmp_path / "nodes.json"

@@ -1,6 +1,6 @@
 """A cluster lock's verification Jobs: valid against the Kubernetes API schema (strict, every minor
 from 1.29 to the newest kubernetes-validate ships), each selecting exactly its group's nodes by
-Kubernetes' documented selector semantics (resolver/team/k8s_selector.py, itself checked on the
+Kubernetes' documented selector semantics (resolver/fleet/k8s_selector.py, itself checked on the
 examples of Kubernetes' documentation)."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import yaml
 from cli_support import run_cli
 
 from resolver.core.errors import UserError
-from resolver.team import k8s_selector, manifests_k8s
-from resolver.team.fleet_report import read_plan
+from resolver.fleet import k8s_selector, manifests_k8s
+from resolver.fleet.report import read_plan
 
 FIXTURE = Path(__file__).parent / "fixtures" / "kubernetes" / "nodes.json"
 SPEC = """\
@@ -217,7 +217,7 @@ def test_lock_check_and_an_unchanged_rerun(
 
 
 def test_configmap_limit_is_refused() -> None:
-    from resolver.team.kubernetes import Placement
+    from resolver.fleet.kubernetes import Placement
 
     p = Placement((("kubernetes.io/arch", "amd64"),), (("nvidia.com/gpu", "1"),), (), False)
     with pytest.raises(UserError, match="ConfigMap"):
@@ -338,7 +338,7 @@ ZONES_EAST = {"topology.kubernetes.io/zone": "antarctica-east1"}
 
 
 def test_yaml_node_list_reads_like_json(shipped: Any, tmp_path: Path) -> None:
-    from resolver.team import kubernetes
+    from resolver.fleet import kubernetes
 
     doc = mixed_nodes()
     (tmp_path / "n.json").write_text(json.dumps(doc), encoding="utf-8")
@@ -356,7 +356,7 @@ def test_yaml_node_list_reads_like_json(shipped: Any, tmp_path: Path) -> None:
 def test_yaml_node_list_cap_points_to_json(
     shipped: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from resolver.team import kubernetes
+    from resolver.fleet import kubernetes
 
     (tmp_path / "n.yaml").write_text(yaml.safe_dump(mixed_nodes()), encoding="utf-8")
     monkeypatch.setattr(kubernetes, "MAX_NODE_LIST_YAML_BYTES", 1024)

@@ -31,8 +31,8 @@ import yaml
 from cli_support import run_cli
 
 from resolver.catalog import Catalog
-from resolver.team import k8s_selector
-from resolver.team.kubernetes import read_node_list
+from resolver.fleet import k8s_selector
+from resolver.fleet.kubernetes import read_node_list
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "kubernetes" / "nodes.json"

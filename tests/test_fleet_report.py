@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from cli_support import run_cli
 
-from resolver.team import fleet_report
-from resolver.team.fleet_results import read_file
+from resolver.fleet import report as fleet_report
+from resolver.fleet.results import read_file
 from resolver.verify.identity import add_identity, node_name
 from resolver.writers import recorded
 

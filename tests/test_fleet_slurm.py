@@ -22,9 +22,9 @@ from slurm_support import Node, listening, slurm_cluster
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.versions import Driver
+from resolver.fleet.report import read_plan
+from resolver.fleet.slurm import parse_line, read_nodes
 from resolver.solve.shapes import MAX_NAME
-from resolver.team.fleet_report import read_plan
-from resolver.team.slurm import parse_line, read_nodes
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).parent / "fixtures" / "slurm" / "scontrol_show_node_oneliner.txt"
@@ -424,7 +424,7 @@ def test_untyped_gres_takes_its_model_from_a_feature_or_the_spec(
 ) -> None:
     """Gres=gpu:1 names no model: a gpu-model-TYPE node feature names it, else the first
     gpu_model: rule matching the node (by partition or node-name pattern), else exit 2."""
-    from resolver.team.slurm import ModelRule
+    from resolver.fleet.slurm import ModelRule
 
     def models(path: Path, *rules: ModelRule) -> dict[str, list[str]]:
         groups = read_nodes(path, shipped, "n", None, rules)

@@ -17,9 +17,9 @@ from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.hostprofile import STATE_NO_DRIVER, GpuInfo, HostProfile
 from resolver.core.versions import Driver
+from resolver.fleet import report as fleet_report
+from resolver.fleet.results import KEPT, read_file, read_results
 from resolver.readers import lockfile
-from resolver.team import fleet_report
-from resolver.team.fleet_results import KEPT, read_file, read_results
 from resolver.verify import checks
 from resolver.verify.expects import ExpectedGpu, Expects, check_group, find_expects
 from resolver.verify.result import FAIL, PASS, SKIP, WARN

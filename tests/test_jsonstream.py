@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from resolver.core.errors import UserError
-from resolver.team import jsonstream
-from resolver.team.jsonstream import JsonStream
+from resolver.fleet import jsonstream
+from resolver.fleet.jsonstream import JsonStream
 
 FIXTURE = Path(__file__).parent / "fixtures" / "kubernetes" / "nodes.json"
 

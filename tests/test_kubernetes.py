@@ -19,9 +19,9 @@ from resolver.catalog import Catalog
 from resolver.core.errors import UserError
 from resolver.core.platforms import BY_NAME
 from resolver.core.versions import Driver
+from resolver.fleet import jsonstream
+from resolver.fleet.kubernetes import read_node_list
 from resolver.solve.shapes import Shape, ShapeGpu, group
-from resolver.team import jsonstream
-from resolver.team.kubernetes import read_node_list
 
 FIXTURE = Path(__file__).parent / "fixtures" / "kubernetes" / "nodes.json"
 SPEC = """\

@@ -20,8 +20,8 @@ import pytest
 from cli_support import run_cli
 
 from resolver.core.errors import UserError
+from resolver.fleet import report as fleet_report
 from resolver.io.bounded import parse_json
-from resolver.team import fleet_report
 from resolver.writers import recorded
 from resolver.writers.formats.uvproject import read_inputs
 

@@ -46,15 +46,15 @@ def report(paths: tuple[str, ...], as_json: bool, expect: str | None, output: st
     Exit 0 when every node passes (warnings allowed), 1 when a node fails, disagrees, is
     missing or left no verify result (it did not run or did not finish), 2 on bad input.
     """
-    from resolver.io.atomic import output_path, write_output
-    from resolver.team.fleet_report import (
+    from resolver.fleet.report import (
         PLAN_FILE,
         build_report,
         load_plan,
         lock_pins,
         render_markdown,
     )
-    from resolver.team.fleet_results import read_files, result_files
+    from resolver.fleet.results import read_files, result_files
+    from resolver.io.atomic import output_path, write_output
 
     plan = load_plan(Path(expect)) if expect else None
     files = result_files(list(paths), planned=plan is not None)

@@ -26,6 +26,7 @@ from resolver.catalog import Catalog
 from resolver.core.collector import collector_paused
 from resolver.core.errors import UserError
 from resolver.core.vocab import CondaSource, EvidenceLevel, LockFormat
+from resolver.fleet.files import fleet_files, set_name
 from resolver.flows.lock import MAX_PROJECT_BYTES
 from resolver.flows.output import OutputFolder, owned_names
 from resolver.solve import Decision, Target, TargetGpu, solve
@@ -39,7 +40,6 @@ from resolver.solve.fleet import (
 )
 from resolver.solve.memo import FleetSolver, unnamed
 from resolver.solve.whatif import unlocks
-from resolver.team.fleet_files import fleet_files, set_name
 from resolver.team.spec import EnvSpec
 from resolver.writers import lockfiles, lockformats, manifest, recorded
 from resolver.writers.formats.report import render_report

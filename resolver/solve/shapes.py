@@ -112,7 +112,7 @@ class ShapeGroup:
     notes: tuple[str, ...] = ()  # what the report should say about these machines
     unit: str = "machine"  # what the report calls one of them ("node" for a cluster)
     # what a scheduler needs of each machine (a Kubernetes node's labels, resources, taints;
-    # team/kubernetes.py's Placement), for the verification Jobs a cluster lock writes
+    # fleet/kubernetes.py's Placement), for the verification Jobs a cluster lock writes
     placement: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property

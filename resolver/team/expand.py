@@ -25,7 +25,7 @@ from resolver.solve.shapes import (
 )
 
 if TYPE_CHECKING:
-    from resolver.team.slurm import ModelRule
+    from resolver.fleet.slurm import ModelRule
 
 # The CLI's progress bars: (label, total) -> what to tell of each part done.
 ProgressBars = Callable[[str, int], Callable[[int], None]]
@@ -94,7 +94,7 @@ def _kubernetes(
     fail: Any,
     progress: ProgressBars | None = None,
 ) -> list[ShapeGroup]:
-    from resolver.team.kubernetes import read_node_list
+    from resolver.fleet.kubernetes import read_node_list
 
     selector = entry.get("selector")
     include = entry.get("include_unavailable", False)
@@ -132,7 +132,7 @@ def _slurm(
 ) -> list[ShapeGroup]:
     from dataclasses import replace
 
-    from resolver.team.slurm import read_nodes
+    from resolver.fleet.slurm import read_nodes
 
     driver = entry.get("driver")
     if driver is not None:
@@ -158,7 +158,7 @@ def _slurm(
 def _model_rules(value: Any, catalog: Catalog, fail: Any) -> list[ModelRule]:
     """`gpu_model:` of a `slurm:` entry: a model for every untyped GRES, or a list of
     ``{partition: P, model: M}`` / ``{nodes: PATTERN, model: M}`` rules, the first match wins."""
-    from resolver.team.slurm import ModelRule
+    from resolver.fleet.slurm import ModelRule
 
     if value is None:
         return []

@@ -88,7 +88,7 @@ TOP_KEYS = {
     "split",
     "lock",
     "targets",
-    "image",  # the image a cluster's verification Jobs run (resolver/team/fleet_files.py)
+    "image",  # the image a cluster's verification Jobs run (resolver/fleet/files.py)
 }
 SPLIT_VALUES = ("auto", "true", "false")
 LOCK_VALUES = ("full", "top-level")

@@ -294,7 +294,7 @@ class _OutlierKeys(TypedDict):
 
 class OutlierJson(_OutlierKeys, total=False):
     file: str | None
-    decides: str  # fleet_report.Decides: did-not-run, build, gpu, other
+    decides: str  # fleet.report.Decides: did-not-run, build, gpu, other
 
 
 _FleetGroupKeys = TypedDict(

@@ -8,7 +8,7 @@ gpuresolve itself goes into its own virtualenv (``/opt/gpuresolve/venv``), so th
 environment holds nothing but the lock; the start-up check of the single-machine Dockerfile runs
 before the container's command, as there. The image runs as a user of its own, ``USER_ID`` (not
 root; numeric, so the kubelet can hold it to ``runAsNonRoot``), whose home the verification Jobs
-mount an ``emptyDir`` on (``team/manifests_k8s.py``: the Kubernetes "restricted" Pod Security
+mount an ``emptyDir`` on (``fleet/manifests_k8s.py``: the Kubernetes "restricted" Pod Security
 Standard).
 """
 

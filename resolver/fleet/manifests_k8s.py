@@ -16,7 +16,7 @@ out (cordoned, NotReady: ``Placement.unavailable``) are named in the term's ``ma
 proves, at lock time, that the terms admit exactly the group's nodes of the node list, or the
 lock is refused.
 
-What each pod asks for is the node's ``Placement.requests`` (``team/kubernetes.py``: all of an
+What each pod asks for is the node's ``Placement.requests`` (``fleet/kubernetes.py``: all of an
 unshared node's GPUs or MIG devices, one replica of a time-sliced or MPS-shared resource).
 
 Pod security: the pod meets the Kubernetes "restricted" Pod Security Standard
@@ -37,9 +37,9 @@ from typing import Any
 import yaml
 
 from resolver.core.errors import UserError
+from resolver.fleet import k8s_selector
+from resolver.fleet.kubernetes import CONTROL_PLANE, UNSCHEDULABLE_TAINT, Placement
 from resolver.solve.shapes import bounded_name
-from resolver.team import k8s_selector
-from resolver.team.kubernetes import CONTROL_PLANE, UNSCHEDULABLE_TAINT, Placement
 from resolver.writers.formats.fleet_dockerfile import USER_HOME, USER_ID
 
 CONFIGMAP_LIMIT = 1 << 20  # the API server refuses a ConfigMap over 1 MiB

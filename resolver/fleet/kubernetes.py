@@ -54,9 +54,9 @@ from resolver.core.errors import UserError, escaped, unsafe_char
 from resolver.core.errors import shown as shown_value
 from resolver.core.platforms import Platform, by_kubernetes
 from resolver.core.versions import Driver
+from resolver.fleet.jsonstream import JsonStream
 from resolver.io.bounded import open_regular
 from resolver.solve.shapes import Shape, ShapeGpu
-from resolver.team.jsonstream import JsonStream
 
 # `kubectl get nodes -o json` is tens of KB a node (status.images): 2 GiB is ~50,000 nodes.
 MAX_NODE_LIST_BYTES = 2 << 30
@@ -141,7 +141,7 @@ MAX_REASON = 200  # characters of a node's condition reason and message kept for
 
 @dataclass(frozen=True)
 class Placement:
-    """What a verification Job needs of a node (``team/manifests_k8s.py``): the labels its shape
+    """What a verification Job needs of a node (``fleet/manifests_k8s.py``): the labels its shape
     was read from, its NVIDIA resources and what a Job asks of them, its taints, whether it is
     a control-plane node, and why it cannot run a Job now (``state``: cordoned, NotReady)."""
 

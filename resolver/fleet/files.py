@@ -1,7 +1,7 @@
 """What a cluster lock writes beside its locks so the fleet can be verified where it runs.
 
 For each node group read from a cluster (`kubernetes:`, `slurm:`) whose set has GPUs: a Job
-manifest (``team/manifests_k8s.py``) or an ``sbatch`` script (``team/slurm.py``) beside the set's
+manifest (``fleet/manifests_k8s.py``) or an ``sbatch`` script (``fleet/slurm.py``) beside the set's
 lock; per set, with the spec's ``image:``, the Dockerfile that builds that image (multi-arch when
 the set spans x86-64 and arm64); and ``fleet.yaml`` at the top: which nodes should answer, in
 which group (`gpuresolve fleet report --expect`). Control-plane and GPU-less nodes are left out,
@@ -19,9 +19,9 @@ from typing import Any
 from resolver import __version__
 from resolver.catalog import Catalog
 from resolver.core.errors import UserError
+from resolver.fleet.kubernetes import Placement
+from resolver.fleet.report import PLAN_FILE as PLAN
 from resolver.solve.fleet import FleetDecision
-from resolver.team.fleet_report import PLAN_FILE as PLAN
-from resolver.team.kubernetes import Placement
 from resolver.team.spec import EnvSpec
 from resolver.writers import recorded
 
@@ -44,7 +44,7 @@ def fleet_files(
 ) -> dict[str, str]:
     """The manifests, scripts, Dockerfiles and plan of a cluster lock ({} for other locks);
     ``root`` is the lock folder's absolute path, which the sbatch scripts run in."""
-    from resolver.team import manifests_k8s, slurm
+    from resolver.fleet import manifests_k8s, slurm
 
     members = {m.target.name: m for m in spec.members}
     if not any(m.group is not None and m.group.placement for m in spec.members):
@@ -236,7 +236,7 @@ def _control(p: Any) -> bool:
 
 
 def _is_slurm(placement: Mapping[str, Any]) -> bool:
-    from resolver.team.slurm import SlurmNode
+    from resolver.fleet.slurm import SlurmNode
 
     return any(isinstance(p, SlurmNode) for p in placement.values())
 
@@ -256,6 +256,6 @@ def _header(spec: EnvSpec, name: str, group: str, count: int, left: Mapping[str,
 
 
 def _job(name: str) -> str:
-    from resolver.team.manifests_k8s import job_name
+    from resolver.fleet.manifests_k8s import job_name
 
     return job_name(name)

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 
 from resolver.core.collector import collector_paused
 from resolver.core.errors import UserError, escaped
+from resolver.fleet.results import Result
 from resolver.io.bounded import SPEC_MAX_NODES, load_yaml, read_text
-from resolver.team.fleet_results import Result
 
 if TYPE_CHECKING:
     from resolver.core.documents.reports import (
