@@ -303,7 +303,7 @@ def test_docs_example_is_the_output(
 def test_a_nodes_text_is_never_markdown_structure_or_html() -> None:
     """report.md is rendered where teams read it (a pull request, a wiki): a node's text shows
     as written, never as HTML, a link, an image or a code span."""
-    from resolver.team.fleet_report import _cell
+    from resolver.fleet.report import _cell
 
     hostile = "<img src=x onerror=alert(1)> [click](http://evil) ![](http://t) `code` a|b &amp;"
     shown = _cell(hostile)
