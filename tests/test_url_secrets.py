@@ -528,3 +528,19 @@ def test_fleet_report_never_repeats_a_login_a_node_said(
     assert not leaks(out, err, report.read_text(encoding="utf-8"))
     code, out, err = run_cli(capsys, "fleet", "report", str(tmp_path / "node.json"), "--json")
     assert code == 1 and not leaks(out, err)
+
+
+def test_a_login_typed_into_an_image_reference_is_masked_in_the_refusal(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An image reference holds no login: one typed into it is refused, and the refusal shows
+    it masked (`image` and a team spec's `image:`)."""
+    code, out, err = run_cli(capsys, "image", "me:s3cr3t-tok@reg/x:1", "--gpu", "8.0")
+    assert code == 2 and "s3cr3t-tok" not in out + err and "me:****@reg/x:1" in err
+    spec = tmp_path / "team.yaml"
+    spec.write_text(
+        "name: t\npython: '3.12'\nimage: 'robot:s3cr3t-tok@registry.example/x:1'\ntargets:\n- gpus: ['8.0']\n",
+        encoding="utf-8",
+    )
+    code, out, err = run_cli(capsys, "lock", str(spec), "--top-level")
+    assert code == 2 and "s3cr3t-tok" not in out + err and "robot:****@" in err

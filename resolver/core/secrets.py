@@ -56,6 +56,18 @@ def _mask_info(info: str) -> str:
     return f"{user}:{MASK}"
 
 
+# A login typed without a scheme before a host ("user:token@registry/name"): only where the
+# text is refused as what it should be (an image reference), so a tag before a digest is no login
+_BARE_LOGIN = re.compile(r"^(?P<info>[^/\s@]+:[^/\s@]*)@")
+
+
+def redact_refused(text: str) -> str:
+    """``text`` that was refused (shown back in the error), its login masked with or without a
+    scheme: ``me:tok@reg/x:1`` is shown ``me:****@reg/x:1``."""
+    text = redact(text)
+    return _BARE_LOGIN.sub(lambda m: f"{_mask_info(m['info'])}@", text, count=1)
+
+
 def redact(text: str) -> str:
     """``text`` (a URL, or a message naming URLs) with every secret masked as pip masks it."""
     if "@" in text:

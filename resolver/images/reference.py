@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from resolver.core import secrets
 from resolver.core.errors import UserError
 
 MAX_REFERENCE = 512
@@ -53,13 +54,14 @@ def parse(text: str) -> ImageRef:
     the official pytorch/pytorch image. Raises UserError on anything docker would refuse."""
     raw = text.strip()
     if not raw or len(raw) > MAX_REFERENCE:
-        raise UserError(f"not an image reference: {text[:80]!r}")
+        raise UserError(f"not an image reference: {secrets.redact_refused(text[:80])!r}")
     if re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+-[A-Za-z0-9_.-]+|latest", raw):
         raw = f"pytorch/pytorch:{raw}"  # a bare tag of the official image
     m = _REF_RE.match(raw)
     if m is None:
         raise UserError(
-            f"not an image reference: {text!r} (expected NAME[:TAG][@sha256:DIGEST], "
+            f"not an image reference: {secrets.redact_refused(text)!r} (expected "
+            "NAME[:TAG][@sha256:DIGEST], "
             "e.g. pytorch/pytorch:2.9.0-cuda12.8-cudnn9-runtime)"
         )
     registry = m["registry"]

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import Catalog
+from resolver.core import secrets
 from resolver.core.collector import collector_paused
 from resolver.core.errors import UserError, shown, unsafe_char
 from resolver.core.platforms import (
@@ -360,11 +361,20 @@ def with_image(spec: EnvSpec, image: str | None) -> EnvSpec:
 
 
 _IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@{}-]{0,254}$", re.IGNORECASE)
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def _image(s: _Spec, value: Any) -> str:
     """An image reference (``registry/name:tag``; ``{group}`` stands for a split lock's group)."""
     ref = s.string(value, "image")
-    if not _IMAGE.fullmatch(ref) or ("{" in ref and "{group}" not in ref):
-        raise s.fail("image", f"{ref!r} is not an image reference (registry/name:tag)")
+    name, at, digest = ref.partition("@")  # "@" only before a digest: never a login
+    if (
+        not _IMAGE.fullmatch(ref)
+        or ("{" in ref and "{group}" not in ref)
+        or (at and (not _DIGEST.fullmatch(digest) or "@" in digest or not name))
+    ):
+        raise s.fail(
+            "image",
+            f"{secrets.redact_refused(ref)!r} is not an image reference (registry/name:tag)",
+        )
     return ref
