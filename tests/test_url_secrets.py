@@ -539,7 +539,8 @@ def test_a_login_typed_into_an_image_reference_is_masked_in_the_refusal(
     assert code == 2 and "s3cr3t-tok" not in out + err and "me:****@reg/x:1" in err
     spec = tmp_path / "team.yaml"
     spec.write_text(
-        "name: t\npython: '3.12'\nimage: 'robot:s3cr3t-tok@registry.example/x:1'\ntargets:\n- gpus: ['8.0']\n",
+        "name: t\npython: '3.12'\nimage: 'robot:s3cr3t-tok@registry.example/x:1'\n"
+        "targets:\n- gpus: ['8.0']\n",
         encoding="utf-8",
     )
     code, out, err = run_cli(capsys, "lock", str(spec), "--top-level")
