@@ -66,12 +66,12 @@ def records_apart(namespace: dict[str, object], module: str) -> None:
     """Give each ``NamedTuple`` record class of ``module`` a dataclass's equality: equal only to
     a record of its own class (a tuple's hash stays: equal records still hash alike), and true
     even without fields. Called once, at the end of each module of records."""
+    methods = (("__eq__", _eq), ("__ne__", _ne), ("__bool__", _true))
     for cls in tuple(namespace.values()):
+        # (Misfit stays a plain NamedTuple, as it was before the records)
         if isinstance(cls, type) and issubclass(cls, tuple) and cls.__module__ == module:
-            if cls is not Misfit:  # a plain NamedTuple from before the records were
-                setattr(cls, "__eq__", _eq)
-                setattr(cls, "__ne__", _ne)
-                setattr(cls, "__bool__", _true)
+            for name, method in methods if cls is not Misfit else ():
+                setattr(cls, name, method)
 
 
 class Gate(str, Enum):

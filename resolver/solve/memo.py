@@ -155,7 +155,7 @@ def _copy(obj: _T, **changes: object) -> _T:
     own copy of the fields as its ``__dict__`` (set past the frozen ``__setattr__``). A finding
     (a ``NamedTuple``, ``solve/findings.py``) is copied by its own ``_replace``."""
     if isinstance(obj, tuple):
-        made: _T = getattr(obj, "_replace")(**changes)
+        made: _T = getattr(obj, "_replace")(**changes)  # noqa: B009 (not on _T for mypy)
         return made
     new = object.__new__(type(obj))
     fields = obj.__dict__.copy()
