@@ -480,23 +480,23 @@ def _forward_compat(
         return None, None
     mode = im.ForwardCompat(row.branch, cuda_key(cuda)[0])
     if not target.gpus:
-        return None, replace(mode, why=im.NoForwardCompat.NO_GPU)
+        return None, mode._replace(why=im.NoForwardCompat.NO_GPU)
     for gpu in target.gpus:
         model = judge.catalog.gpu_by_name(gpu.name) if gpu.name else None
         if model is None or model.kind not in fc.kinds:
-            return None, replace(
-                mode, why=im.NoForwardCompat.NOT_DATA_CENTER, gpu=gpu.name, cc=gpu.cc
+            return None, mode._replace(
+                why=im.NoForwardCompat.NOT_DATA_CENTER, gpu=gpu.name, cc=gpu.cc
             )
         arch = judge.catalog.architectures.get(gpu.cc)
         window = arch.drivers if arch is not None else None
         if window is not None and window.first is not None and row.branch < window.first:
             no = im.NoForwardCompat.NOT_DRIVEN
-            return None, replace(mode, why=no, gpu=gpu.name, first=window.first)
+            return None, mode._replace(why=no, gpu=gpu.name, first=window.first)
     gpus = tuple(g.name or cc_sm(g.cc) for g in target.gpus)
     grade = weakest(fc.gpu_kinds.grade, row.fact.grade)
     source = tuple(dict.fromkeys((*fc.gpu_kinds.source, *row.fact.source)))
-    runs = replace(
-        mode, driver=target.driver, need=need, need_why=why, gpus=gpus, grade=grade, source=source
+    runs = mode._replace(
+        driver=target.driver, need=need, need_why=why, gpus=gpus, grade=grade, source=source
     )
     return (runs, Evidence("forward_compat", f"R{row.branch}", grade, source, row.fact.note)), None
 

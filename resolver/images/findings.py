@@ -8,8 +8,8 @@ note): ``Said``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from resolver.core.platforms import Platform
 from resolver.core.versions import CC, Driver
@@ -30,43 +30,36 @@ class Plain(Enum):
     NONE_RUNS = "none-runs"  # no official image's torch build runs here
 
 
-@dataclass(frozen=True)
-class DriverMet:
+class DriverMet(NamedTuple):
     have: Driver
     need: str
     why: fd.DriverWhy | None
 
 
-@dataclass(frozen=True)
-class DriverNotGiven:
+class DriverNotGiven(NamedTuple):
     need: str
     why: fd.DriverWhy | None
 
 
-@dataclass(frozen=True)
-class Upgrade:
+class Upgrade(NamedTuple):
     need: str
     why: fd.DriverWhy | None
 
 
-@dataclass(frozen=True)
-class Doubt:
+class Doubt(NamedTuple):
     doubt: About | None  # what the fact that rests on a secondary source is about
 
 
-@dataclass(frozen=True)
-class LatestMoves:
+class LatestMoves(NamedTuple):
     updated: str | None  # the database's date
     torch: str
 
 
-@dataclass(frozen=True)
-class KernelsUnchecked:
+class KernelsUnchecked(NamedTuple):
     gpus: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class PlatformOnly:
+class PlatformOnly(NamedTuple):
     """A Linux host of another architecture: the image (or the record of ``ref``) is for one."""
 
     ref: str | None  # None: the official CUDA image
@@ -74,14 +67,12 @@ class PlatformOnly:
     host: Platform
 
 
-@dataclass(frozen=True)
-class CudaFails:
+class CudaFails(NamedTuple):
     cuda: str | None
     reasons: tuple[fd.Reason, ...]
 
 
-@dataclass(frozen=True)
-class NewestRuns:
+class NewestRuns(NamedTuple):
     """Why the suggested image: the newest torch whose CUDA build runs here."""
 
     coverage: tuple[fd.Covered, ...]
@@ -94,8 +85,7 @@ class NoForwardCompat(Enum):
     NOT_DRIVEN = "not-driven"  # the branch predates the GPU
 
 
-@dataclass(frozen=True)
-class ForwardCompat:
+class ForwardCompat(NamedTuple):
     """Why CUDA forward compatibility does not apply (``why``), or that it runs (None)."""
 
     branch: int
@@ -112,8 +102,7 @@ class ForwardCompat:
     source: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class InstalledBuild:
+class InstalledBuild(NamedTuple):
     """An official image's build: from the PyTorch index, or installed by ``by``."""
 
     torch: str
@@ -140,3 +129,5 @@ Said = (
     | fd.LoaderPick
     | fd.CeilingFallback
 )
+
+fd.records_apart(globals(), __name__)

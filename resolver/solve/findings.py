@@ -5,13 +5,18 @@ returns these records, each with its kind and its values (the GPU, what was need
 found), and ``resolver.present`` says every one of them in English. So the fleet memo restates a
 shared decision by replacing values (the driver, the GPUs' names), never by editing text, and
 code that asks which GPUs a build lacks reads a field, not a sentence.
+
+The records are ``NamedTuple`` classes, not frozen dataclasses: defining a frozen dataclass
+execs its generated methods, ~3.8 M instructions each at import, and this module's ~50 records
+were a third of ``suggest``'s start-up (issue 40). ``records_apart`` keeps them records, not
+tuples: each equals only a record of its own kind (two kinds with the same values differ, and a
+plain tuple equals none), and each is true, even one without fields.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 from resolver.core.platforms import Platform, PythonVersion
 from resolver.core.versions import CC, Driver
@@ -40,6 +45,33 @@ class ReasonKind(str, Enum):
 
 
 K = ReasonKind
+
+
+def _eq(self: tuple[object, ...], other: object) -> bool:
+    if type(other) is type(self):
+        return tuple.__eq__(self, other)
+    return False if isinstance(other, tuple) else NotImplemented
+
+
+def _ne(self: tuple[object, ...], other: object) -> bool:
+    same = _eq(self, other)
+    return same if same is NotImplemented else not same
+
+
+def _true(self: object) -> bool:
+    return True
+
+
+def records_apart(namespace: dict[str, object], module: str) -> None:
+    """Give each ``NamedTuple`` record class of ``module`` a dataclass's equality: equal only to
+    a record of its own class (a tuple's hash stays: equal records still hash alike), and true
+    even without fields. Called once, at the end of each module of records."""
+    methods = (("__eq__", _eq), ("__ne__", _ne), ("__bool__", _true))
+    for cls in tuple(namespace.values()):
+        # (Misfit stays a plain NamedTuple, as it was before the records)
+        if isinstance(cls, type) and issubclass(cls, tuple) and cls.__module__ == module:
+            for name, method in methods if cls is not Misfit else ():
+                setattr(cls, name, method)
 
 
 class Gate(str, Enum):
@@ -77,16 +109,14 @@ class Misfit(NamedTuple):
         return dict(self.values).get(key)
 
 
-@dataclass(frozen=True)
-class LoaderPick:
+class LoaderPick(NamedTuple):
     """An extension's loader takes its library of another CUDA minor (bitsandbytes)."""
 
     cuda: str  # the torch build's
     loaded: str
 
 
-@dataclass(frozen=True)
-class CeilingFallback:
+class CeilingFallback(NamedTuple):
     """A GPU above an extension's own kernel ceiling, reached by what runs instead."""
 
     gpu: str
@@ -104,8 +134,7 @@ class Basis(Enum):
     COMPAT = "compat"
 
 
-@dataclass(frozen=True)
-class DriverWhy:
+class DriverWhy(NamedTuple):
     """Why a CUDA build needs the driver it does (``min_driver_reason`` in ``--json``)."""
 
     cuda: str
@@ -113,16 +142,14 @@ class DriverWhy:
     major: int  # the CUDA major, whose compatibility floor ``COMPAT`` is
 
 
-@dataclass(frozen=True)
-class Reach:
+class Reach(NamedTuple):
     """How a build's kernels reach one compute capability: SASS, or PTX JIT-compiled, of ``via``."""
 
     ptx: bool
     via: CC
 
 
-@dataclass(frozen=True)
-class Covered:
+class Covered(NamedTuple):
     """One GPU of the target and how a build reaches it."""
 
     gpu: str  # its label
@@ -133,91 +160,113 @@ class Covered:
 # --- reasons: why a build does not run (one record per way) ------------------------------------
 
 
-@dataclass(frozen=True)
-class SpecMiss:
-    kind: ClassVar[ReasonKind] = K.SPEC
+class SpecMiss(NamedTuple):
     torch: str
     spec: str
 
+    @property
+    def kind(self) -> ReasonKind:
+        return K.SPEC
 
-@dataclass(frozen=True)
-class NoPythonWheel:
-    kind: ClassVar[ReasonKind] = K.PYTHON
+
+class NoPythonWheel(NamedTuple):
     torch: str
     python: PythonVersion
     platform: Platform
     have: tuple[str, ...]
 
+    @property
+    def kind(self) -> ReasonKind:
+        return K.PYTHON
 
-@dataclass(frozen=True)
-class CudaMiss:
-    kind: ClassVar[ReasonKind] = K.CUDA
+
+class CudaMiss(NamedTuple):
     cuda: str | None  # the build's; None: a CPU build
     asked: str
 
+    @property
+    def kind(self) -> ReasonKind:
+        return K.CUDA
 
-@dataclass(frozen=True)
-class VariantMiss:
-    kind: ClassVar[ReasonKind] = K.VARIANT
+
+class VariantMiss(NamedTuple):
     variant: str
     asked: str
 
+    @property
+    def kind(self) -> ReasonKind:
+        return K.VARIANT
 
-@dataclass(frozen=True)
-class NoCompanion:
-    kind: ClassVar[ReasonKind] = K.COMPANION
+
+class NoCompanion(NamedTuple):
     name: str
     torch: str
 
+    @property
+    def kind(self) -> ReasonKind:
+        return K.COMPANION
 
-@dataclass(frozen=True)
-class CompanionMiss:
-    kind: ClassVar[ReasonKind] = K.COMPANION
+
+class CompanionMiss(NamedTuple):
     name: str
     paired: str
     spec: str
     yanked: tuple[str, ...]  # releases the spec admits, pulled from the Package Index
 
-
-@dataclass(frozen=True)
-class CpuBuild:
-    kind: ClassVar[ReasonKind] = K.CPU
-
-
-@dataclass(frozen=True)
-class CudaBuild:
-    kind: ClassVar[ReasonKind] = K.NOGPU
+    @property
+    def kind(self) -> ReasonKind:
+        return K.COMPANION
 
 
-@dataclass(frozen=True)
-class ArchUnknown:
-    kind: ClassVar[ReasonKind] = K.UNKNOWN
+class CpuBuild(NamedTuple):
+    @property
+    def kind(self) -> ReasonKind:
+        return K.CPU
+
+
+class CudaBuild(NamedTuple):
+    @property
+    def kind(self) -> ReasonKind:
+        return K.NOGPU
+
+
+class ArchUnknown(NamedTuple):
     variant: str
     platform: Platform
 
+    @property
+    def kind(self) -> ReasonKind:
+        return K.UNKNOWN
 
-@dataclass(frozen=True)
-class NoKernels:
-    kind: ClassVar[ReasonKind] = K.ARCH
+
+class NoKernels(NamedTuple):
     gpu: str  # its label
     cc: CC
     sass: tuple[CC, ...]
     ptx: tuple[CC, ...]
 
+    @property
+    def kind(self) -> ReasonKind:
+        return K.ARCH
 
-@dataclass(frozen=True)
-class FloorUnknown:
-    kind: ClassVar[ReasonKind] = K.DRIVER
+
+class FloorUnknown(NamedTuple):
     driver_os: str
     cuda: str | None
 
+    @property
+    def kind(self) -> ReasonKind:
+        return K.DRIVER
 
-@dataclass(frozen=True)
-class DriverTooOld:
-    kind: ClassVar[ReasonKind] = K.DRIVER
+
+class DriverTooOld(NamedTuple):
     need: str
     why: DriverWhy | None
     have: Driver
+
+    @property
+    def kind(self) -> ReasonKind:
+        return K.DRIVER
 
 
 class Verdict(Enum):
@@ -229,9 +278,7 @@ class Verdict(Enum):
     MAYBE_PREDATES = 4
 
 
-@dataclass(frozen=True)
-class OutsideWindow:
-    kind: ClassVar[ReasonKind] = K.WINDOW
+class OutsideWindow(NamedTuple):
     gpu: str
     driver: Driver
     lo: int  # the branch as known: exactly (lo == hi) or within bounds
@@ -242,20 +289,28 @@ class OutsideWindow:
     first: int | None
     last: int | None
 
+    @property
+    def kind(self) -> ReasonKind:
+        return K.WINDOW
 
-@dataclass(frozen=True)
-class TooWeak:
-    kind: ClassVar[ReasonKind] = K.EVIDENCE
+
+class TooWeak(NamedTuple):
     what: About  # what the weakest fact is about
     grade: str
 
+    @property
+    def kind(self) -> ReasonKind:
+        return K.EVIDENCE
 
-@dataclass(frozen=True)
-class ExtensionMiss:
+
+class ExtensionMiss(NamedTuple):
     """An extension package that has no build for this torch build (``--json``'s ``gates``)."""
 
-    kind: ClassVar[ReasonKind] = K.EXTENSION
     miss: Misfit
+
+    @property
+    def kind(self) -> ReasonKind:
+        return K.EXTENSION
 
 
 Reason = (
@@ -284,38 +339,32 @@ GPU_KINDS: frozenset[ReasonKind] = frozenset({K.ARCH, K.DRIVER, K.UNKNOWN, K.WIN
 # --- warnings on a build that runs --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PairingInferred:
+class PairingInferred(NamedTuple):
     name: str
     paired: str
     torch: str
 
 
-@dataclass(frozen=True)
-class ExtensionPassed:
+class ExtensionPassed(NamedTuple):
     note: Misfit  # a newer release passed over
     package: str
     version: str
 
 
-@dataclass(frozen=True)
-class Undocumented:
+class Undocumented(NamedTuple):
     doubt: About | None
     evidence: str
 
 
-@dataclass(frozen=True)
-class CpuAsAsked:
+class CpuAsAsked(NamedTuple):
     pass
 
 
-@dataclass(frozen=True)
-class JitOnly:
+class JitOnly(NamedTuple):
     pass
 
 
-@dataclass(frozen=True)
-class CcUnknown:
+class CcUnknown(NamedTuple):
     gpu: str
 
 
@@ -325,8 +374,7 @@ Warning = PairingInferred | ExtensionPassed | Undocumented | CpuAsAsked | JitOnl
 # --- hints: the single change that would change a decision --------------------------------------
 
 
-@dataclass(frozen=True)
-class NeedsDriver:
+class NeedsDriver(NamedTuple):
     torch: str
     variant: str
     need: str
@@ -335,51 +383,44 @@ class NeedsDriver:
     selected: str | None  # the selection's variant where it is the same release
 
 
-@dataclass(frozen=True)
-class KernelsDropped:
+class KernelsDropped(NamedTuple):
     torch: str
     gpus: tuple[str, ...]  # the labels of the GPUs its builds lack kernels for, sorted
     known: tuple[str, ...]  # the builds known to lack them
     unknown: tuple[str, ...]  # the builds whose GPUs are unknown
 
 
-@dataclass(frozen=True)
-class MayRun:
+class MayRun(NamedTuple):
     torch: str
     builds: tuple[str, ...]
     platform: Platform
 
 
-@dataclass(frozen=True)
-class NeedsPython:
+class NeedsPython(NamedTuple):
     torch: str
     oldest: str  # the oldest Python it has a wheel for, all newer than the target's
     python: PythonVersion
 
 
-@dataclass(frozen=True)
-class NoPythonHint:
+class NoPythonHint(NamedTuple):
     torch: str
     python: PythonVersion
     platform: Platform
     have: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class NoCudaBuild:
+class NoCudaBuild(NamedTuple):
     cuda: str
     platform: Platform
     have: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class HeldByCompanions:
+class HeldByCompanions(NamedTuple):
     torch: str
     reasons: tuple[Reason, ...]
 
 
-@dataclass(frozen=True)
-class InstallBranch:
+class InstallBranch(NamedTuple):
     """The driver does not drive the target's GPUs (``windows``, every build's): the branch to
     install, said first; ``numbers``: how a branch's drivers are numbered on Windows, by branch."""
 
@@ -387,66 +428,56 @@ class InstallBranch:
     numbers: tuple[tuple[int, str, str], ...]
 
 
-@dataclass(frozen=True)
-class LastBranch:
+class LastBranch(NamedTuple):
     gpu: str
     arch: str
     last: int
     cut: int | None
 
 
-@dataclass(frozen=True)
-class WeakerRuns:
+class WeakerRuns(NamedTuple):
     torch: str
     variant: str
     doubt: About | None
     evidence: str
 
 
-@dataclass(frozen=True)
-class NoDriverGiven:
+class NoDriverGiven(NamedTuple):
     need: str
     why: DriverWhy | None
 
 
-@dataclass(frozen=True)
-class NoGpuModel:
+class NoGpuModel(NamedTuple):
     pass
 
 
-@dataclass(frozen=True)
-class CcUnknownHint:
+class CcUnknownHint(NamedTuple):
     gpu: str
 
 
-@dataclass(frozen=True)
-class Tegra:
+class Tegra(NamedTuple):
     gpus: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class ExtHeldBack:
+class ExtHeldBack(NamedTuple):
     torch: str
     names: tuple[str, ...]
     blockers: tuple[Reason, ...]
 
 
-@dataclass(frozen=True)
-class ExtFitsElsewhere:
+class ExtFitsElsewhere(NamedTuple):
     name: str
     torch: str
     variant: str
     reasons: tuple[Reason, ...]  # why that torch build does not run here
 
 
-@dataclass(frozen=True)
-class ExtCannotRun:
+class ExtCannotRun(NamedTuple):
     name: str
     miss: Misfit
 
 
-@dataclass(frozen=True)
-class ExtNoCommonTorch:
+class ExtNoCommonTorch(NamedTuple):
     fits: tuple[tuple[str, tuple[str, ...]], ...]  # each package, the torch releases it fits
 
 
@@ -475,8 +506,7 @@ Hint = (
 # --- a fleet's conflicts: why no build set fits every member --------------------------------------
 
 
-@dataclass(frozen=True)
-class Fits:
+class Fits(NamedTuple):
     """The builds a member runs: their variants and torch releases (none: no build at all)."""
 
     variants: tuple[str, ...]
@@ -484,23 +514,22 @@ class Fits:
     newest: str
 
 
-@dataclass(frozen=True)
-class NothingRuns:
+class NothingRuns(NamedTuple):
     member: str
     reasons: tuple[Reason, ...]  # its newest build's; none where the database has no build
 
 
-@dataclass(frozen=True)
-class NothingShared:
+class NothingShared(NamedTuple):
     a: str
     a_fits: Fits
     b: str
     b_fits: Fits
 
 
-@dataclass(frozen=True)
-class PlatformsApart:
+class PlatformsApart(NamedTuple):
     fits: tuple[tuple[str, bool, tuple[str, ...]], ...]  # platform, GPU-less, torch releases
 
 
 Conflict = NothingRuns | NothingShared | PlatformsApart
+
+records_apart(globals(), __name__)

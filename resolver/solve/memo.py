@@ -152,7 +152,11 @@ def _copy(obj: _T, **changes: object) -> _T:
     """A frozen dataclass with ``changes``, copied directly: ``dataclasses.replace`` re-runs
     ``__init__`` (~6 us), and a 10,000-machine fleet makes 300,000 such copies. For the solver's
     own records only, which have no ``__post_init__`` checks to skip. The new object gets its
-    own copy of the fields as its ``__dict__`` (set past the frozen ``__setattr__``)."""
+    own copy of the fields as its ``__dict__`` (set past the frozen ``__setattr__``). A finding
+    (a ``NamedTuple``, ``solve/findings.py``) is copied by its own ``_replace``."""
+    if isinstance(obj, tuple):
+        made: _T = getattr(obj, "_replace")(**changes)  # noqa: B009 (not on _T for mypy)
+        return made
     new = object.__new__(type(obj))
     fields = obj.__dict__.copy()
     fields.update(changes)
