@@ -184,8 +184,8 @@ def test_pins_evaluate_markers_for_the_wheels_platform() -> None:
     ("data", "message"),
     [
         (b"<html>error page</html>", "no Metadata-Version"),
-        (metadata_text("torchvision", "2.16.0", []), "names torchvision"),
-        (metadata_text("torch", "2.15.0", []), "version 2.15.0"),
+        (metadata_text("torchvision", "2.16.0", []), "names 'torchvision'"),
+        (metadata_text("torch", "2.15.0", []), "version '2.15.0'"),
         (b"Metadata-Version: 2.1\nSummary: x\n\n", "without Name"),
     ],
 )
