@@ -146,9 +146,9 @@ def test_no_driver_given_states_need(synth: Catalog) -> None:
 def test_cuda_11_0_runs_on_its_own_older_driver(synth_raw: dict[str, object]) -> None:
     cat = from_raw(synth_raw)
     # 11.0's own minimum (450.51.05) is below the 11.x floor (450.80.02): the lower one counts.
-    assert cat.compat_min_driver("11.0", "linux") == "450.51.05"
-    assert cat.compat_min_driver("11.8", "linux") == "450.80.02"
-    assert cat.compat_min_driver("13.0", "linux") == "580"
+    assert str(cat.compat_min_driver("11.0", "linux")) == "450.51.05"
+    assert str(cat.compat_min_driver("11.8", "linux")) == "450.80.02"
+    assert str(cat.compat_min_driver("13.0", "linux")) == "580"
 
 
 @pytest.mark.parametrize(

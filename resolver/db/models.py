@@ -72,13 +72,13 @@ class Branch(NamedTuple):
 
 class Toolkit(NamedTuple):
     version: str
-    min_driver: Mapping[str, str | None]  # "linux" / "windows" -> version or None (unknown)
+    min_driver: Mapping[str, Driver | None]  # "linux" / "windows" -> version or None (unknown)
     prov: Provenance
 
 
 class CompatFloor(NamedTuple):
     major: int
-    min_driver: Mapping[str, str | None]
+    min_driver: Mapping[str, Driver | None]
     prov: Provenance
 
 
@@ -373,11 +373,11 @@ class Catalog:
                 lo = max(lo, rec.branch)
         return Branch(min(lo, key[0]), key[0], "windows bounds")
 
-    def toolkit_min_driver(self, cuda: str, driver_os: str) -> str | None:
+    def toolkit_min_driver(self, cuda: str, driver_os: str) -> Driver | None:
         tk = self.toolkits.get(cuda)
         return tk.min_driver.get(driver_os) if tk else None
 
-    def compat_min_driver(self, cuda: str, driver_os: str) -> str | None:
+    def compat_min_driver(self, cuda: str, driver_os: str) -> Driver | None:
         """The lowest driver a build of this CUDA version runs on under minor-version compat.
 
         The major's floor, unless the toolkit itself shipped with an older driver (CUDA 11.0).
@@ -389,7 +389,7 @@ class Catalog:
             return own
         if own is None:
             return floor_v
-        return own if driver_key(own) < driver_key(floor_v) else floor_v
+        return own if own < floor_v else floor_v
 
     def driver_max_cuda(self, driver: Driver | str, driver_os: str) -> str | None:
         """Highest CUDA whose toolkit minimum driver this driver meets (what nvidia-smi shows)."""
@@ -400,7 +400,7 @@ class Catalog:
             if (
                 need is not None
                 and tk.prov.confirmed
-                and driver_key(need) <= have
+                and need.key <= have
                 and (best is None or cuda_key(version) > cuda_key(best))
             ):
                 best = version

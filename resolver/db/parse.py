@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from resolver.core.errors import DataError, UserError
 from resolver.core.platforms import PLATFORMS
-from resolver.core.versions import CC, driver_key, parse_cc
+from resolver.core.versions import CC, Driver, driver_key, parse_cc
 from resolver.core.vocab import Grade
 from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
 from resolver.db.models import (
@@ -119,21 +119,22 @@ class _Reader:
             raise self.fail(f"{what} must be a source key or a list of them")
         return tuple(src)
 
-    def drivers(self, key: str) -> dict[str, str | None]:
+    def drivers(self, key: str) -> dict[str, Driver | None]:
+        """A linux/windows map of driver floors, parsed here where the text enters."""
         value = self.data.get(key)
         if not isinstance(value, dict):
             raise self.fail(f"{key!r} must map linux/windows to a driver version or null")
-        out: dict[str, str | None] = {}
+        out: dict[str, Driver | None] = {}
         for os_name in ("linux", "windows"):
             v = value.get(os_name)
+            out[os_name] = None
             if v is not None:
                 if not isinstance(v, str):
                     raise self.fail(f"{key}.{os_name} must be a quoted version string")
                 try:
-                    driver_key(v)
+                    out[os_name] = Driver.parse(v)
                 except UserError:
                     raise self.fail(f"{key}.{os_name}: not a driver version: {v!r}") from None
-            out[os_name] = v
         return out
 
     def cc(self, text: Any) -> CC:

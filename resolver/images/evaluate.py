@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from resolver.catalog import Catalog, Release, Variant
 from resolver.core.errors import UserError
 from resolver.core.platforms import BY_NAME, Platform, PythonVersion, is_free_threaded
-from resolver.core.versions import cc_sm, cuda_key, driver_key
+from resolver.core.versions import Driver, cc_sm, cuda_key
 from resolver.core.vocab import DriverPolicy
 from resolver.images import findings as im
 from resolver.images.facts import Fact, ImageFacts, weakest
@@ -440,7 +440,7 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
         )
         if need is None:
             reasons.append(FloorUnknown(target.driver_os, cuda))
-        elif target.driver and target.driver.key < driver_key(need):
+        elif target.driver and target.driver < need:
             fc, why_not = _forward_compat(judge, cuda, need, why)
             if fc is None:
                 reasons.append(DriverTooOld(need, why, target.driver))
@@ -464,7 +464,7 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
 
 
 def _forward_compat(
-    judge: Judge, cuda: str, need: str, why: DriverWhy | None
+    judge: Judge, cuda: str, need: Driver, why: DriverWhy | None
 ) -> tuple[tuple[im.ForwardCompat, Evidence] | None, im.ForwardCompat | None]:
     """How an NGC container runs below its CUDA's driver floor, if it does: NVIDIA's CUDA
     forward-compatibility package in the image, on a Linux driver of a branch NVIDIA supports for

@@ -32,17 +32,17 @@ class Plain(Enum):
 
 class DriverMet(NamedTuple):
     have: Driver
-    need: str
+    need: Driver
     why: fd.DriverWhy | None
 
 
 class DriverNotGiven(NamedTuple):
-    need: str
+    need: Driver
     why: fd.DriverWhy | None
 
 
 class Upgrade(NamedTuple):
-    need: str
+    need: Driver
     why: fd.DriverWhy | None
 
 
@@ -95,7 +95,7 @@ class ForwardCompat(NamedTuple):
     cc: CC | None = None
     first: int | None = None  # the GPU's first branch
     driver: Driver | None = None  # where it runs: the host's driver, below ``need``
-    need: str = ""
+    need: Driver | None = None
     need_why: fd.DriverWhy | None = None
     gpus: tuple[str, ...] = ()
     grade: str = ""

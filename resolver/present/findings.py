@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from resolver.core.versions import CC, cc_sm, driver_key
+from resolver.core.versions import CC, cc_sm
 from resolver.db import evidence as ev
 from resolver.present import ext_words
 from resolver.solve import findings as fd
@@ -373,7 +373,7 @@ def unlock(u: Unlock, noun: str = "machine") -> str:
             doubt = doubt[:-1] + "; `allow_unconfirmed: true` takes it)"
         return f"torch {u.torch} ({builds}) already runs everywhere{doubt}"
     parts = []
-    for need in sorted({x.needed for x in u.upgrades}, key=driver_key):
+    for need in sorted({x.needed for x in u.upgrades}):
         these = [x for x in u.upgrades if x.needed == need]
         total = sum(x.machines for x in these)
         who = abbreviate(

@@ -76,7 +76,7 @@ def candidate_json(
         "index_url": shown_index(catalog, var.name, pytorch_index),
         "packages": dict(cand.packages),
         "pypi": cand.pypi,
-        "min_driver": cand.min_driver,
+        "min_driver": None if cand.min_driver is None else str(cand.min_driver),
         "min_driver_reason": words.driver_why(cand.min_driver_why),
         "confirmed": cand.confirmed,
         "evidence": cand.evidence,

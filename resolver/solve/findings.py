@@ -260,7 +260,7 @@ class FloorUnknown(NamedTuple):
 
 
 class DriverTooOld(NamedTuple):
-    need: str
+    need: Driver
     why: DriverWhy | None
     have: Driver
 
@@ -377,7 +377,7 @@ Warning = PairingInferred | ExtensionPassed | Undocumented | CpuAsAsked | JitOnl
 class NeedsDriver(NamedTuple):
     torch: str
     variant: str
-    need: str
+    need: Driver
     why: DriverWhy | None
     have: Driver
     selected: str | None  # the selection's variant where it is the same release
@@ -443,7 +443,7 @@ class WeakerRuns(NamedTuple):
 
 
 class NoDriverGiven(NamedTuple):
-    need: str
+    need: Driver
     why: DriverWhy | None
 
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from resolver.catalog import Catalog
-from resolver.core.versions import CC, DriverKey, driver_key
+from resolver.core.versions import CC, DriverKey
 from resolver.db.models import Branch
 from resolver.solve import findings as fd
 from resolver.solve.findings import ReasonKind as K
@@ -59,7 +59,7 @@ class FleetSolver:
             cat = self.catalog
             values = {tk.min_driver.get(driver_os) for tk in cat.toolkits.values()}
             values |= {f.min_driver.get(driver_os) for f in cat.compat_floors.values()}
-            found = tuple(sorted({driver_key(v) for v in values if v is not None}))
+            found = tuple(sorted({v.key for v in values if v is not None}))
             self._floors[driver_os] = found
         return found
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Release, Variant
 from resolver.core.platforms import BY_NAME, PythonVersion
-from resolver.core.versions import CC, cc_str, cuda_key, driver_key
+from resolver.core.versions import CC, Driver, cc_str, cuda_key
 from resolver.core.vocab import DriverPolicy, EvidenceLevel, Grade
 from resolver.db import evidence as ev
 from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, rank, trusted
@@ -52,7 +52,7 @@ class Candidate:
     variant: Variant
     platform: str
     reasons: tuple[fd.Reason, ...] = ()
-    min_driver: str | None = None  # what this build needs on the target's driver OS
+    min_driver: Driver | None = None  # what this build needs on the target's driver OS
     min_driver_why: fd.DriverWhy | None = None
     confirmed: bool = True
     warnings: tuple[fd.Warning, ...] = ()
@@ -96,9 +96,6 @@ class Decision:
     cpu_fallback: Candidate | None = None  # shown when a GPU target has no GPU build
 
 
-floor_key = functools.lru_cache(maxsize=1024)(driver_key)  # a few dozen floors, asked per build
-
-
 @functools.lru_cache(maxsize=4096)
 def _allows(spec: SpecifierSet, version: str) -> bool:
     """``spec`` admits ``version`` (prereleases too): asked once per release, not per build and
@@ -117,8 +114,8 @@ class _Machine:
         self._windows: tuple[list[tuple[fd.OutsideWindow, Fact]], list[Fact]] | None = None
         self._coverage: dict[tuple[int, CC], fd.Reach | None] = {}
 
-    def older_than(self, floor: str) -> bool:
-        return self.have is not None and self.have < floor_key(floor)
+    def older_than(self, floor: Driver) -> bool:
+        return self.have is not None and self.have < floor.key
 
     def windows(self) -> tuple[list[tuple[fd.OutsideWindow, Fact]], list[Fact]]:
         if self._windows is None:
@@ -255,7 +252,7 @@ def _evaluate(
             else:
                 chosen.append(got)
                 warnings.extend(fd.ExtensionPassed(n, name, got.version) for n in got.notes)
-    min_driver: str | None = None
+    min_driver: Driver | None = None
     why: fd.DriverWhy | None = None
     needs_jit = False
     coverage: list[fd.Covered] = []
@@ -346,7 +343,7 @@ def _build_facts(rel: Release, var: Variant, target: Target, request: Request) -
     return facts
 
 
-def _floor_fact(catalog: Catalog, target: Target, cuda: str, need: str | None) -> Fact | None:
+def _floor_fact(catalog: Catalog, target: Target, cuda: str, need: Driver | None) -> Fact | None:
     """The graded record the build's driver floor comes from: the major's minor-version
     compatibility floor, or the toolkit's own minimum where that is what applies (strict policy,
     PTX JIT, or a toolkit that shipped below its major's floor)."""
@@ -467,7 +464,7 @@ def driver_need(
     *,
     policy: Policy = DriverPolicy.COMPAT,
     needs_jit: bool,
-) -> tuple[str | None, fd.DriverWhy]:
+) -> tuple[Driver | None, fd.DriverWhy]:
     """The lowest driver a CUDA ``cuda`` build needs on ``driver_os``, and why.
 
     Public so that `gpuresolve verify` judges an installed build by the solver's own rule.
@@ -525,20 +522,19 @@ def build_hints(
 
     # Driver: the build a driver upgrade alone would make the answer (the best one, lowest driver).
     by_driver = [
-        c
+        (c.min_driver, c)
         for c in rejected
         if _blocked_only_by(c, {K.DRIVER}) and c.min_driver and target.driver and beats_selection(c)
     ]
     if by_driver and target.driver is not None:
-        top = max(c.rank_key(allow) for c in by_driver)[:3]
-        best = min(
-            (c for c in by_driver if c.rank_key(allow)[:3] == top),
-            key=lambda c: floor_key(c.min_driver or "0"),
+        top = max(c.rank_key(allow) for _, c in by_driver)[:3]
+        need, best = min(
+            ((n, c) for n, c in by_driver if c.rank_key(allow)[:3] == top), key=lambda p: p[0]
         )
         same = selection is not None and best.release.key == selection.release.key
         hints.append(
             fd.NeedsDriver(
-                best.release.version, best.variant.name, best.min_driver or "", best.min_driver_why,
+                best.release.version, best.variant.name, need, best.min_driver_why,
                 target.driver, selection.variant.name if same and selection else None,
             )
         )  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from resolver.core.versions import Driver, cuda_key, driver_key
+from resolver.core.versions import Driver, cuda_key
 from resolver.solve import Candidate, Decision, Target
 from resolver.solve.findings import Reason
 from resolver.solve.findings import ReasonKind as K
@@ -23,7 +23,7 @@ class Upgrade:
     member: str
     machines: int
     driver: Driver | None
-    needed: str
+    needed: Driver
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ def _unlock(
     return Unlock(
         version,
         tuple(variants),
-        tuple(sorted(upgrades.values(), key=lambda u: (driver_key(u.needed), u.member))),
+        tuple(sorted(upgrades.values(), key=lambda u: (u.needed, u.member))),
         None,
         unconfirmed,
     )

@@ -204,7 +204,7 @@ def check_driver(ctx: Context) -> CheckResult:
             f"the minimum {host.driver_os} driver for CUDA {cuda} is unknown ({ctx.db_note()})",
             "update the database: `gpuresolve db update`",
         )
-    if driver_key(host.driver) < driver_key(need):
+    if driver_key(host.driver) < need.key:
         return DRIVER_CHECK.result(
             FAIL,
             f"CUDA {cuda} build needs driver >= {need} ({driver_why(why)}); "
