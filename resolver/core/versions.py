@@ -144,6 +144,30 @@ def cuda_key(version: str) -> tuple[int, int]:
     return int(major), int(minor or 0)
 
 
+class CudaVersion(str):
+    """A CUDA version as the database writes it ("12.8"), its parts read once where the text
+    enters (`CudaVersion.parse`): ``key`` (12, 8) orders it, ``major`` picks a floor or runtime.
+
+    A ``str`` so that it is its own text everywhere it is said or keyed on: equality, hashing,
+    dict lookups by the text, f-strings and ``--json`` stay exactly what the text gives."""
+
+    __slots__ = ("key",)
+    key: tuple[int, int]
+
+    @staticmethod
+    @functools.lru_cache(maxsize=256)  # the database names a few dozen CUDA versions
+    def parse(text: str) -> CudaVersion:
+        """The CUDA version ``text`` names; anything else is a UserError."""
+        key = cuda_key(text)
+        value = CudaVersion(text)
+        value.key = key
+        return value
+
+    @property
+    def major(self) -> int:
+        return self.key[0]
+
+
 def canonical_name(name: str) -> str:
     """PEP 503's normalised project name: "Nvidia_CUDNN.cu12" -> "nvidia-cudnn-cu12".
 

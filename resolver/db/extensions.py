@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from resolver.core.platforms import PLATFORMS
-from resolver.core.versions import CC, canonical_name, cc_str
+from resolver.core.versions import CC, CudaVersion, canonical_name, cc_str
 from resolver.db.evidence import Provenance
 from resolver.db.models import (
     ArchList,
@@ -38,6 +38,7 @@ class Reader(Protocol):
     def fail(self, msg: str) -> Exception: ...
     def text(self, key: str, *, optional: bool = False) -> str | None: ...
     def req(self, key: str) -> str: ...
+    def cuda(self, key: str) -> CudaVersion | None: ...
     def list(self, key: str, *, optional: bool = True) -> list[Any]: ...
     def prov(self) -> Provenance: ...
     def cc(self, text: Any) -> CC: ...
@@ -128,7 +129,7 @@ def _build(r: Reader, sub: Callable[[str, Any], Reader]) -> ExtBuild:
         archs[plat] = ArchList(
             tuple(p.cc(c) for c in p.list("sass")), tuple(p.cc(c) for c in p.list("ptx")), p.prov()
         )
-    cuda = r.text("cuda", optional=True)
+    cuda = r.cuda("cuda")
     if match in ("major", "exact", "nearest") and cuda is None:
         raise r.fail(f"cuda_match {match} needs the build's 'cuda'")
     return ExtBuild(
@@ -222,7 +223,7 @@ def _check_build(
     prov_ok(where, b.prov)
     if b.cuda is not None and b.cuda not in catalog.toolkits:
         problems.append(f"{where}: CUDA {b.cuda} is not a known toolkit")
-    if b.cudart is not None and b.cuda is not None and b.cudart != int(b.cuda.split(".")[0]):
+    if b.cudart is not None and b.cuda is not None and b.cudart != b.cuda.major:
         problems.append(f"{where}: links libcudart.so.{b.cudart}, but is built with CUDA {b.cuda}")
     if b.import_gate is not None:
         prov_ok(f"{where} import_gate", b.import_gate.prov)

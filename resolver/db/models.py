@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from resolver.core.errors import UserError
-from resolver.core.versions import CC, Driver, cuda_key, driver_key
+from resolver.core.versions import CC, CudaVersion, Driver, cuda_key, driver_key
 from resolver.db import gpunames
 from resolver.db.evidence import Provenance
 
@@ -121,7 +121,7 @@ class Pinned(NamedTuple):
 
 class Variant(NamedTuple):
     name: str  # cpu | cu126 | rocm6.4 | xpu
-    cuda: str | None
+    cuda: CudaVersion | None
     cudnn: Pinned | None
     nccl: Pinned | None
     pypi: frozenset[str]  # platforms whose Python Package Index wheel is this build
@@ -171,7 +171,7 @@ class Release(NamedTuple):
 class CondaBuild(NamedTuple):
     """One conda-forge build of a release on one platform: its CUDA (None: CPU), its kernels."""
 
-    cuda: str | None
+    cuda: CudaVersion | None
     arch: ArchList | None
     glibc: str | None  # the lowest glibc it needs on Linux, when above conda-forge's 2.17
 
@@ -241,7 +241,7 @@ class ExtBuild:
 
     index: str  # default | pytorch | release-downloads
     torch: str | None  # a PEP 440 specifier; None: the wheel requires no torch
-    cuda: str | None
+    cuda: CudaVersion | None
     cuda_match: str
     python: str | None  # a PEP 440 specifier (Requires-Python); None: any
     device_code: bool

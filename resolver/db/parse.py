@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from resolver.core.errors import DataError, UserError
 from resolver.core.platforms import PLATFORMS
-from resolver.core.versions import CC, Driver, driver_key, parse_cc
+from resolver.core.versions import CC, CudaVersion, Driver, driver_key, parse_cc
 from resolver.core.vocab import Grade
 from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
 from resolver.db.models import (
@@ -57,6 +57,16 @@ class _Reader:
         if not isinstance(value, str):
             raise self.fail(f"{key!r} must be a quoted string, got {value!r}")
         return value
+
+    def cuda(self, key: str) -> CudaVersion | None:
+        """An optional CUDA version ("12.8"), parsed here where the text enters."""
+        text = self.text(key, optional=True)
+        if text is None:
+            return None
+        try:
+            return CudaVersion.parse(text)
+        except UserError:
+            raise self.fail(f"not a CUDA version: {text[:40]!r}") from None
 
     def req(self, key: str) -> str:
         value = self.text(key)
@@ -353,8 +363,8 @@ def _conda_forge(doc: _Reader) -> CondaForge:
             out: list[CondaBuild] = []
             for entry in entries:
                 e = _Reader(doc.file, f"release {version} {plat}", entry)
-                cuda = e.text("cuda", optional=True)
-                if cuda is not None and not re.fullmatch(r"[0-9]+\.[0-9]+", cuda):
+                cuda = e.cuda("cuda")
+                if cuda is not None and "." not in cuda:
                     raise e.fail(f"not a CUDA version: {cuda!r}")
                 arch_name = e.text("arch", optional=True)
                 if (cuda is None) != (arch_name is None):
@@ -490,7 +500,7 @@ def _variant(r: _Reader) -> Variant:
     pypi = r.list("pypi")
     return Variant(
         name=name,
-        cuda=r.text("cuda", optional=True),
+        cuda=r.cuda("cuda"),
         cudnn=_pinned(r, "cudnn"),
         nccl=_pinned(r, "nccl"),
         pypi=frozenset(str(p) for p in pypi),

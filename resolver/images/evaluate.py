@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from resolver.catalog import Catalog, Release, Variant
 from resolver.core.errors import UserError
 from resolver.core.platforms import BY_NAME, Platform, PythonVersion, is_free_threaded
-from resolver.core.versions import Driver, cc_sm, cuda_key
+from resolver.core.versions import CudaVersion, Driver, cc_sm
 from resolver.core.vocab import DriverPolicy
 from resolver.images import findings as im
 from resolver.images.facts import Fact, ImageFacts, weakest
@@ -134,7 +134,8 @@ def _official_build(judge: Judge, tag: str) -> tuple[Release, Variant, str]:
     cudas = [v for v in rel.variants if v.kind == "cuda" and platform in v.platforms]
     var = next((v for v in cudas if v.cuda == m["cuda"]), None)
     if var is None:
-        have = ", ".join(sorted((str(v.cuda) for v in cudas), key=cuda_key)) or "none"
+        known = sorted((v.cuda for v in cudas if v.cuda is not None), key=lambda c: c.key)
+        have = ", ".join(known) or "none"
         raise UserError(
             f"no official image {tag!r}: torch {rel.version} has no CUDA {m['cuda']} build "
             f"(its CUDA builds: {have})"
@@ -432,7 +433,8 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
     arch = _platform_reason(judge, ngc.platform, str(ref))
     if arch:
         reasons.append(arch)
-    cuda = rel.cuda.value
+    # The NGC release's CUDA: its facts are held as text (a fact's value, said as written).
+    cuda = CudaVersion.parse(rel.cuda.value) if rel.cuda.value else None
     target = judge.target
     if cuda and (target.nvidia or target.gpus):
         need, why = driver_need(
@@ -464,7 +466,7 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
 
 
 def _forward_compat(
-    judge: Judge, cuda: str, need: Driver, why: DriverWhy | None
+    judge: Judge, cuda: CudaVersion, need: Driver, why: DriverWhy | None
 ) -> tuple[tuple[im.ForwardCompat, Evidence] | None, im.ForwardCompat | None]:
     """How an NGC container runs below its CUDA's driver floor, if it does: NVIDIA's CUDA
     forward-compatibility package in the image, on a Linux driver of a branch NVIDIA supports for
@@ -475,10 +477,10 @@ def _forward_compat(
     if fc is None or not target.driver or target.driver_os != "linux":
         return None, None
     branch = judge.catalog.driver_branch(target.driver, "linux").exact
-    row = fc.branch(cuda_key(cuda)[0], branch) if branch is not None else None
+    row = fc.branch(cuda.major, branch) if branch is not None else None
     if row is None:
         return None, None
-    mode = im.ForwardCompat(row.branch, cuda_key(cuda)[0])
+    mode = im.ForwardCompat(row.branch, cuda.major)
     if not target.gpus:
         return None, mode._replace(why=im.NoForwardCompat.NO_GPU)
     for gpu in target.gpus:

@@ -17,6 +17,7 @@ from resolver.core.platforms import (
     DEFAULT_MACOS,
     PythonVersion,
 )
+from resolver.core.versions import CudaVersion
 from resolver.solve import Candidate, Decision, Request, Target, solve
 
 
@@ -39,7 +40,7 @@ def conda_forge_catalog(catalog: Catalog, glibc: str | None = None) -> Catalog:
         )
     releases: list[Release] = []
     for rel in cf.releases:
-        platforms: dict[str, dict[str, tuple[str | None, ArchList | None]]] = {}
+        platforms: dict[str, dict[str, tuple[CudaVersion | None, ArchList | None]]] = {}
         for plat, builds in rel.builds.items():
             for b in builds:
                 if glibc and b.glibc and plat.startswith("linux") and _vkey(glibc) < _vkey(b.glibc):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from resolver.catalog import ArchList, Catalog, Release, Variant
 from resolver.core.platforms import Platform, PythonVersion
-from resolver.core.versions import CC, cc_sm, cc_str, cuda_key
+from resolver.core.versions import CC, cc_sm, cc_str
 from resolver.db.models import ExtBuild, ExtRelease
 from resolver.db.torchabi import uses_cxx11
 from resolver.solve.findings import CeilingFallback, Covered, Gate, LoaderPick, Misfit, Reach
@@ -118,27 +118,31 @@ def choose(
     return None, closest_miss, best[0]
 
 
+def _build_cuda(build: ExtBuild) -> tuple[int, int]:
+    return build.cuda.key if build.cuda is not None else (0, 0)
+
+
 def _loader_pick(builds: tuple[ExtBuild, ...], var: Variant, platform: str) -> ExtBuild | None:
     """The library bitsandbytes' loader takes for torch's CUDA (``cuda_match: nearest``): that
     CUDA's, else the newest below it in the same major, else the oldest above it; None where
     the major has none (it never crosses a major)."""
     if var.cuda is None:
         return None
-    want = cuda_key(var.cuda)
+    want = var.cuda.key
     same = [
         b
         for b in builds
         if b.cuda_match == "nearest"
         and b.cuda is not None
         and platform in b.platforms
-        and cuda_key(b.cuda)[0] == want[0]
+        and b.cuda.major == want[0]
     ]
     if not same:
         return None
-    below = [b for b in same if cuda_key(b.cuda or "") <= want]
+    below = [b for b in same if _build_cuda(b) <= want]
     if below:
-        return max(below, key=lambda b: cuda_key(b.cuda or ""))
-    return min(same, key=lambda b: cuda_key(b.cuda or ""))
+        return max(below, key=_build_cuda)
+    return min(same, key=_build_cuda)
 
 
 def _torch_spec(rel: ExtRelease) -> str:
@@ -215,7 +219,7 @@ def _admits(spec: str, version: str) -> bool:
 
 def _cuda_misfit(place: Place, var: Variant, build: ExtBuild) -> _Why | None:
     """The CUDA gates: the runtime its libraries link (read from them), then the curated match."""
-    runtime = cuda_key(var.cuda)[0] if var.kind == "cuda" and var.cuda else None
+    runtime = var.cuda.major if var.kind == "cuda" and var.cuda else None
     if build.cudart is not None and runtime is not None and build.cudart != runtime:
         return Gate.CUDART, {"cudart": str(build.cudart), "variant": var.name}
     if build.cuda_match == "any":
@@ -227,12 +231,12 @@ def _cuda_misfit(place: Place, var: Variant, build: ExtBuild) -> _Why | None:
             return Gate.DEFAULT_BUILD, {"variant": var.name}
         return None
     assert build.cuda is not None
-    major = cuda_key(build.cuda)[0]
+    major = build.cuda.major
     if build.cuda_match == "exact" and var.cuda != build.cuda:
         return Gate.LIBRARY, {"cuda": var.cuda}
-    if cuda_key(var.cuda)[0] != major:
+    if var.cuda.major != major:
         if build.cuda_match == "nearest":
-            values = {"major": str(cuda_key(var.cuda)[0]), "have": build.cuda}
+            values = {"major": str(var.cuda.major), "have": build.cuda}
             return Gate.LOADER, values | {"variant": var.name}
         return Gate.CUDA, {"cuda": build.cuda, "major": str(major), "variant": var.name}
     return None
@@ -255,7 +259,7 @@ def requirement(
         return f"{choice.package}=={choice.version}"
     return pkg.download.format(
         version=choice.version,
-        cuda_major=cuda_key(build.cuda)[0] if build.cuda else "",
+        cuda_major=build.cuda.major if build.cuda else "",
         torch_minor=".".join(torch.version.split(".")[:2]),
         abi="TRUE" if build.cxx11_abi else "FALSE",
         python_tag=python.abi,

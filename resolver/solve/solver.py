@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Release, Variant
 from resolver.core.platforms import BY_NAME, PythonVersion
-from resolver.core.versions import CC, Driver, cc_str, cuda_key
+from resolver.core.versions import CC, CudaVersion, Driver, cc_str
 from resolver.core.vocab import DriverPolicy, EvidenceLevel, Grade
 from resolver.db import evidence as ev
 from resolver.db.evidence import DOCUMENTED, Fact, facts_grade, rank, trusted
@@ -80,7 +80,7 @@ class Candidate:
         rest; then the newest torch, the build the Python Package Index carries, the newest CUDA."""
         if isinstance(level, bool):
             level = "any" if level else "documented"
-        cuda = cuda_key(self.variant.cuda) if self.variant.cuda else (0, 0)
+        cuda = self.variant.cuda.key if self.variant.cuda else (0, 0)
         tier = 0 if trusted(self.evidence, level) else -1
         return (not self.jit, tier, self.release.key, self.pypi, cuda)
 
@@ -285,7 +285,7 @@ def _evaluate(
         min_driver, why = driver_need(
             catalog, var.cuda, driver_os, policy=policy, needs_jit=needs_jit
         )
-        floor = _floor_fact(catalog, target, var.cuda or "", min_driver)
+        floor = _floor_fact(catalog, target, var.cuda, min_driver)
         if floor is not None:
             driver_facts.append(floor)
         if min_driver is None:
@@ -343,12 +343,14 @@ def _build_facts(rel: Release, var: Variant, target: Target, request: Request) -
     return facts
 
 
-def _floor_fact(catalog: Catalog, target: Target, cuda: str, need: Driver | None) -> Fact | None:
+def _floor_fact(
+    catalog: Catalog, target: Target, cuda: CudaVersion, need: Driver | None
+) -> Fact | None:
     """The graded record the build's driver floor comes from: the major's minor-version
     compatibility floor, or the toolkit's own minimum where that is what applies (strict policy,
     PTX JIT, or a toolkit that shipped below its major's floor)."""
     tk = catalog.toolkits.get(cuda)
-    mvc = catalog.compat_floors.get(cuda_key(cuda)[0]) if cuda else None
+    mvc = catalog.compat_floors.get(cuda.major)
     if mvc is not None and need is not None and mvc.min_driver.get(target.driver_os) == need:
         return Fact("driver floor", mvc.prov.grade, mvc.prov.source, ev.Drivers(cuda, True))
     if tk is not None:
@@ -459,7 +461,7 @@ def kernel_coverage(catalog: Catalog, arch: ArchList, cc: CC) -> fd.Reach | None
 
 def driver_need(
     catalog: Catalog,
-    cuda: str,
+    cuda: CudaVersion,
     driver_os: str,
     *,
     policy: Policy = DriverPolicy.COMPAT,
@@ -470,7 +472,7 @@ def driver_need(
     Public so that `gpuresolve verify` judges an installed build by the solver's own rule.
     """
     own = catalog.toolkit_min_driver(cuda, driver_os)
-    major = cuda_key(cuda)[0]
+    major = cuda.major
     if policy == DriverPolicy.STRICT:
         return own, fd.DriverWhy(cuda, fd.Basis.TOOLKIT, major)
     if needs_jit:
@@ -493,6 +495,10 @@ def gpu_names(target: Target) -> list[str]:
 
 
 # --- hints: what would change the decision, read from the builds it turned down ------------------
+
+
+def _key(cuda: CudaVersion) -> tuple[int, int]:
+    return cuda.key
 
 
 def _blocked_only_by(c: Candidate, kinds: set[K]) -> bool:
@@ -590,7 +596,7 @@ def build_hints(
             version = newest.release.version
             hints.append(fd.NoPythonHint(version, target.python, target.platform, tuple(pys)))
     if request.cuda and not any(c.variant.cuda == request.cuda for c in (*ok, *rejected)):
-        have = sorted({c.variant.cuda for c in (*ok, *rejected) if c.variant.cuda}, key=cuda_key)
+        have = sorted({c.variant.cuda for c in (*ok, *rejected) if c.variant.cuda}, key=_key)
         hints.append(fd.NoCudaBuild(request.cuda, target.platform, tuple(have)))
     by_companion = [c for c in newer if _blocked_only_by(c, {K.COMPANION})]
     if by_companion:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from resolver.core.versions import Driver, cuda_key
+from resolver.core.versions import Driver
 from resolver.solve import Candidate, Decision, Target
 from resolver.solve.findings import Reason
 from resolver.solve.findings import ReasonKind as K
@@ -165,5 +165,5 @@ def _cuda(builds: list[dict[str, Candidate]], variant: str) -> tuple[int, ...]:
     for mine in builds:
         c = mine.get(variant)
         if c is not None and c.variant.cuda:
-            return cuda_key(c.variant.cuda)
+            return c.variant.cuda.key
     return (0, 0)

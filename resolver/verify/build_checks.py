@@ -12,7 +12,7 @@ from typing import Any
 
 from resolver.catalog import ArchList, Provenance
 from resolver.core.hostprofile import HostProfile
-from resolver.core.versions import CC, cc_sm, driver_key, parse_cc
+from resolver.core.versions import CC, CudaVersion, cc_sm, driver_key, parse_cc
 from resolver.present.findings import driver_why, reach
 from resolver.solve import driver_need, kernel_coverage
 from resolver.standalone.startup import first_line
@@ -191,7 +191,7 @@ def check_driver(ctx: Context) -> CheckResult:
     if skip is not None:
         return skip
     host = ctx.host
-    cuda = str(ctx.torch["cuda"])
+    cuda = CudaVersion.parse(str(ctx.torch["cuda"]))
     if host is None or not host.driver:
         if not ctx.host_gpu:
             return DRIVER_CHECK.result(SKIP, "no NVIDIA driver on this host")
