@@ -560,6 +560,125 @@ def test_checker_finds_prose_and_lets_labels_pass() -> None:
     ]
 
 
+# Values are typed once, where text enters (the database loader, an option, a file read back):
+# the layers below compare Driver, CudaVersion, CC and PythonVersion values, never re-read a
+# version's text. A parse there is a call of a parser of the driver/CUDA/CC/Python grammars or a
+# regex over digits; each one left is listed by function (``mod.f``; ``mod`` alone: module level,
+# that only), with why. An entry that parses nothing any more fails too: the lists only shrink.
+TYPED_ONCE = ("resolver.solve", "resolver.images", "resolver.writers", "resolver.present")
+VERSION_PARSERS = frozenset({"driver_key", "cuda_key", "parse_cc", "plain_python", "release_key"})
+VERSION_TYPES = frozenset({"Driver", "CudaVersion", "PythonVersion"})
+REGEX_CALLS = frozenset({"compile", "match", "fullmatch", "search", "sub", "split", "findall"})
+TEXT_ENTERS: dict[str, str] = {
+    # The user's words, parsed where they arrive.
+    "resolver.solve.inputs": "the --variant and requirement grammars of a request",
+    "resolver.solve.inputs.build_request": "a request's --cuda/--python/--driver options",
+    "resolver.images.reference.parse": "an image reference's tag",
+    "resolver.images.evaluate": "the official and NGC tag grammars (the image named)",
+    "resolver.present.explain": "`explain`'s build argument (torch==X+cuNNN)",
+    # Files read back or read first here.
+    "resolver.images.facts._forward_compat": "images.yaml's CUDA majors and branches, read",
+    "resolver.writers.recorded": "a lock's recorded targets read back: glibc, numbers bounded",
+    "resolver.writers.recorded.target_from_record": "a lock's recorded target read back",
+    # Not a version: digits in names.
+    "resolver.solve.shapes._natural": "node names in natural order (gpu-2 before gpu-10)",
+}
+NOT_TYPED_YET: dict[str, str] = {
+    # Records still held as text (issue 37): each goes when its record is typed in the loader.
+    "resolver.solve.target.target_from_profile": "HostProfile's driver, Python and CCs",
+    "resolver.solve.solver.build_hints": "Release.python",
+    "resolver.images.evaluate._image_target": "Release.python",
+    "resolver.images.evaluate.ngc_report": "an NGC release's CUDA and Python facts",
+}
+
+
+def version_parsing(source: str, mod: str) -> dict[str, list[int]]:
+    """Where ``source`` parses a driver, CUDA, CC or Python version, by function, with lines."""
+    out: dict[str, list[int]] = {}
+
+    def parses(node: ast.Call) -> bool:
+        func = node.func
+        if isinstance(func, ast.Name):
+            return func.id in VERSION_PARSERS
+        if not isinstance(func, ast.Attribute):
+            return False
+        base = func.value.id if isinstance(func.value, ast.Name) else None
+        if func.attr in VERSION_PARSERS or (func.attr == "parse" and base in VERSION_TYPES):
+            return True
+        pattern = node.args[0] if node.args else None
+        return (
+            base == "re"
+            and func.attr in REGEX_CALLS
+            and isinstance(pattern, ast.Constant)
+            and isinstance(pattern.value, str)
+            and ("[0-9]" in pattern.value or "\\d" in pattern.value)
+        )
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, f"{where}.{child.name}")
+                continue
+            if isinstance(child, ast.Call) and parses(child):
+                out.setdefault(where, []).append(child.lineno)
+            visit(child, where)
+
+    visit(ast.parse(source), mod)
+    return out
+
+
+def parsing_violations(found: Mapping[str, list[int]], allowed: Mapping[str, str]) -> list[str]:
+    """Parses outside ``allowed`` (exactly that function, or module level), and stale entries."""
+    out = [
+        f"{where}:{lines[0]}: parses a version's text (type it where the text enters)"
+        for where, lines in sorted(found.items())
+        if where not in allowed
+    ]
+    out += [
+        f"{key}: parses no version any more: take it off"
+        for key in sorted(allowed)
+        if key not in found
+    ]
+    return out
+
+
+def test_versions_are_typed_once_where_text_enters() -> None:
+    found: dict[str, list[int]] = {}
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        mod = module_name(path, ROOT)
+        if _within(mod, TYPED_ONCE):
+            found.update(version_parsing(path.read_text(encoding="utf-8"), mod))
+    assert parsing_violations(found, {**TEXT_ENTERS, **NOT_TYPED_YET}) == []
+
+
+def test_checker_finds_version_parsing_and_lets_names_pass() -> None:
+    source = (
+        "import re\n"
+        "from resolver.core import versions as v\n"
+        "_TAG = re.compile(r'cu([0-9]+)')\n"
+        "def floor(text: str) -> bool:\n"
+        "    return driver_key(text) < v.cuda_key('12.8')\n"
+        "class C:\n"
+        "    def typed(self, t: str) -> object:\n"
+        "        a = (Driver.parse(t), PythonVersion.parse(t))\n"
+        "        return (a, parse_cc(t), re.match(r'\\d+', t))\n"
+        "def fine(name: str, d: Driver) -> object:\n"
+        "    return (re.sub(r'[-_.]+', '-', name), d.key, parse(name), name.split('.'))\n"
+    )
+    found = version_parsing(source, "resolver.solve.x")
+    assert found == {
+        "resolver.solve.x": [3],
+        "resolver.solve.x.floor": [5, 5],
+        "resolver.solve.x.C.typed": [8, 8, 9, 9],
+    }
+    allowed = {"resolver.solve.x": "a tag", "resolver.solve.x.gone": "typed since"}
+    assert parsing_violations(found, allowed) == [
+        "resolver.solve.x.C.typed:8: parses a version's text (type it where the text enters)",
+        "resolver.solve.x.floor:5: parses a version's text (type it where the text enters)",
+        "resolver.solve.x.gone: parses no version any more: take it off",
+    ]
+
+
 def test_every_standalone_script_has_its_own_python_target() -> None:
     import tomlkit  # a runtime dependency; tomllib is Python 3.11+
 
