@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from resolver.catalog import Catalog, Provenance, Release, Variant
-from resolver.core.platforms import PLATFORMS, PythonVersion
+from resolver.core.platforms import PLATFORMS
 from resolver.core.versions import cc_str
 from resolver.db.evidence import GRADE_TEXT, GRADES
 from resolver.db.extensions import describe as describe_extensions
@@ -133,7 +133,7 @@ def _cell(var: Variant, platform: str) -> str | None:
 
 
 def _python_span(rel: Release) -> str:
-    versions = sorted({v for vs in rel.python.values() for v in vs}, key=PythonVersion.parse)
+    versions = sorted({v for vs in rel.python.values() for v in vs})
     return f"{versions[0]}–{versions[-1]}" if versions else "-"
 
 
@@ -299,7 +299,7 @@ def show_json(cat: Catalog, with_: tuple[str, ...] | None = None) -> DbShowDoc:
                 "date": rel.date,
                 "torchvision": rel.torchvision,
                 "torchaudio": rel.torchaudio,
-                "python": {p: list(v) for p, v in rel.python.items()},
+                "python": {p: [str(x) for x in v] for p, v in rel.python.items()},
                 "confirmed": rel.prov.confirmed,
                 "source": list(rel.prov.source),
                 "grade": rel.prov.grade,

@@ -144,7 +144,7 @@ def stub_index(
                 torch_v = _local(rel.version, var, plat)
                 for python in rel.python.get(plat, ()):
                     meta = metadata_text("torch", torch_v, list(torch_requires))
-                    fn = wheel_name("torch", torch_v, python, plat)
+                    fn = wheel_name("torch", torch_v, str(python), plat)
                     data = build_wheel("torch", torch_v, meta)
                     add(f"/whl/{var.name}/torch/", fn, data)
                     if torch_v == rel.version:  # untagged: the default index has it too
@@ -152,7 +152,7 @@ def stub_index(
                     if rel.torchvision:
                         tv = _local(rel.torchvision, var, plat)
                         meta = metadata_text("torchvision", tv, [f"torch=={torch_v}"])
-                        fn = wheel_name("torchvision", tv, python, plat)
+                        fn = wheel_name("torchvision", tv, str(python), plat)
                         data = build_wheel("torchvision", tv, meta)
                         add(f"/whl/{var.name}/torchvision/", fn, data)
                         if tv == rel.torchvision:

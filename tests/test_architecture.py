@@ -586,8 +586,6 @@ TEXT_ENTERS: dict[str, str] = {
 NOT_TYPED_YET: dict[str, str] = {
     # Records still held as text (issue 37): each goes when its record is typed in the loader.
     "resolver.solve.target.target_from_profile": "HostProfile's driver, Python and CCs",
-    "resolver.solve.solver.build_hints": "Release.python",
-    "resolver.images.evaluate._image_target": "Release.python",
     "resolver.images.evaluate.ngc_report": "an NGC release's CUDA and Python facts",
 }
 

@@ -389,7 +389,8 @@ def test_merge_adds_a_new_series_with_sources(synth_raw: dict[str, Any]) -> None
     assert db_check(cat) == []
     r = cat.release("2.16.0")
     assert r is not None and [v.name for v in r.variants] == ["cpu", "cu126", "cu136"]
-    assert r.python == {"linux-x86_64": ("3.12", "3.13"), "macos-arm64": ("3.12",)}
+    said = {k: tuple(map(str, v)) for k, v in r.python.items()}
+    assert said == {"linux-x86_64": ("3.12", "3.13"), "macos-arm64": ("3.12",)}
     cpu, cu126, cu136 = r.variants
     assert cpu.pypi == {"macos-arm64"} and cu126.pypi == {"linux-x86_64"}
     arch = cu126.platforms["linux-x86_64"]
@@ -469,10 +470,13 @@ def test_merge_keeps_old_releases_off_a_new_variant(synth_raw: dict[str, Any]) -
     assert [v.name for v in old.variants] == ["cpu", "cu126", "cu128"]
     assert [v.name for v in patch.variants] == ["cpu", "cu128", "cu129"]
     assert any("9.10.2.22" in note and "kept" in note for note in summary.notes)
-    assert patch.python["linux-x86_64"] == ("3.12", "3.13")  # its own, not the series'
+    assert tuple(map(str, patch.python["linux-x86_64"])) == (
+        "3.12",
+        "3.13",
+    )  # its own, not the series'
     # its cpu record claims Windows (series-wide) but 2.8.1 has no Windows wheel: said, and
     # the series' Python versions stand in so that the record stays consistent
-    assert patch.python["windows-x86_64"] == ("3.10", "3.11", "3.12")
+    assert tuple(map(str, patch.python["windows-x86_64"])) == ("3.10", "3.11", "3.12")
     assert any("no wheels for windows-x86_64" in note for note in summary.notes)
 
 
@@ -485,8 +489,8 @@ def test_merge_adds_python_versions_for_a_new_platform(synth_raw: dict[str, Any]
     cat = catalog_mod.from_raw(new)
     assert db_check(cat) == []
     r = cat.release("2.12.0")
-    assert r is not None and r.python["windows-x86_64"] == ("3.12",)
-    assert r.python["linux-x86_64"] == ("3.11", "3.12")
+    assert r is not None and tuple(map(str, r.python["windows-x86_64"])) == ("3.12",)
+    assert tuple(map(str, r.python["linux-x86_64"])) == ("3.11", "3.12")
     assert any("windows-x86_64 added" in note for note in summary.notes)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from resolver.core.platforms import PLATFORMS, PYTHON_RE
+from resolver.core.platforms import PLATFORMS
 from resolver.core.versions import cc_str, cuda_key, driver_key
 from resolver.db.evidence import GRADES, Provenance
 from resolver.db.models import Catalog, CondaForge, Release, Variant
@@ -94,12 +94,9 @@ def check(catalog: Catalog) -> list[str]:
             problems.append(f"{where}: no torchaudio pairing (torchaudio exists up to 2.11)")
         if not rel.variants:
             problems.append(f"{where}: no variants")
-        for plat, pythons in rel.python.items():
+        for plat in rel.python:
             if plat not in PLATFORMS:
                 problems.append(f"{where}: unknown platform {plat!r} in python")
-            bad = [p for p in pythons if not PYTHON_RE.match(p)]
-            if bad:
-                problems.append(f"{where}: not Python versions on {plat}: {', '.join(bad)}")
         names = [v.name for v in rel.variants]
         for twice in sorted({n for n in names if names.count(n) > 1}):
             problems.append(f"{where}: variant {twice} listed twice")
@@ -124,9 +121,6 @@ def _check_conda_forge(catalog: Catalog, cf: CondaForge, prov_ok: Any, problems:
             problems.append(f"{where}: listed twice")
         versions.add(rel.version)
         prov_ok(where, rel.prov)
-        bad = [p for p in rel.python if not PYTHON_RE.match(p)]
-        if bad:
-            problems.append(f"{where}: not Python versions: {', '.join(bad)}")
         for plat, builds in rel.builds.items():
             cudas = [b.cuda for b in builds]
             if len(set(cudas)) != len(cudas):

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from resolver.core.errors import UserError
+from resolver.core.platforms import PythonVersion
 from resolver.core.versions import CC, CudaVersion, Driver, cuda_key, driver_key
 from resolver.db import gpunames
 from resolver.db.evidence import Provenance
@@ -142,7 +143,7 @@ class Release(NamedTuple):
     version: str
     minor: str
     date: str | None
-    python: Mapping[str, tuple[str, ...]]  # platform -> CPython versions with wheels
+    python: Mapping[str, tuple[PythonVersion, ...]]  # platform -> CPython versions with wheels
     torchvision: str | None
     torchaudio: str | None
     variants: tuple[Variant, ...]
@@ -178,7 +179,7 @@ class CondaBuild(NamedTuple):
 
 class CondaRelease(NamedTuple):
     version: str
-    python: tuple[str, ...]
+    python: tuple[PythonVersion, ...]
     builds: Mapping[str, tuple[CondaBuild, ...]]  # platform -> its builds
     prov: Provenance
 

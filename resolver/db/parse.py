@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from resolver.core.errors import DataError, UserError
-from resolver.core.platforms import PLATFORMS
+from resolver.core.platforms import PLATFORMS, PYTHON_RE, PythonVersion
 from resolver.core.versions import CC, CudaVersion, Driver, driver_key, parse_cc
 from resolver.core.vocab import Grade
 from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
@@ -351,6 +351,7 @@ def _conda_forge(doc: _Reader) -> CondaForge:
         python = r.list("python", optional=False)
         if not all(isinstance(p, str) for p in python):
             raise r.fail("'python' must be a list of quoted versions")
+        pythons = tuple(_python(r, p) for p in python)
         raw_builds = item.get("builds")
         if not isinstance(raw_builds, dict) or not raw_builds:
             raise r.fail("'builds' must map each platform to its builds")
@@ -381,7 +382,7 @@ def _conda_forge(doc: _Reader) -> CondaForge:
                     )
                 )
             builds[plat] = tuple(out)
-        releases.append(CondaRelease(version, tuple(python), builds, r.prov()))
+        releases.append(CondaRelease(version, pythons, builds, r.prov()))
     releases.sort(key=lambda rel: tuple(int(p) for p in rel.version.split(".")), reverse=True)
     return CondaForge(
         channel=doc.req("channel"),
@@ -394,10 +395,20 @@ def _conda_forge(doc: _Reader) -> CondaForge:
     )
 
 
-def _python_map(r: _Reader, value: Any) -> dict[str, tuple[str, ...]]:
+def _python(r: _Reader, text: str) -> PythonVersion:
+    """A release's CPython version ("3.12", "3.13t"), parsed here where the text enters; only
+    the spelling that ``str()`` gives back, so every output says it as the file does."""
+    if PYTHON_RE.match(text):
+        version = PythonVersion.parse(text)
+        if str(version) == text:
+            return version
+    raise r.fail(f"not a Python version: {text[:40]!r} (expected e.g. 3.12 or 3.13t)")
+
+
+def _python_map(r: _Reader, value: Any) -> dict[str, tuple[PythonVersion, ...]]:
     if not isinstance(value, dict):
         raise r.fail("'python' must map platforms to lists of versions")
-    out: dict[str, tuple[str, ...]] = {}
+    out: dict[str, tuple[PythonVersion, ...]] = {}
     for plat, versions in value.items():
         if plat in ("source", "confirmed", "note", "grade", "contradicts"):
             continue
@@ -405,7 +416,7 @@ def _python_map(r: _Reader, value: Any) -> dict[str, tuple[str, ...]]:
             raise r.fail(f"python: unknown platform {plat!r}")
         if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
             raise r.fail(f"python.{plat} must be a list of quoted versions")
-        out[plat] = tuple(versions)
+        out[plat] = tuple(_python(r, v) for v in versions)
     return out
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from resolver.catalog import Catalog, Release, Variant
 from resolver.core.errors import UserError
-from resolver.core.platforms import BY_NAME, Platform, PythonVersion, is_free_threaded
+from resolver.core.platforms import BY_NAME, Platform, PythonVersion
 from resolver.core.versions import CudaVersion, Driver, cc_sm
 from resolver.core.vocab import DriverPolicy
 from resolver.images import findings as im
@@ -225,19 +225,23 @@ def _platform_reason(judge: Judge, platform: str, ref: str | None) -> im.Platfor
     return None
 
 
-def _image_target(judge: Judge, python: str) -> Target:
+_FALLBACK_PYTHON = PythonVersion(3, 11)
+
+
+def _image_target(judge: Judge, python: PythonVersion) -> Target:
     """The target as the image sees it: a Linux container on the host's driver and GPUs (the
-    database's platform and Python, typed here)."""
+    database's platform and Python)."""
     platform = Platform.parse(judge.facts.official.platform)
-    return replace(judge.target, platform=platform, python=PythonVersion.parse(python))
+    return replace(judge.target, platform=platform, python=python)
 
 
-def _solver_python(rel: Release, platform: str, image_python: str | None) -> str:
+def _solver_python(rel: Release, platform: str, image_python: str | None) -> PythonVersion:
     have = rel.python.get(platform, ())
-    if image_python and image_python in have:
-        return image_python
-    plain = [p for p in have if not is_free_threaded(p)]
-    return plain[len(plain) // 2] if plain else (have[0] if have else "3.11")
+    named = next((p for p in have if str(p) == image_python), None)
+    if named is not None:
+        return named
+    plain = [p for p in have if not p.free_threaded]
+    return plain[len(plain) // 2] if plain else (have[0] if have else _FALLBACK_PYTHON)
 
 
 def _judge_build(judge: Judge, rel: Release, var: Variant) -> Candidate:
@@ -338,7 +342,7 @@ def best(judge: Judge) -> Suggestion | None:
     platform = judge.facts.official.platform
     if _platform_reason(judge, platform, None):
         return None
-    target = _image_target(judge, "3.11")
+    target = _image_target(judge, _FALLBACK_PYTHON)
     decision = solve(
         judge.catalog,
         target,
@@ -367,7 +371,7 @@ def best_report(judge: Judge) -> Report:
         report = Report(None, None, False, judge.target)
         decision = solve(
             judge.catalog,
-            _image_target(judge, "3.11"),
+            _image_target(judge, _FALLBACK_PYTHON),
             Request(policy=judge.policy, cuda_on_gpu_less=True),
         )
         arch = _platform_reason(judge, judge.facts.official.platform, None)

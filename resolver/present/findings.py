@@ -249,7 +249,7 @@ def _hint(h: fd.Hint) -> str:
     if isinstance(h, fd.NoPythonHint):
         return (
             f"torch {h.torch} has no wheel for Python {h.python} on "
-            f"{h.platform} (it has {', '.join(h.have) or 'none'})"
+            f"{h.platform} (it has {', '.join(map(str, h.have)) or 'none'})"
         )
     if isinstance(h, fd.NoCudaBuild):
         return (

@@ -173,7 +173,7 @@ class NoPythonWheel(NamedTuple):
     torch: str
     python: PythonVersion
     platform: Platform
-    have: tuple[str, ...]
+    have: tuple[PythonVersion, ...]
 
     @property
     def kind(self) -> ReasonKind:
@@ -398,7 +398,7 @@ class MayRun(NamedTuple):
 
 class NeedsPython(NamedTuple):
     torch: str
-    oldest: str  # the oldest Python it has a wheel for, all newer than the target's
+    oldest: PythonVersion  # the oldest Python it has a wheel for, all newer than the target's
     python: PythonVersion
 
 
@@ -406,7 +406,7 @@ class NoPythonHint(NamedTuple):
     torch: str
     python: PythonVersion
     platform: Platform
-    have: tuple[str, ...]
+    have: tuple[PythonVersion, ...]
 
 
 class NoCudaBuild(NamedTuple):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from resolver.catalog import Architecture, ArchList, Catalog, DriverWindow, Release, Variant
-from resolver.core.platforms import BY_NAME, PythonVersion
+from resolver.core.platforms import BY_NAME
 from resolver.core.versions import CC, CudaVersion, Driver, cc_str
 from resolver.core.vocab import DriverPolicy, EvidenceLevel, Grade
 from resolver.db import evidence as ev
@@ -110,7 +110,6 @@ class _Machine:
     def __init__(self, catalog: Catalog, target: Target) -> None:
         self.catalog, self.target = catalog, target
         self.have = target.driver.key if target.driver is not None else None
-        self.python = str(target.python)  # as the database lists a release's Pythons
         self._windows: tuple[list[tuple[fd.OutsideWindow, Fact]], list[Fact]] | None = None
         self._coverage: dict[tuple[int, CC], fd.Reach | None] = {}
 
@@ -215,7 +214,7 @@ def _evaluate(
     if request.torch is not None and not _allows(request.torch, rel.version):
         reasons.append(fd.SpecMiss(rel.version, str(request.torch)))
     pythons = rel.python.get(target.platform.name, ())
-    if machine.python not in pythons:
+    if target.python not in pythons:
         reasons.append(fd.NoPythonWheel(rel.version, target.python, target.platform, pythons))
     if request.cuda and var.cuda != request.cuda:
         reasons.append(fd.CudaMiss(var.cuda, request.cuda))
@@ -590,7 +589,7 @@ def build_hints(
     if by_python:
         newest = max(by_python, key=lambda c: c.release.key)
         pys = newest.release.python.get(target.platform.name, ())
-        if pys and all(target.python < PythonVersion.parse(p) for p in pys):
+        if pys and all(target.python < p for p in pys):
             hints.append(fd.NeedsPython(newest.release.version, pys[0], target.python))
         else:
             version = newest.release.version
