@@ -578,7 +578,6 @@ TEXT_ENTERS: dict[str, str] = {
     "resolver.present.explain": "`explain`'s build argument (torch==X+cuNNN)",
     # Files read back or read first here.
     "resolver.images.facts._forward_compat": "images.yaml's CUDA majors and branches, read",
-    "resolver.writers.recorded": "a lock's recorded targets read back: glibc, numbers bounded",
     "resolver.writers.recorded.target_from_record": "a lock's recorded target read back",
     # Not a version: digits in names.
     "resolver.solve.shapes._natural": "node names in natural order (gpu-2 before gpu-10)",
