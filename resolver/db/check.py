@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from resolver.core.platforms import PLATFORMS
-from resolver.core.versions import cc_str, cuda_key, driver_key
+from resolver.core.versions import cc_str, cuda_key
 from resolver.db.evidence import GRADES, Provenance
 from resolver.db.models import Catalog, CondaForge, Release, Variant
 
@@ -55,12 +55,12 @@ def check(catalog: Catalog) -> list[str]:
     previous = None
     for wb in catalog.windows_branches:
         prov_ok(f"cuda.yaml windows_driver_branches R{wb.branch}", wb.prov)
-        if previous is not None and driver_key(wb.first) <= driver_key(previous.last):
+        if previous is not None and wb.first <= previous.last:
             problems.append(
                 f"cuda.yaml windows_driver_branches R{wb.branch}: Windows numbers from {wb.first} "
                 f"overlap R{previous.branch}'s (up to {previous.last})"
             )
-        if driver_key(wb.first)[0] < wb.branch:
+        if wb.first.branch < wb.branch:
             problems.append(
                 f"cuda.yaml windows_driver_branches R{wb.branch}: {wb.first} is below the branch"
             )

@@ -149,7 +149,7 @@ class WindowsIs:
 
     driver: Driver
     branch: int
-    numbers: tuple[str, str] | None = None
+    numbers: tuple[Driver, Driver] | None = None
 
 
 About = Exists | PythonTags | Pairing | Pinned | Kernels | Drivers | WindowsIs

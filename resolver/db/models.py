@@ -49,8 +49,8 @@ class WindowsBranch(NamedTuple):
     """The Windows driver numbers seen for one branch (581.57 is an R580 driver, not "R581")."""
 
     branch: int
-    first: str  # lowest Windows number seen for the branch
-    last: str  # highest seen
+    first: Driver  # lowest Windows number seen for the branch
+    last: Driver  # highest seen
     prov: Provenance
 
 
@@ -368,9 +368,9 @@ class Catalog:
             return Branch(key[0], key[0], "linux")
         lo = 0
         for rec in self.windows_branches:
-            if driver_key(rec.first) <= key <= driver_key(rec.last):
+            if rec.first.key <= key <= rec.last.key:
                 return Branch(rec.branch, rec.branch, "windows table", rec)
-            if driver_key(rec.first) <= key:
+            if rec.first.key <= key:
                 lo = max(lo, rec.branch)
         return Branch(min(lo, key[0]), key[0], "windows bounds")
 

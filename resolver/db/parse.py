@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from resolver.core.errors import DataError, UserError
 from resolver.core.platforms import PLATFORMS, PYTHON_RE, PythonVersion
-from resolver.core.versions import CC, CudaVersion, Driver, driver_key, parse_cc
+from resolver.core.versions import CC, CudaVersion, Driver, parse_cc
 from resolver.core.vocab import Grade
 from resolver.db.evidence import GRADES, Contradiction, Provenance, make_provenance, source_kind
 from resolver.db.models import (
@@ -457,17 +457,16 @@ def _windows_branches(doc: _Reader) -> tuple[WindowsBranch, ...]:
         nums = r.data.get("windows")
         if not isinstance(nums, dict):
             raise r.fail("'windows' must map first/last to the Windows numbers seen")
-        edges: list[str] = []
+        edges: list[Driver] = []
         for v in (nums.get("first"), nums.get("last")):
             if not isinstance(v, str):
                 raise r.fail("'windows' must give first and last as quoted driver versions")
             try:
-                driver_key(v)
+                edges.append(Driver.parse(v))
             except UserError:
                 raise r.fail(f"not a driver version: {v!r}") from None
-            edges.append(v)
         first, last = edges
-        if driver_key(first) > driver_key(last):
+        if first > last:
             raise r.fail(f"windows.first {first} is above windows.last {last}")
         out.append(WindowsBranch(int(branch), first, last, r.prov()))
     return tuple(sorted(out, key=lambda w: w.branch))

@@ -425,7 +425,7 @@ class InstallBranch(NamedTuple):
     install, said first; ``numbers``: how a branch's drivers are numbered on Windows, by branch."""
 
     windows: tuple[OutsideWindow, ...]
-    numbers: tuple[tuple[int, str, str], ...]
+    numbers: tuple[tuple[int, Driver, Driver], ...]
 
 
 class LastBranch(NamedTuple):

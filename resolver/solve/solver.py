@@ -636,7 +636,7 @@ def build_hints(
 
 def _windows_numbers(
     catalog: Catalog, target: Target, windows: Sequence[fd.OutsideWindow]
-) -> tuple[tuple[int, str, str], ...]:
+) -> tuple[tuple[int, Driver, Driver], ...]:
     """How each branch a GPU's window ends with is numbered on Windows, where known."""
     if target.driver_os != "windows":
         return ()
