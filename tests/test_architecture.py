@@ -577,6 +577,7 @@ TEXT_ENTERS: dict[str, str] = {
     "resolver.images.evaluate": "the official and NGC tag grammars (the image named)",
     "resolver.present.explain": "`explain`'s build argument (torch==X+cuNNN)",
     # Files read back or read first here.
+    "resolver.images.facts.from_raw": "images.yaml's NGC releases: their CUDA and Python, read",
     "resolver.images.facts._forward_compat": "images.yaml's CUDA majors and branches, read",
     "resolver.writers.recorded.target_from_record": "a lock's recorded target read back",
     # Not a version: digits in names.
@@ -585,7 +586,6 @@ TEXT_ENTERS: dict[str, str] = {
 NOT_TYPED_YET: dict[str, str] = {
     # Records still held as text (issue 37): each goes when its record is typed in the loader.
     "resolver.solve.target.target_from_profile": "HostProfile's driver, Python and CCs",
-    "resolver.images.evaluate.ngc_report": "an NGC release's CUDA and Python facts",
 }
 
 
@@ -593,18 +593,19 @@ def version_parsing(source: str, mod: str) -> dict[str, list[int]]:
     """Where ``source`` parses a driver, CUDA, CC or Python version, by function, with lines."""
     out: dict[str, list[int]] = {}
 
-    def parses(node: ast.Call) -> bool:
-        func = node.func
-        if isinstance(func, ast.Name):
-            return func.id in VERSION_PARSERS
-        if not isinstance(func, ast.Attribute):
+    def parses(node: ast.AST) -> bool:
+        """A parser named (called, or handed on: ``key=cuda_key``), or a regex over digits."""
+        if isinstance(node, ast.Name):
+            return node.id in VERSION_PARSERS
+        if isinstance(node, ast.Attribute):
+            base = node.value.id if isinstance(node.value, ast.Name) else None
+            return node.attr in VERSION_PARSERS or (node.attr == "parse" and base in VERSION_TYPES)
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             return False
-        base = func.value.id if isinstance(func.value, ast.Name) else None
-        if func.attr in VERSION_PARSERS or (func.attr == "parse" and base in VERSION_TYPES):
-            return True
-        pattern = node.args[0] if node.args else None
+        func, pattern = node.func, node.args[0] if node.args else None
         return (
-            base == "re"
+            isinstance(func.value, ast.Name)
+            and func.value.id == "re"
             and func.attr in REGEX_CALLS
             and isinstance(pattern, ast.Constant)
             and isinstance(pattern.value, str)
@@ -616,8 +617,8 @@ def version_parsing(source: str, mod: str) -> dict[str, list[int]]:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 visit(child, f"{where}.{child.name}")
                 continue
-            if isinstance(child, ast.Call) and parses(child):
-                out.setdefault(where, []).append(child.lineno)
+            if parses(child):
+                out.setdefault(where, []).append(getattr(child, "lineno", 0))
             visit(child, where)
 
     visit(ast.parse(source), mod)
@@ -659,6 +660,8 @@ def test_checker_finds_version_parsing_and_lets_names_pass() -> None:
         "    def typed(self, t: str) -> object:\n"
         "        a = (Driver.parse(t), PythonVersion.parse(t))\n"
         "        return (a, parse_cc(t), re.match(r'\\d+', t))\n"
+        "def handed(xs: list[str]) -> object:\n"
+        "    return sorted(xs, key=cuda_key)\n"
         "def fine(name: str, d: Driver) -> object:\n"
         "    return (re.sub(r'[-_.]+', '-', name), d.key, parse(name), name.split('.'))\n"
     )
@@ -667,11 +670,13 @@ def test_checker_finds_version_parsing_and_lets_names_pass() -> None:
         "resolver.solve.x": [3],
         "resolver.solve.x.floor": [5, 5],
         "resolver.solve.x.C.typed": [8, 8, 9, 9],
+        "resolver.solve.x.handed": [11],
     }
     allowed = {"resolver.solve.x": "a tag", "resolver.solve.x.gone": "typed since"}
     assert parsing_violations(found, allowed) == [
         "resolver.solve.x.C.typed:8: parses a version's text (type it where the text enters)",
         "resolver.solve.x.floor:5: parses a version's text (type it where the text enters)",
+        "resolver.solve.x.handed:11: parses a version's text (type it where the text enters)",
         "resolver.solve.x.gone: parses no version any more: take it off",
     ]
 

@@ -417,7 +417,7 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
         None,
         None,
     )
-    python = PythonVersion.parse(rel.python.value) if rel.python.value else judge.target.python
+    python = rel.python_version or judge.target.python
     seen = replace(judge.target, platform=Platform.parse(ngc.platform), python=python)
     report = Report(str(ref), contents, None, seen)
     for name, f in (
@@ -437,8 +437,7 @@ def ngc_report(judge: Judge, ref: ImageRef) -> Report:
     arch = _platform_reason(judge, ngc.platform, str(ref))
     if arch:
         reasons.append(arch)
-    # The NGC release's CUDA: its facts are held as text (a fact's value, said as written).
-    cuda = CudaVersion.parse(rel.cuda.value) if rel.cuda.value else None
+    cuda = rel.cuda_version
     target = judge.target
     if cuda and (target.nvidia or target.gpus):
         need, why = driver_need(

@@ -9,9 +9,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from resolver.core.errors import DataError
+from resolver.core.errors import DataError, UserError
+from resolver.core.platforms import PythonVersion
+from resolver.core.versions import CudaVersion
 from resolver.core.vocab import Grade, words
 
 if TYPE_CHECKING:
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from resolver.catalog import Catalog
 
 GRADES = words(Grade)
+_T = TypeVar("_T")
 
 
 def weakest(*grades: str) -> str:
@@ -77,6 +80,9 @@ class NgcRelease:
     cudnn: Fact
     nccl: Fact
     note: str | None
+    # ``cuda`` and ``python`` typed where images.yaml is read (the facts keep the text, as said)
+    cuda_version: CudaVersion | None = None
+    python_version: PythonVersion | None = None
 
 
 @dataclass(frozen=True)
@@ -189,15 +195,21 @@ def from_raw(raw: Any, origin: str = "<memory>") -> ImageFacts:
     for r in ng.get("releases") or []:
         rm = _mapping(r, "images.yaml ngc release")
         where = f"images.yaml ngc {rm.get('release')}"
+        cuda, python = (
+            fact(rm.get("cuda"), f"{where} cuda"),
+            fact(rm.get("python"), f"{where} python"),
+        )
         rels.append(
             NgcRelease(
                 release=str(rm.get("release")),
                 torch=fact(rm.get("torch"), f"{where} torch"),
-                cuda=fact(rm.get("cuda"), f"{where} cuda"),
-                python=fact(rm.get("python"), f"{where} python"),
+                cuda=cuda,
+                python=python,
                 cudnn=fact(rm.get("cudnn"), f"{where} cudnn"),
                 nccl=fact(rm.get("nccl"), f"{where} nccl"),
                 note=rm.get("note"),
+                cuda_version=_typed(CudaVersion.parse, cuda.value, f"{where} cuda"),
+                python_version=_typed(PythonVersion.parse, python.value, f"{where} python"),
             )
         )
     fc = _forward_compat(ng.get("forward_compat"), fact)
@@ -235,6 +247,16 @@ def _mapping(data: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(data, dict):
         raise DataError(f"{where}: expected a mapping")
     return data
+
+
+def _typed(parse: Callable[[str], _T], text: str | None, where: str) -> _T | None:
+    """A version fact's value parsed once, here where images.yaml is read."""
+    if text is None:
+        return None
+    try:
+        return parse(text)
+    except (UserError, ValueError):
+        raise DataError(f"{where}: not a version: {text[:40]!r}") from None
 
 
 def check(catalog: Catalog, facts: ImageFacts) -> list[str]:
