@@ -143,23 +143,6 @@ def store(path: str, text: str) -> None:
 
 def answer(text: str) -> int:
     """Print the stored help; the exit code, as the CLI's ``main`` ends."""
-    import contextlib
+    from resolver.commands.version import write_out
 
-    from resolver.core.errors import escaped_lines
-
-    with contextlib.suppress(AttributeError, OSError, ValueError):
-        sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
-    try:
-        sys.stdout.write(escaped_lines(text) + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        with contextlib.suppress(AttributeError, OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
-    except (OSError, ValueError) as exc:
-        from resolver.core.errors import escaped
-
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        sys.stderr.write(f"gpuresolve: error: cannot write output: {escaped(reason)}\n")
-        return 2
-    return 0
+    return write_out(text, keep="\n")  # the help's lines kept, everything else escaped

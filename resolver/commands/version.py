@@ -31,16 +31,22 @@ def version_line() -> str:
 
 
 def answer() -> int:
-    """Print the version line; the exit code (141 when stdout's reader is gone, 2 when stdout
-    cannot be written), as the CLI's ``main`` ends."""
+    """Print the version line; the exit code, as the CLI's ``main`` ends."""
+    return write_out(version_line())
+
+
+def write_out(text: str, keep: str = "") -> int:
+    """Write ``text``, escaped by the one rule (but ``keep``), and a newline to stdout before
+    click is imported; the exit code the CLI's ``main`` gives: 141 when stdout's reader is gone
+    (`| true`: the flush at exit must not fail), 2 when stdout cannot be written."""
     import os
 
     with contextlib.suppress(AttributeError, OSError, ValueError):  # "é" under an ASCII locale
         sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     try:
-        sys.stdout.write(escaped(version_line()) + "\n")
+        sys.stdout.write(escaped(text, keep) + "\n")
         sys.stdout.flush()
-    except BrokenPipeError:  # `gpuresolve --version | true`: the flush at exit must not fail
+    except BrokenPipeError:
         with contextlib.suppress(AttributeError, OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.parser import BytesHeaderParser
 from typing import Any
@@ -117,6 +117,22 @@ def _final(version: Version, folder: str) -> bool:
     return not (version.is_prerelease or version.is_devrelease) and version.local in (None, folder)
 
 
+def files_by_version(
+    links: Iterable[Link], package: str, folder: str
+) -> dict[Version, list[tuple[Link, str | None]]]:
+    """An index page's files of final releases (not yanked), by public version: each with the
+    platform its wheel is for (None: a source distribution)."""
+    out: dict[Version, list[tuple[Link, str | None]]] = {}
+    for link in links:
+        if link.yanked:
+            continue
+        parsed = _file_version(package, link.filename)
+        if parsed is None or not _final(parsed[0], folder):
+            continue
+        out.setdefault(Version(parsed[0].public), []).append((link, parsed[1]))
+    return out
+
+
 def _file_version(package: str, filename: str) -> tuple[Version, str | None] | None:
     """(version, platform) of a wheel (platform ANY for a pure one) or an sdist (None); None
     for a name that is not one (or carries characters no real file name has)."""
@@ -172,15 +188,7 @@ class _ExtReader:
         self, links: list[Link], package: str, folder: str, known: set[str]
     ) -> list[tuple[ExtReleaseFacts, dict[str, Link]]]:
         """The releases newer than the newest known, newest first, with one wheel a platform."""
-        by_version: dict[Version, list[tuple[Link, str | None]]] = {}
-        for link in links:
-            if link.yanked:
-                continue
-            parsed = _file_version(package, link.filename)
-            if parsed is None or not _final(parsed[0], folder):
-                continue
-            public = Version(parsed[0].public)
-            by_version.setdefault(public, []).append((link, parsed[1]))
+        by_version = files_by_version(links, package, folder)
         newest = max((Version(v) for v in known), default=None)
         fresh = sorted(
             (v for v in by_version if str(v) not in known and (newest is None or v > newest)),

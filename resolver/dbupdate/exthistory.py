@@ -32,7 +32,7 @@ from packaging.version import Version
 from resolver.core.errors import unsafe_char
 from resolver.core.platforms import PLATFORMS
 from resolver.dbupdate.collect import Progress, no_progress
-from resolver.dbupdate.extcollect import ANY, _file_version, _final, _python_rank
+from resolver.dbupdate.extcollect import ANY, _python_rank, files_by_version
 
 __all__ = ["ANY", "FLOOR", "HistRelease", "History", "PageState", "WheelFacts", "history"]
 from resolver.dbupdate.metadata import MetadataError, parse_metadata
@@ -191,14 +191,7 @@ def releases_to_read(
     ``floor``, oldest first,
     with the one wheel a platform to read (the newest CPython's); with ``sdist_only`` (a package
     whose wheels are published elsewhere) a release of a source distribution alone too."""
-    by_version: dict[Version, list[tuple[Link, str | None]]] = {}
-    for link in links:
-        if link.yanked:
-            continue
-        parsed = _file_version(package, link.filename)
-        if parsed is None or not _final(parsed[0], folder):
-            continue
-        by_version.setdefault(Version(parsed[0].public), []).append((link, parsed[1]))
+    by_version = files_by_version(links, package, folder)
     # releases newer than the newest known are ``extcollect``'s (read whole, fat binaries too)
     newest = max((Version(v) for v in known), default=None)
     out = []
