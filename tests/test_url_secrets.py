@@ -450,7 +450,7 @@ def test_a_keyring_login_is_asked_for_after_a_401(private_index: ClosureIndex) -
             return SECRET if service == host and username == USER else None
 
         def get_credential(self, service: str, username: str | None) -> Any:
-            return SimpleCredential(USER, SECRET) if service == host else None
+            return SimpleCredential(USER, SECRET) if service == host else None  # type: ignore[no-untyped-call,unused-ignore]
 
         def set_password(self, service: str, username: str, password: str) -> None:
             raise NotImplementedError

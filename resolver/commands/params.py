@@ -126,7 +126,7 @@ class SafeText(click.types.StringParamType):
 SAFE_TEXT = SafeText()
 
 
-class DriverParam(click.ParamType):  # type: ignore[type-arg]
+class DriverParam(click.ParamType):  # type: ignore[type-arg,unused-ignore]  # generic from click 8.3
     """``--driver``: parsed by the driver's one grammar (``core.versions.Driver``) where Click
     reads it, so the target flow gets a `Driver`; a bad one is that grammar's UserError (exit 2)."""
 
