@@ -41,11 +41,13 @@ def test_platform_values() -> None:
     assert complete("gpuresolve suggest --platform ma") == ["macos-arm64"]
 
 
+@pytest.mark.slow
 def test_format_values() -> None:
     assert complete("gpuresolve lock --format py") == ["pylock"]
     assert set(complete("gpuresolve lock --format ")) >= {"requirements", "pylock", "uv", "all"}
 
 
+@pytest.mark.slow
 def test_gpu_model_names_and_compute_capabilities() -> None:
     names = complete("gpuresolve lock --gpu 'NVIDIA GeForce RTX 409")
     assert "NVIDIA GeForce RTX 4090" in names
@@ -74,6 +76,7 @@ def test_schema_names() -> None:
     assert complete("gpuresolve schema lo") == ["lock", "lock-check"]
 
 
+@pytest.mark.slow
 def test_with_values() -> None:
     offered = complete("gpuresolve suggest --with ")
     assert offered[:2] == ["torchvision", "torchaudio"]

@@ -440,6 +440,7 @@ def test_reset_of_a_damaged_database_then_nothing_left(
 # --- db update repairs a damaged user database -------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["garbage YAML", "a file missing", "not UTF-8", "100 MB file"])
 def test_update_repairs_a_damaged_user_database(
     capsys: pytest.CaptureFixture[str], user_db: Path, index: IndexServer, damage: str

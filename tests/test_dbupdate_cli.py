@@ -217,6 +217,7 @@ def test_dry_run_writes_nothing(
     assert tree_snapshot(synth_dir) == before
 
 
+@pytest.mark.slow
 def test_update_of_the_shipped_database(
     capsys: pytest.CaptureFixture[str], index: IndexServer, shipped_copy: Path
 ) -> None:

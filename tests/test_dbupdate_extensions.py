@@ -150,6 +150,7 @@ def test_update_adds_new_extension_releases(
     assert json.loads(out)["changes"]["extensions"] == []
 
 
+@pytest.mark.slow
 def test_a_mirror_s_variant_folders_are_not_recorded(
     capsys: pytest.CaptureFixture[str], index: IndexServer, shipped_copy: Path
 ) -> None:
@@ -284,6 +285,7 @@ def test_an_update_with_only_extension_news_stamps_the_database(
     assert catalog_mod.load(shipped_copy).extensions["xformers"].releases[0].version == "0.0.36"
 
 
+@pytest.mark.slow
 def test_the_read_budget_leaves_wheels_unread_and_says_so(
     capsys: pytest.CaptureFixture[str],
     index: IndexServer,

@@ -513,6 +513,7 @@ def test_yaml_round_trip_keeps_versions_strings(synth_raw: dict[str, Any]) -> No
     assert 'minor: "2.1"' in text and 'sass: ["6.0", "7.0"' in text
 
 
+@pytest.mark.slow
 def test_yaml_writer_reproduces_the_shipped_files() -> None:
     shipped = catalog_mod.shipped_data_dir()
     if not (shipped / "torch.yaml").is_file():

@@ -68,6 +68,7 @@ _ACCEPTED = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

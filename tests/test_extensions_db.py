@@ -121,6 +121,7 @@ def test_recorded_facts_read_from_wheels() -> None:
     assert not cat.extensions["torchao"].releases[0].builds[0].gate
 
 
+@pytest.mark.slow
 def test_check_names_an_unknown_source(tmp_path: Path) -> None:
     import yaml
 

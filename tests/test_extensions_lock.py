@@ -51,6 +51,7 @@ def test_lock_pins_extensions_beside_torch(
     assert code == 0
 
 
+@pytest.mark.slow
 def test_check_is_stale_when_an_extensions_facts_change(
     db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -130,6 +131,7 @@ targets:
 """
 
 
+@pytest.mark.slow
 def test_team_spec_packages_with_an_extension(
     db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -146,6 +148,7 @@ def test_team_spec_packages_with_an_extension(
     assert run_cli(capsys, "lock", str(spec), "--check")[0] == 0
 
 
+@pytest.mark.slow
 def test_a_damaged_extensions_file_fails_only_where_it_is_read(
     db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -167,6 +170,7 @@ def test_a_damaged_extensions_file_fails_only_where_it_is_read(
     assert code == 2 and len(err.strip().splitlines()) == 1 and "extensions.yaml" in err
 
 
+@pytest.mark.slow
 def test_with_takes_the_packages_the_database_lists(
     db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -183,6 +187,7 @@ def test_with_takes_the_packages_the_database_lists(
     assert code == 2 and "--with 'xformers': the packages are" in err and "xformers," not in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "want"),
     [

@@ -241,6 +241,7 @@ SAME_CC = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["compat", "strict"])
 def test_one_solve_per_kind_gives_what_solving_each_alone_gives(
     shipped: Catalog, policy: str

@@ -93,6 +93,7 @@ def test_a_fifo_is_refused_at_once(case: str, tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 @needs_fifo
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
 def test_an_output_file_that_is_not_a_file_is_refused(kind: str, tmp_path: Path) -> None:

@@ -380,6 +380,7 @@ def test_a_failed_step_is_said_once_where_its_output_went_too() -> None:
     assert "  | the-cause-line" in apart.stderr  # stdout went elsewhere: the tail is here
 
 
+@pytest.mark.slow
 def test_an_index_out_of_reach_is_one_line_before_anything_runs(
     isolated: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -399,6 +400,7 @@ def test_an_index_out_of_reach_is_one_line_before_anything_runs(
     assert "torch" not in installed(python)
 
 
+@pytest.mark.slow
 @needs_uv
 def test_install_exits_with_verify_code(
     isolated: Path, index_url: str, capfd: pytest.CaptureFixture[str]

@@ -211,6 +211,7 @@ def test_a_spec_says_lock_top_level(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 2 and "lock: 'partial': expected full or top-level" in err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("rattler") is None, reason="py-rattler not installed")
 def test_format_all_writes_every_format(
     tmp_path: Path, index: ClosureIndex, capsys: pytest.CaptureFixture[str]

@@ -332,6 +332,7 @@ targets:
 """
 
 
+@pytest.mark.slow
 def test_team_pylock_spans_platforms_with_markers(
     tmp_path: Path, index: IndexServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -416,6 +417,7 @@ def test_pylock_for_a_linux_target_reads_back_as_the_requirements_pins(
     assert all(p.hashes and p.marker is None for p in pylock.pins)
 
 
+@pytest.mark.slow
 def test_team_pylock_reads_back_per_platform(
     tmp_path: Path, index: IndexServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

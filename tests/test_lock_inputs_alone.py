@@ -94,6 +94,7 @@ def _pip_says(env: dict[str, str]) -> str | None:
     return out.split()[0] if out else None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="pip's Linux file locations")
 def test_pip_configuration_is_read_in_pips_order_without_pip(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -60,6 +60,7 @@ def _platform_args(t: Target) -> list[str]:
     return [arg for tag in pip_platforms(t.platform) for arg in ("--platform", tag)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("t", "torch", "torchvision"), TARGETS)
 def test_pip_resolves_requirements_to_the_pinned_set(
     cat: Catalog, index: IndexServer, tmp_path: Path, t: Target, torch: str, torchvision: str
@@ -78,6 +79,7 @@ def test_pip_resolves_requirements_to_the_pinned_set(
         assert f"/whl/{variant}/torch/" in index.paths()
 
 
+@pytest.mark.slow
 def test_hashes_pin_the_whole_closure(cat: Catalog, index: IndexServer, tmp_path: Path) -> None:
     t = _target("linux-x86_64", ("6.1",), "580.65.06")
     options = LockOptions(pytorch_index=f"{index.url}/whl", hashes=True)

@@ -132,6 +132,7 @@ def rule_problems(source: str, where: str) -> list[str]:
     return problems
 
 
+@pytest.mark.slow
 def test_one_rule_and_every_print_goes_through_it() -> None:
     """A second copy of the control-character rule, or a print of unescaped text, fails here:
     commands print with ``commands.ui.echo``; the rest escape with ``core.errors``."""
@@ -210,6 +211,7 @@ def _child(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_fifo_a_device_or_a_folder_as_output_is_exit_2_at_once(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_bytes((VERIFY / "healthy.json").read_bytes())
     os.mkfifo(tmp_path / "fifo")

@@ -50,6 +50,7 @@ def _user_observations() -> Path:
     return catalog_mod.user_data_dir() / store.FILE
 
 
+@pytest.mark.slow
 def test_concurrent_imports_lose_no_observation(tmp_path: Path) -> None:
     files = []
     for w in range(WORKERS):
@@ -77,6 +78,7 @@ def test_concurrent_imports_lose_no_observation(tmp_path: Path) -> None:
     assert not [p.name for p in _user_observations().parent.iterdir() if p.suffix == ".tmp"]
 
 
+@pytest.mark.slow
 def test_concurrent_records_lose_no_observation(tmp_path: Path) -> None:
     """What verify does after a run (`store.record`), from eight processes at once."""
     target = tmp_path / "home" / "data" / store.FILE
@@ -185,6 +187,7 @@ def test_a_lock_to_a_full_disk_is_one_line_and_writes_nothing(tmp_path: Path) ->
         assert list((disk / "out").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_db_import_to_a_full_disk_keeps_the_old_file_whole(tmp_path: Path) -> None:
     with _tmpfs(tmp_path / "disk") as disk:
         env = {**_env(), "XDG_DATA_HOME": str(disk)}

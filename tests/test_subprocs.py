@@ -241,6 +241,7 @@ def _scrubbed_env(tmp: str) -> dict[str, str]:
     return scrubbed_env(PYTHONPATH=str(ROOT), TMPDIR=tmp)
 
 
+@pytest.mark.slow
 def test_sigkill_during_pips_build_step_ends_pip_and_the_build(tmp_path: Path) -> None:
     """A real pip building a real source tree: the build step (pip's child, our grandchild)
     starts a child of its own and sleeps; gpuresolve's process is SIGKILLed meanwhile."""

@@ -333,6 +333,7 @@ def test_http_errors_name_the_url_without_its_login() -> None:
     assert SECRET not in str(raw.value) and f"{USER}:****@" in str(raw.value)
 
 
+@pytest.mark.slow
 def test_db_update_and_inspect_wheel_errors_never_show_the_login(
     capsys: pytest.CaptureFixture[str], dbupdate_hermetic: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
