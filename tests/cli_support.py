@@ -38,6 +38,23 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
     return (code if isinstance(code, int) else 1), out, err
 
 
+def suggest_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    """``suggest ARGS --json``: the exit code and the document."""
+    import json
+
+    code, out, _err = run_cli(capsys, "suggest", *args, "--json")
+    doc: dict[str, Any] = json.loads(out)
+    return code, doc
+
+
+def chosen(doc: dict[str, Any]) -> dict[str, str]:
+    """What a ``suggest --json`` selection pins: torch with its variant, and each extension."""
+    sel = doc["selection"]
+    return {"torch": f"{sel['torch']}+{sel['variant']}"} | {
+        e["package"]: e["version"] for e in sel["extensions"]
+    }
+
+
 def write_db(directory: Path, raw: dict[str, Any]) -> Path:
     """The parsed YAML documents of a database (file name -> document) as files."""
     directory.mkdir(parents=True, exist_ok=True)

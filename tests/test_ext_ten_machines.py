@@ -23,11 +23,10 @@ what holds vllm to a release whose libraries link libcudart.so.12.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from cli_support import run_cli
+from cli_support import chosen, suggest_json
 
 MACHINES = {
     "rtx3090": ["--gpu", "RTX 3090", "--driver", "535.183.01"],
@@ -54,16 +53,7 @@ TORCH_ALONE = {m: "2.14.1+cu126" for m in BELOW_R580} | {
 def suggest(
     capsys: pytest.CaptureFixture[str], machine: str, *extra: str
 ) -> tuple[int, dict[str, Any]]:
-    args = ["suggest", *MACHINES[machine], "--python", "3.12", "--json", *extra]
-    code, out, _err = run_cli(capsys, *args)
-    return code, json.loads(out)
-
-
-def chosen(doc: dict[str, Any]) -> dict[str, str]:
-    sel = doc["selection"]
-    return {"torch": f"{sel['torch']}+{sel['variant']}"} | {
-        e["package"]: e["version"] for e in sel["extensions"]
-    }
+    return suggest_json(capsys, *MACHINES[machine], "--python", "3.12", *extra)
 
 
 def refused(doc: dict[str, Any]) -> str:

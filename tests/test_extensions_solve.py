@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from cli_support import run_cli
+from cli_support import chosen, run_cli, suggest_json
 
 MACHINES = {
     "rtx3090": ["--gpu", "RTX 3090", "--driver", "535.104.05"],
@@ -21,16 +21,7 @@ MACHINES = {
 def suggest(
     capsys: pytest.CaptureFixture[str], machine: str, *extra: str
 ) -> tuple[int, dict[str, Any]]:
-    args = ["suggest", *MACHINES[machine], "--python", "3.12", "--json", *extra]
-    code, out, _err = run_cli(capsys, *args)
-    return code, json.loads(out)
-
-
-def chosen(doc: dict[str, Any]) -> dict[str, str]:
-    sel = doc["selection"]
-    return {"torch": f"{sel['torch']}+{sel['variant']}"} | {
-        e["package"]: e["version"] for e in sel["extensions"]
-    }
+    return suggest_json(capsys, *MACHINES[machine], "--python", "3.12", *extra)
 
 
 @pytest.mark.parametrize(
